@@ -1,0 +1,58 @@
+/*
+ * Authoritative answering (RFC 1034 4.3.2, RFC 2308, RFC 4592, RFC 6891, RFC 8482): turns
+ * a query packet into a response packet from a zone set. No I/O, no allocation, no locks;
+ * called by every query thread inside an RCU read-side section that keeps @c view alive.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth/stats.h"
+#include "base/compiler.h"
+#include "base/sockaddr.h"
+#include "zone/zone_set.h"
+
+typedef struct {
+	const zone_set_t *zones;
+	uint16_t udp_max_payload; /* our EDNS payload size, the UDP ceiling (default 1232) */
+} auth_view_t;
+
+typedef struct {
+	const steer_sockaddr_t *remote;
+	bool tcp;
+} auth_client_t;
+
+/* State of an outgoing zone transfer; the TCP layer keeps it across messages. */
+typedef struct {
+	zone_t *zone;           /* referenced while the transfer runs; NULL when none */
+	uint16_t id;            /* query id echoed in every message */
+	uint8_t question[DNS_DNAME_MAXLEN + 4];
+	uint16_t question_len;
+	size_t node;            /* position in zone_nodes() */
+	uint16_t rrset;
+	uint16_t record;
+	uint8_t phase;          /* 0 leading SOA, 1 nodes, 2 trailing SOA, 3 done */
+} auth_axfr_t;
+
+/**
+ * Answer the query @p req (@p req_len bytes) from @p client into @p resp, whose capacity
+ * @p resp_cap must be at least 512 (UDP) or 65535 (TCP). Counts into @p stats.
+ * Returns the response length, or 0 when no reply must be sent (QR=1, shorter than a header).
+ * When @p axfr is not NULL (TCP) and the query is an allowed AXFR, the transfer state is set
+ * up in @p axfr (which takes a zone reference) and the first message is returned; the caller
+ * then calls auth_axfr_next() until it returns 0, and auth_axfr_cleanup() at the end.
+ */
+size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
+		   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
+		   auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
+
+/**
+ * The next message of a running transfer into @p resp (@p resp_cap >= 65535), or 0 when the
+ * transfer is complete. Needs no RCU section: the transfer holds its own zone reference.
+ */
+size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap) STEER_NONNULL(1, 2);
+
+/** Release the transfer's zone reference; safe to call on an idle or finished state. */
+void auth_axfr_cleanup(auth_axfr_t *axfr) STEER_NONNULL(1);

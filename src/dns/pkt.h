@@ -1,0 +1,47 @@
+/*
+ * Parsing of incoming DNS queries (header, question, EDNS OPT). No I/O, no allocation; the
+ * parsed query borrows the packet buffer.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/compiler.h"
+#include "dns/const.h"
+
+typedef enum {
+	DNS_QUERY_OK,      /* answerable */
+	DNS_QUERY_DROP,    /* no reply: shorter than a header, or QR=1 (never answer a response) */
+	DNS_QUERY_FORMERR, /* reply FORMERR; the question is echoed only if it parsed */
+	DNS_QUERY_NOTIMP,  /* reply NOTIMP: opcode we do not implement */
+	DNS_QUERY_BADVERS, /* reply BADVERS: EDNS version above 0 (RFC 6891 6.1.3) */
+} dns_query_status_t;
+
+typedef struct {
+	uint16_t id;
+	uint16_t flags; /* host order, as received */
+	uint8_t opcode;
+	uint16_t qdcount, ancount, nscount, arcount;
+
+	bool has_question;
+	const uint8_t *question;  /* the question section as received (owner case kept) */
+	size_t question_len;      /* bytes of the question section */
+	uint8_t qname[DNS_DNAME_MAXLEN]; /* lowercase, uncompressed */
+	uint8_t qname_len;
+	uint16_t qtype;
+	uint16_t qclass;
+
+	bool has_edns;
+	uint8_t edns_version;
+	uint16_t edns_payload; /* advertised UDP payload size, raised to 512 when smaller */
+	bool edns_do;
+} dns_query_t;
+
+/**
+ * Parse the query in @p pkt (@p len bytes). Fills @p q as far as parsing got and returns what
+ * to do with it. Thread-safe; @p q borrows @p pkt.
+ */
+dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *q)
+	STEER_NONNULL(1, 3);
