@@ -26,14 +26,15 @@ typedef struct {
 
 /* State of an outgoing zone transfer; the TCP layer keeps it across messages. */
 typedef struct {
-	zone_t *zone;           /* referenced while the transfer runs; NULL when none */
-	uint16_t id;            /* query id echoed in every message */
+	zone_t *zone; /* referenced while the transfer runs; NULL when none */
+	uint16_t id;  /* query id echoed in every message */
 	uint8_t question[DNS_DNAME_MAXLEN + 4];
 	uint16_t question_len;
-	size_t node;            /* position in zone_nodes() */
+	size_t node; /* position in zone_nodes() */
 	uint16_t rrset;
 	uint16_t record;
-	uint8_t phase;          /* 0 leading SOA, 1 nodes, 2 trailing SOA, 3 done */
+	const uint8_t *cursor; /* the current record (rdlength first) in the current rrset */
+	uint8_t phase;         /* 0 leading SOA, 1 nodes, 2 trailing SOA, 3 done */
 } auth_axfr_t;
 
 /**
@@ -45,8 +46,8 @@ typedef struct {
  * then calls auth_axfr_next() until it returns 0, and auth_axfr_cleanup() at the end.
  */
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
-		   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
-		   auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
+                   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
+                   auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
 
 /**
  * The next message of a running transfer into @p resp (@p resp_cap >= 65535), or 0 when the

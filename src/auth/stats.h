@@ -27,10 +27,10 @@ typedef struct {
 } steer_stats_t;
 
 /* Owner-only increment: no read-modify-write instruction, because only one thread writes. */
-#define STATS_ADD(counter, n)                                                                     \
-	atomic_store_explicit(&(counter),                                                         \
-			      atomic_load_explicit(&(counter), memory_order_relaxed) + (n),        \
-			      memory_order_relaxed)
+#define STATS_ADD(counter, n)                                                                      \
+	atomic_store_explicit(&(counter),                                                          \
+	                      atomic_load_explicit(&(counter), memory_order_relaxed) + (n),        \
+	                      memory_order_relaxed)
 #define STATS_INC(counter) STATS_ADD(counter, 1)
 
 /** Add every counter of @p src into @p dst (control thread). */

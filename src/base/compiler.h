@@ -13,10 +13,10 @@
 #define STEER_ARRAY_LEN(a)     (sizeof(a) / sizeof((a)[0]))
 
 /* Invariant check that stays on in release builds: a violation would corrupt state. */
-#define STEER_ASSERT(cond)                                                                        \
-	do {                                                                                      \
-		if (STEER_UNLIKELY(!(cond)))                                                      \
-			steer_assert_fail(#cond, __FILE__, __LINE__);                             \
+#define STEER_ASSERT(cond)                                                                         \
+	do {                                                                                       \
+		if (STEER_UNLIKELY(!(cond)))                                                       \
+			steer_assert_fail(#cond, __FILE__, __LINE__);                              \
 	} while (0)
 
 /** Print the failed assertion and abort. Never returns. */

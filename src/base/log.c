@@ -21,8 +21,8 @@ static _Atomic int log_level = LOG_LEVEL_INFO;
 #define RATELIMIT_BURST 5
 
 static const char *const level_names[] = {
-	[LOG_LEVEL_ERR] = "error", [LOG_LEVEL_WARNING] = "warning", [LOG_LEVEL_NOTICE] = "notice",
-	[LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
+    [LOG_LEVEL_ERR] = "error", [LOG_LEVEL_WARNING] = "warning", [LOG_LEVEL_NOTICE] = "notice",
+    [LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
 };
 
 void log_setup(log_target_t target, log_level_t level)

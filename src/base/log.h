@@ -47,14 +47,14 @@ typedef struct {
 	int suppressed;
 } log_ratelimit_t;
 void log_ratelimited(log_ratelimit_t *state, log_level_t level, const char *fmt, ...)
-	STEER_PRINTF(3, 4);
+    STEER_PRINTF(3, 4);
 
 #define log_err(...)    log_msg(LOG_LEVEL_ERR, __VA_ARGS__)
 #define log_warn(...)   log_msg(LOG_LEVEL_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_LEVEL_NOTICE, __VA_ARGS__)
 #define log_info(...)   log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
-#define log_debug(...)                                                                           \
-	do {                                                                                     \
-		if (log_enabled(LOG_LEVEL_DEBUG))                                                \
-			log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__);                                   \
+#define log_debug(...)                                                                             \
+	do {                                                                                       \
+		if (log_enabled(LOG_LEVEL_DEBUG))                                                  \
+			log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__);                                     \
 	} while (0)

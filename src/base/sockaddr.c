@@ -83,7 +83,7 @@ const char *steer_sockaddr_str(const steer_sockaddr_t *addr, char *buf, size_t s
 socklen_t steer_sockaddr_len(const steer_sockaddr_t *addr)
 {
 	return addr->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-					      : sizeof(struct sockaddr_in);
+	                                      : sizeof(struct sockaddr_in);
 }
 
 uint16_t steer_sockaddr_port(const steer_sockaddr_t *addr)

@@ -26,11 +26,11 @@ typedef union {
  * Returns 0 or STEER_EINVAL.
  */
 int steer_sockaddr_parse(const char *text, uint16_t default_port, steer_sockaddr_t *out)
-	STEER_NONNULL(1, 3) STEER_WUR;
+    STEER_NONNULL(1, 3) STEER_WUR;
 
 /** Format as "1.2.3.4:53" or "[::1]:53" into @p buf (at least STEER_SOCKADDR_STRLEN). */
 const char *steer_sockaddr_str(const steer_sockaddr_t *addr, char *buf, size_t size)
-	STEER_NONNULL(1, 2);
+    STEER_NONNULL(1, 2);
 
 /** Length to pass to bind()/sendto() for the family of @p addr. */
 socklen_t steer_sockaddr_len(const steer_sockaddr_t *addr) STEER_NONNULL(1);
@@ -53,8 +53,8 @@ int steer_prefix_parse(const char *text, steer_prefix_t *out) STEER_NONNULL(1, 2
 
 /** True when @p addr lies inside @p prefix (IPv4-mapped IPv6 addresses match IPv4 prefixes). */
 bool steer_prefix_match(const steer_prefix_t *prefix, const steer_sockaddr_t *addr)
-	STEER_NONNULL(1, 2);
+    STEER_NONNULL(1, 2);
 
 /** True when @p addr matches any of @p n prefixes. */
 bool steer_prefix_list_match(const steer_prefix_t *list, size_t n, const steer_sockaddr_t *addr)
-	STEER_NONNULL(3);
+    STEER_NONNULL(3);

@@ -70,13 +70,13 @@ enum dns_rcode {
 };
 
 /* Header flag bits in the 16-bit flags word (host order). */
-#define DNS_FLAG_QR 0x8000
-#define DNS_FLAG_AA 0x0400
-#define DNS_FLAG_TC 0x0200
-#define DNS_FLAG_RD 0x0100
-#define DNS_FLAG_RA 0x0080
-#define DNS_FLAG_AD 0x0020
-#define DNS_FLAG_CD 0x0010
+#define DNS_FLAG_QR      0x8000
+#define DNS_FLAG_AA      0x0400
+#define DNS_FLAG_TC      0x0200
+#define DNS_FLAG_RD      0x0100
+#define DNS_FLAG_RA      0x0080
+#define DNS_FLAG_AD      0x0020
+#define DNS_FLAG_CD      0x0010
 #define DNS_OPCODE_SHIFT 11
 #define DNS_OPCODE_MASK  0x7800
 #define DNS_RCODE_MASK   0x000f

@@ -19,7 +19,7 @@
  * returns STEER_EMALF or STEER_ETRUNC.
  */
 int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[DNS_DNAME_MAXLEN])
-	STEER_NONNULL(1, 3, 4) STEER_WUR;
+    STEER_NONNULL(1, 3, 4) STEER_WUR;
 
 /** Length of a valid uncompressed name, root label included. */
 size_t dname_len(const uint8_t *name) STEER_NONNULL(1);

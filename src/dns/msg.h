@@ -21,9 +21,9 @@
 
 typedef struct {
 	uint8_t *buf;
-	size_t limit;    /* current size limit (payload size for UDP, 65535 for TCP) */
-	size_t len;      /* bytes written */
-	size_t reserved; /* bytes kept free at the end for the OPT record */
+	size_t limit;      /* current size limit (payload size for UDP, 65535 for TCP) */
+	size_t len;        /* bytes written */
+	size_t reserved;   /* bytes kept free at the end for the OPT record */
 	uint16_t count[3]; /* answer, authority, additional */
 	uint16_t n_compr;
 	uint16_t compr[DNS_MSG_COMPR_MAX]; /* offsets of names and name suffixes in buf */
@@ -48,8 +48,8 @@ void dns_msg_reserve(dns_msg_t *msg, size_t bytes) STEER_NONNULL(1);
  * Returns 0 or STEER_ESPACE (nothing written).
  */
 int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owner, uint16_t type,
-		   uint16_t rclass, uint32_t ttl, const uint8_t *rdata, uint16_t rdlen)
-	STEER_NONNULL(1, 3);
+                   uint16_t rclass, uint32_t ttl, const uint8_t *rdata, uint16_t rdlen)
+    STEER_NONNULL(1, 3);
 
 /**
  * Append the OPT record (uses the reserved space, which is then released): @p payload is our
@@ -57,7 +57,7 @@ int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owne
  * Returns 0 or STEER_ESPACE.
  */
 int dns_msg_put_opt(dns_msg_t *msg, uint16_t payload, uint8_t ext_rcode, bool do_bit)
-	STEER_NONNULL(1);
+    STEER_NONNULL(1);
 
 /** Set or clear header flag bits (DNS_FLAG_*). */
 void dns_msg_set_flags(dns_msg_t *msg, uint16_t set, uint16_t clear) STEER_NONNULL(1);

@@ -26,8 +26,8 @@ typedef struct {
 	uint16_t qdcount, ancount, nscount, arcount;
 
 	bool has_question;
-	const uint8_t *question;  /* the question section as received (owner case kept) */
-	size_t question_len;      /* bytes of the question section */
+	const uint8_t *question;         /* the question section as received (owner case kept) */
+	size_t question_len;             /* bytes of the question section */
 	uint8_t qname[DNS_DNAME_MAXLEN]; /* lowercase, uncompressed */
 	uint8_t qname_len;
 	uint16_t qtype;
@@ -44,4 +44,4 @@ typedef struct {
  * to do with it. Thread-safe; @p q borrows @p pkt.
  */
 dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *q)
-	STEER_NONNULL(1, 3);
+    STEER_NONNULL(1, 3);

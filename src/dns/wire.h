@@ -74,7 +74,7 @@ static inline uint32_t wire_ctx_read_u32(wire_ctx_t *ctx)
 	if (wire_ctx_need(ctx, 4, STEER_ETRUNC))
 		return 0;
 	uint32_t v = (uint32_t)ctx->pos[0] << 24 | (uint32_t)ctx->pos[1] << 16 |
-		     (uint32_t)ctx->pos[2] << 8 | ctx->pos[3];
+	             (uint32_t)ctx->pos[2] << 8 | ctx->pos[3];
 	ctx->pos += 4;
 	return v;
 }

@@ -1,0 +1,408 @@
+/*
+ * Authoritative answering, RFC 1034 4.3.2 with RFC 2308 negative answers, RFC 4592 wildcards
+ * and RFC 6604 CNAME chains. Runs on every query thread inside the caller's RCU read-side
+ * section; no allocation, no locks, bounded work per query (CNAME_HOPS_MAX, fixed buffers).
+ */
+#include "auth/auth.h"
+
+#include <string.h>
+
+#include "auth/auth_int.h"
+#include "dns/dname.h"
+#include "dns/msg.h"
+#include "dns/pkt.h"
+#include "dns/rdata.h"
+
+/* Longest CNAME chain followed inside a zone; longer chains are answered as far as this. */
+#define CNAME_HOPS_MAX 12
+/* Distinct target names collected for additional-section processing. */
+#define ADDITIONAL_MAX 16
+
+typedef struct {
+	dns_msg_t msg;
+	const dns_query_t *q;
+	const zone_t *zone;
+	bool tcp;
+	bool truncated;
+	uint8_t rcode;
+	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
+	unsigned n_extra;
+} answer_t;
+
+/* Writes a whole rrset; on overflow removes what it wrote and reports it. */
+static int put_rrset(answer_t *a, enum dns_section sec, const uint8_t *owner,
+                     const zone_rrset_t *rrset, uint32_t ttl)
+{
+	size_t len = a->msg.len;
+	uint16_t count[3];
+	memcpy(count, a->msg.count, sizeof(count));
+	zone_rdata_iter_t it = zone_rdata_iter(rrset);
+	uint16_t rdlen;
+	const uint8_t *rdata;
+	while ((rdata = zone_rdata_next(&it, &rdlen)) != NULL) {
+		int ret = dns_msg_put_rr(&a->msg, sec, owner, rrset->type, DNS_CLASS_IN, ttl, rdata,
+		                         rdlen);
+		if (ret != 0) {
+			dns_msg_rewind(&a->msg, len, count);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Answer and authority data must be complete or the client must retry over TCP. */
+static bool put_required(answer_t *a, enum dns_section sec, const uint8_t *owner,
+                         const zone_rrset_t *rrset, uint32_t ttl)
+{
+	if (a->truncated)
+		return false;
+	if (put_rrset(a, sec, owner, rrset, ttl) == 0)
+		return true;
+	a->truncated = true;
+	return false;
+}
+
+static void add_extra(answer_t *a, const uint8_t *target)
+{
+	if (a->n_extra == ADDITIONAL_MAX || !dname_is_subdomain(target, a->zone->apex))
+		return;
+	for (unsigned i = 0; i < a->n_extra; i++) {
+		if (dname_equal(a->extra[i], target))
+			return;
+	}
+	a->extra[a->n_extra++] = target;
+}
+
+static void want_additional(answer_t *a, const zone_rrset_t *rrset)
+{
+	zone_rdata_iter_t it = zone_rdata_iter(rrset);
+	uint16_t rdlen;
+	const uint8_t *rdata;
+	while ((rdata = zone_rdata_next(&it, &rdlen)) != NULL) {
+		const uint8_t *target = dns_rdata_target(rrset->type, rdata, rdlen);
+		if (target)
+			add_extra(a, target);
+	}
+}
+
+static bool put_answer(answer_t *a, const uint8_t *owner, const zone_rrset_t *rrset)
+{
+	if (!put_required(a, DNS_SEC_ANSWER, owner, rrset, rrset->ttl))
+		return false;
+	want_additional(a, rrset);
+	return true;
+}
+
+/* RFC 2308 3: the SOA's TTL in a negative answer is min(SOA TTL, SOA MINIMUM). */
+static void put_negative_soa(answer_t *a)
+{
+	const zone_rrset_t *soa = a->zone->soa;
+	uint16_t rdlen = (uint16_t)(soa->rdata[0] << 8 | soa->rdata[1]);
+	uint32_t ttl = soa->ttl;
+	if (rdlen >= 4) {
+		const uint8_t *min = soa->rdata + 2 + rdlen - 4;
+		uint32_t minimum = (uint32_t)min[0] << 24 | (uint32_t)min[1] << 16 |
+		                   (uint32_t)min[2] << 8 | min[3];
+		if (minimum < ttl)
+			ttl = minimum;
+	}
+	put_required(a, DNS_SEC_AUTHORITY, a->zone->apex, soa, ttl);
+}
+
+static const zone_node_t *find_wildcard(const zone_t *zone, const zone_node_t *encloser)
+{
+	if (!(encloser->flags & ZONE_NODE_WILDCARD_CHILD))
+		return NULL;
+	uint8_t name[DNS_DNAME_MAXLEN];
+	size_t len = dname_len(encloser->owner);
+	if (len + 2 > DNS_DNAME_MAXLEN)
+		return NULL;
+	name[0] = 1;
+	name[1] = '*';
+	memcpy(name + 2, encloser->owner, len);
+	return zone_find_node(zone, name, len + 2);
+}
+
+void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res)
+{
+	res->exact = NULL;
+	res->encloser = NULL;
+	res->cut = NULL;
+	const uint8_t *cur = name;
+	const zone_node_t *node;
+	/* Strip labels until a node exists; the apex always does, so this ends there. */
+	while ((node = zone_find_node(zone, cur, dname_len(cur))) == NULL) {
+		cur = dname_parent(cur);
+		if (!cur)
+			return;
+	}
+	if (cur == name)
+		res->exact = node;
+	res->encloser = node;
+	const zone_node_t *cut = node->cut;
+	/* Nested cuts below a cut are occluded: the topmost one is the real delegation. */
+	while (cut && (cut->flags & ZONE_NODE_NONAUTH) && cut->parent && cut->parent->cut)
+		cut = cut->parent->cut;
+	res->cut = cut;
+}
+
+static void put_glue_for(answer_t *a, const uint8_t *target, bool required)
+{
+	auth_lookup_t look;
+	auth_lookup(a->zone, target, &look);
+	const zone_node_t *node = look.exact;
+	if (!node && look.encloser && !look.cut)
+		node = find_wildcard(a->zone, look.encloser);
+	if (!node)
+		return;
+	static const uint16_t types[] = {DNS_TYPE_A, DNS_TYPE_AAAA};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(types); i++) {
+		const zone_rrset_t *rrset = zone_node_rrset(node, types[i]);
+		if (rrset && put_rrset(a, DNS_SEC_ADDITIONAL, target, rrset, rrset->ttl) != 0 &&
+		    required)
+			a->truncated = true; /* RFC 9471: in-domain glue must fit, or TC */
+	}
+}
+
+static void put_additional(answer_t *a)
+{
+	for (unsigned i = 0; i < a->n_extra && !a->truncated; i++)
+		put_glue_for(a, a->extra[i], false);
+}
+
+static void put_referral(answer_t *a, const zone_node_t *cut)
+{
+	const zone_rrset_t *ns = zone_node_rrset(cut, DNS_TYPE_NS);
+	if (!ns)
+		return;
+	if (a->msg.count[DNS_SEC_ANSWER] == 0)
+		dns_msg_set_flags(&a->msg, 0, DNS_FLAG_AA);
+	if (!put_required(a, DNS_SEC_AUTHORITY, cut->owner, ns, ns->ttl))
+		return;
+	zone_rdata_iter_t it = zone_rdata_iter(ns);
+	uint16_t rdlen;
+	const uint8_t *rdata;
+	while ((rdata = zone_rdata_next(&it, &rdlen)) != NULL) {
+		const uint8_t *target = dns_rdata_target(DNS_TYPE_NS, rdata, rdlen);
+		if (!target)
+			continue;
+		if (dname_is_subdomain(target, cut->owner))
+			put_glue_for(a, target, true);
+		else
+			add_extra(a, target); /* in this zone but outside the child: optional */
+	}
+}
+
+/* RFC 8482: ANY over UDP gets one RRset, not the whole node; TCP clients get everything. */
+static void put_any(answer_t *a, const uint8_t *owner, const zone_node_t *node)
+{
+	for (uint16_t i = 0; i < node->n_rrsets; i++) {
+		const zone_rrset_t *rrset = &node->rrsets[i];
+		if (rrset->type == DNS_TYPE_RRSIG && node->n_rrsets > 1)
+			continue;
+		if (!put_answer(a, owner, rrset) || !a->tcp)
+			return;
+	}
+}
+
+static bool name_seen(const uint8_t *const *seen, unsigned n, const uint8_t *name)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (dname_equal(seen[i], name))
+			return true;
+	}
+	return false;
+}
+
+/* Answers at one node; returns the CNAME target to continue with, or NULL when done. */
+static const uint8_t *answer_node(answer_t *a, const uint8_t *owner, const zone_node_t *node)
+{
+	uint16_t qtype = a->q->qtype;
+	if (qtype == DNS_TYPE_ANY) {
+		if (node->n_rrsets == 0)
+			put_negative_soa(a);
+		else
+			put_any(a, owner, node);
+		return NULL;
+	}
+	const zone_rrset_t *rrset = zone_node_rrset(node, qtype);
+	if (rrset) {
+		put_answer(a, owner, rrset);
+		return NULL;
+	}
+	const zone_rrset_t *cname = zone_node_rrset(node, DNS_TYPE_CNAME);
+	if (cname) {
+		if (!put_answer(a, owner, cname))
+			return NULL;
+		uint16_t rdlen = (uint16_t)(cname->rdata[0] << 8 | cname->rdata[1]);
+		const uint8_t *target = cname->rdata + 2;
+		return dname_is_valid(target, rdlen) ? target : NULL;
+	}
+	put_negative_soa(a);
+	return NULL;
+}
+
+static void answer_from_zone(answer_t *a)
+{
+	const uint8_t *sname = a->q->qname;
+	const uint8_t *seen[CNAME_HOPS_MAX];
+	unsigned hops = 0;
+
+	for (;;) {
+		auth_lookup_t look;
+		auth_lookup(a->zone, sname, &look);
+		bool ds_at_cut = look.exact && look.exact == look.cut && a->q->qtype == DNS_TYPE_DS;
+		if (look.cut && !ds_at_cut) {
+			put_referral(a, look.cut);
+			return;
+		}
+		const zone_node_t *node = look.exact;
+		if (!node) {
+			node = find_wildcard(a->zone, look.encloser);
+			if (!node) {
+				/* RFC 6604 2.1: the rcode describes the last name of the chain. */
+				a->rcode = DNS_RCODE_NXDOMAIN;
+				put_negative_soa(a);
+				return;
+			}
+		}
+		const uint8_t *owner = look.exact ? node->owner : sname;
+		const uint8_t *target = answer_node(a, owner, node);
+		if (!target || !dname_is_subdomain(target, a->zone->apex))
+			return;
+		seen[hops++] = sname;
+		if (hops == CNAME_HOPS_MAX || name_seen(seen, hops, target))
+			return;
+		sname = target;
+	}
+}
+
+/* RFC 4035 3.1.4.1: DS lives in the parent; answer it from there when we serve both. */
+static const zone_set_entry_t *find_zone(const zone_set_t *zones, const dns_query_t *q)
+{
+	const zone_set_entry_t *entry = zone_set_find(zones, q->qname);
+	if (entry && q->qtype == DNS_TYPE_DS && q->qname_len > 1 &&
+	    dname_equal(entry->zone->apex, q->qname)) {
+		const zone_set_entry_t *parent = zone_set_find(zones, dname_parent(q->qname));
+		if (parent)
+			return parent;
+	}
+	return entry;
+}
+
+static uint16_t udp_limit(const auth_view_t *view, const dns_query_t *q, size_t cap)
+{
+	size_t limit = DNS_UDP_MINLEN;
+	if (q->has_edns) {
+		limit = q->edns_payload < view->udp_max_payload ? q->edns_payload
+		                                                : view->udp_max_payload;
+	}
+	return (uint16_t)(limit < cap ? limit : cap);
+}
+
+static void count(steer_stats_t *stats, const dns_query_t *q, uint8_t rcode)
+{
+	STATS_INC(stats->rcode[rcode < STATS_RCODE_SLOTS ? rcode : 0]);
+	STATS_INC(stats->qtype[q->qtype < STATS_QTYPE_SLOTS ? q->qtype : 0]);
+	if (q->has_edns) {
+		STATS_INC(stats->edns);
+		if (q->edns_do)
+			STATS_INC(stats->edns_do);
+	}
+}
+
+static size_t finish(answer_t *a, const auth_view_t *view, steer_stats_t *stats)
+{
+	const dns_query_t *q = a->q;
+	if (a->truncated) {
+		dns_msg_set_flags(&a->msg, DNS_FLAG_TC, 0);
+		STATS_INC(stats->truncated);
+	}
+	uint8_t rcode = a->rcode;
+	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
+	if (q->has_edns) {
+		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
+		                          q->edns_do);
+		STEER_ASSERT(ret == 0); /* the space was reserved up front */
+	}
+	count(stats, q, rcode);
+	return dns_msg_finish(&a->msg);
+}
+
+static uint8_t status_rcode(dns_query_status_t status)
+{
+	switch (status) {
+	case DNS_QUERY_FORMERR:
+		return DNS_RCODE_FORMERR;
+	case DNS_QUERY_NOTIMP:
+		return DNS_RCODE_NOTIMP;
+	case DNS_QUERY_BADVERS:
+		return DNS_RCODE_BADVERS;
+	case DNS_QUERY_OK:
+	case DNS_QUERY_DROP:
+		break;
+	}
+	return DNS_RCODE_NOERROR;
+}
+
+/* Query types that cannot be asked for in a question section. */
+static bool qtype_is_invalid(uint16_t qtype)
+{
+	return qtype == DNS_TYPE_OPT || qtype == DNS_TYPE_TSIG || qtype == DNS_TYPE_TKEY ||
+	       qtype == 0;
+}
+
+static void answer_query(answer_t *a, const auth_view_t *view, const auth_client_t *client,
+                         auth_axfr_t *axfr, steer_stats_t *stats)
+{
+	const dns_query_t *q = a->q;
+	if (qtype_is_invalid(q->qtype)) {
+		a->rcode = DNS_RCODE_FORMERR;
+		return;
+	}
+	const zone_set_entry_t *entry = NULL;
+	if (q->qclass == DNS_CLASS_IN || q->qclass == DNS_CLASS_ANY)
+		entry = find_zone(view->zones, q);
+	if (!entry) {
+		a->rcode = DNS_RCODE_REFUSED;
+		return;
+	}
+	a->zone = entry->zone;
+	if (q->qtype == DNS_TYPE_AXFR || q->qtype == DNS_TYPE_IXFR) {
+		a->rcode = auth_xfr_start(a->zone, entry, q, client, axfr, &a->msg, stats);
+		return;
+	}
+	dns_msg_set_flags(&a->msg, DNS_FLAG_AA, 0);
+	answer_from_zone(a);
+	put_additional(a);
+}
+
+size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
+                   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
+                   auth_axfr_t *axfr)
+{
+	dns_query_t q;
+	dns_query_status_t status = dns_query_parse(req, req_len, &q);
+	if (status == DNS_QUERY_DROP) {
+		STATS_INC(stats->dropped);
+		return 0;
+	}
+	answer_t a = {.q = &q, .tcp = client->tcp};
+	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
+	if (limit > DNS_MSG_MAXLEN)
+		limit = DNS_MSG_MAXLEN;
+	dns_msg_init(&a.msg, resp, limit);
+	if (q.has_edns)
+		dns_msg_reserve(&a.msg, DNS_OPT_RR_LEN);
+	if (dns_msg_begin(&a.msg, &q, 0) != 0) {
+		/* A question too long for 512 bytes cannot be echoed: answer without it. */
+		q.has_question = false;
+		if (dns_msg_begin(&a.msg, &q, 0) != 0)
+			return 0;
+	}
+	if (status != DNS_QUERY_OK)
+		a.rcode = status_rcode(status);
+	else
+		answer_query(&a, view, client, axfr, stats);
+	return finish(&a, view, stats);
+}

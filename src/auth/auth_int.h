@@ -1,0 +1,26 @@
+/*
+ * Helpers shared by the files of auth/ (answering and zone transfer). Query-thread safe.
+ */
+#pragma once
+
+#include "auth/auth.h"
+#include "dns/msg.h"
+#include "dns/pkt.h"
+
+typedef struct {
+	const zone_node_t *exact; /* the node named exactly, or NULL */
+	const zone_node_t
+	    *encloser;          /* closest existing ancestor-or-self (RFC 4592 closest encloser) */
+	const zone_node_t *cut; /* the delegation covering the name, or NULL when authoritative */
+} auth_lookup_t;
+
+/** Find @p name (lowercase wire, inside @p zone) the way RFC 1034 4.3.2 step 3 walks. */
+void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res);
+
+/**
+ * Handle an AXFR or IXFR question for @p zone: checks transport and the zone's ACL, writes
+ * the first message into @p msg and sets up @p axfr for the rest. Returns the rcode.
+ */
+uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
+                       const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
+                       steer_stats_t *stats);

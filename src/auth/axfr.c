@@ -1,0 +1,157 @@
+/*
+ * Outgoing zone transfer (RFC 5936) over TCP. A transfer holds a zone reference, so it keeps
+ * streaming a consistent zone even when a reload replaces it halfway. IXFR is answered the
+ * way RFC 1995 4 allows for a server without history: a full transfer over TCP, the SOA alone
+ * over UDP.
+ */
+#include <string.h>
+
+#include "auth/auth_int.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "dns/dname.h"
+
+enum { PHASE_FIRST_SOA, PHASE_NODES, PHASE_LAST_SOA, PHASE_DONE };
+
+static int put_soa(const zone_t *zone, dns_msg_t *msg)
+{
+	const zone_rrset_t *soa = zone->soa;
+	uint16_t rdlen = (uint16_t)(soa->rdata[0] << 8 | soa->rdata[1]);
+	return dns_msg_put_rr(msg, DNS_SEC_ANSWER, zone->apex, DNS_TYPE_SOA, DNS_CLASS_IN, soa->ttl,
+	                      soa->rdata + 2, rdlen);
+}
+
+/* The current record's rdata and length. */
+static const uint8_t *current_record(auth_axfr_t *axfr, const zone_node_t *node, uint16_t *len)
+{
+	if (axfr->record == 0)
+		axfr->cursor = node->rrsets[axfr->rrset].rdata;
+	*len = (uint16_t)(axfr->cursor[0] << 8 | axfr->cursor[1]);
+	return axfr->cursor + 2;
+}
+
+static void advance(auth_axfr_t *axfr, const zone_node_t *node, uint16_t rdlen)
+{
+	axfr->cursor += 2 + (size_t)rdlen;
+	if (++axfr->record < node->rrsets[axfr->rrset].count)
+		return;
+	axfr->record = 0;
+	if (++axfr->rrset < node->n_rrsets)
+		return;
+	axfr->rrset = 0;
+	axfr->node++;
+}
+
+static void skip_empty_and_soa(auth_axfr_t *axfr, const zone_node_t *nodes, size_t n)
+{
+	while (axfr->node < n) {
+		const zone_node_t *node = &nodes[axfr->node];
+		if (axfr->rrset >= node->n_rrsets) {
+			axfr->node++;
+			axfr->rrset = 0;
+			axfr->record = 0;
+		} else if (node->rrsets[axfr->rrset].type == DNS_TYPE_SOA &&
+		           (node->flags & ZONE_NODE_APEX)) {
+			axfr->rrset++;
+			axfr->record = 0;
+		} else {
+			return;
+		}
+	}
+}
+
+/* Fills @p msg with as many records as fit; returns false if not even one fit. */
+static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
+{
+	size_t n_nodes;
+	const zone_node_t *nodes = zone_nodes(axfr->zone, &n_nodes);
+	bool wrote = false;
+	while (axfr->phase != PHASE_DONE) {
+		if (axfr->phase == PHASE_FIRST_SOA || axfr->phase == PHASE_LAST_SOA) {
+			if (put_soa(axfr->zone, msg) != 0)
+				return wrote;
+			axfr->phase++;
+			wrote = true;
+			continue;
+		}
+		skip_empty_and_soa(axfr, nodes, n_nodes);
+		if (axfr->node == n_nodes) {
+			axfr->phase = PHASE_LAST_SOA;
+			continue;
+		}
+		const zone_node_t *node = &nodes[axfr->node];
+		uint16_t rdlen = 0;
+		const uint8_t *rdata = current_record(axfr, node, &rdlen);
+		const zone_rrset_t *rrset = &node->rrsets[axfr->rrset];
+		int ret = dns_msg_put_rr(msg, DNS_SEC_ANSWER, node->owner, rrset->type,
+		                         DNS_CLASS_IN, rrset->ttl, rdata, rdlen);
+		if (ret == STEER_ESPACE)
+			return wrote;
+		advance(axfr, node, rdlen);
+		wrote = wrote || ret == 0;
+	}
+	return wrote;
+}
+
+uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
+                       const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
+                       steer_stats_t *stats)
+{
+	if (!dname_equal(q->qname, zone->apex))
+		return DNS_RCODE_NOTAUTH;
+	if (!client->tcp) {
+		if (q->qtype == DNS_TYPE_AXFR)
+			return DNS_RCODE_FORMERR; /* RFC 5936 4.2: AXFR is TCP only */
+		dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
+		put_soa(zone, msg);
+		return DNS_RCODE_NOERROR;
+	}
+	if (!axfr ||
+	    !steer_prefix_list_match(entry->xfr_allow, entry->n_xfr_allow, client->remote)) {
+		STATS_INC(stats->axfr_refused);
+		return DNS_RCODE_REFUSED;
+	}
+	STATS_INC(stats->axfr);
+	memset(axfr, 0, sizeof(*axfr));
+	zone_ref((zone_t *)zone);
+	axfr->zone = (zone_t *)zone;
+	axfr->id = q->id;
+	memcpy(axfr->question, q->question, q->question_len);
+	axfr->question_len = (uint16_t)q->question_len;
+	axfr->phase = PHASE_FIRST_SOA;
+	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
+	fill(axfr, msg);
+	return DNS_RCODE_NOERROR;
+}
+
+size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap)
+{
+	if (!axfr->zone || axfr->phase == PHASE_DONE)
+		return 0;
+	dns_query_t q;
+	memset(&q, 0, sizeof(q));
+	q.id = axfr->id;
+	q.has_question = true;
+	q.question = axfr->question;
+	q.question_len = axfr->question_len;
+	q.qname_len = (uint8_t)(axfr->question_len - 4);
+	dns_msg_t msg;
+	dns_msg_init(&msg, resp, resp_cap < DNS_MSG_MAXLEN ? resp_cap : DNS_MSG_MAXLEN);
+	if (dns_msg_begin(&msg, &q, DNS_RCODE_NOERROR) != 0)
+		return 0;
+	dns_msg_set_flags(&msg, DNS_FLAG_AA, 0);
+	if (!fill(axfr, &msg)) {
+		log_warn("AXFR of %s stopped: a record does not fit in a message",
+		         axfr->zone->name);
+		axfr->phase = PHASE_DONE;
+		return 0;
+	}
+	return dns_msg_finish(&msg);
+}
+
+void auth_axfr_cleanup(auth_axfr_t *axfr)
+{
+	zone_unref(axfr->zone);
+	axfr->zone = NULL;
+	axfr->phase = PHASE_DONE;
+}

@@ -1,0 +1,127 @@
+/*
+ * Query parsing. Strict where RFCs require an error (FORMERR), lenient only where they allow
+ * it. Runs on query threads: no allocation, bounded work for any input.
+ */
+#include "dns/pkt.h"
+
+#include <string.h>
+
+#include "dns/dname.h"
+#include "dns/wire.h"
+
+/* Skips one resource record (owner, fixed fields, rdata). Returns its type, or -1. */
+static int skip_rr(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *rclass, uint32_t *ttl,
+                   const uint8_t **rdata, uint16_t *rdlen, bool *root_owner)
+{
+	uint8_t owner[DNS_DNAME_MAXLEN];
+	int ret = dname_unpack(pkt, len, pos, owner);
+	if (ret < 0)
+		return -1;
+	*root_owner = (ret == 1);
+	wire_ctx_t ctx = wire_ctx_init_const(pkt + *pos, len - *pos);
+	uint16_t type = wire_ctx_read_u16(&ctx);
+	*rclass = wire_ctx_read_u16(&ctx);
+	*ttl = wire_ctx_read_u32(&ctx);
+	*rdlen = wire_ctx_read_u16(&ctx);
+	*rdata = ctx.pos;
+	wire_ctx_skip(&ctx, *rdlen);
+	if (ctx.err)
+		return -1;
+	*pos += wire_ctx_offset(&ctx);
+	return type;
+}
+
+/* EDNS options must tile the rdata exactly (RFC 6891 6.1.2). Unknown ones are ignored. */
+static bool edns_options_valid(const uint8_t *rdata, uint16_t rdlen)
+{
+	wire_ctx_t ctx = wire_ctx_init_const(rdata, rdlen);
+	while (wire_ctx_available(&ctx) > 0) {
+		(void)wire_ctx_read_u16(&ctx);
+		uint16_t optlen = wire_ctx_read_u16(&ctx);
+		wire_ctx_skip(&ctx, optlen);
+	}
+	return ctx.err == 0;
+}
+
+static dns_query_status_t parse_opt(dns_query_t *q, uint16_t rclass, uint32_t ttl,
+                                    const uint8_t *rdata, uint16_t rdlen, bool root_owner)
+{
+	if (q->has_edns || !root_owner || !edns_options_valid(rdata, rdlen))
+		return DNS_QUERY_FORMERR;
+	q->has_edns = true;
+	q->edns_payload = rclass < DNS_UDP_MINLEN ? DNS_UDP_MINLEN : rclass;
+	q->edns_version = (uint8_t)(ttl >> 16);
+	q->edns_do = (ttl & DNS_EDNS_DO) != 0;
+	return DNS_QUERY_OK;
+}
+
+static dns_query_status_t parse_question(const uint8_t *pkt, size_t len, size_t *pos,
+                                         dns_query_t *q)
+{
+	size_t start = *pos;
+	int ret = dname_unpack(pkt, len, pos, q->qname);
+	if (ret < 0 || *pos + 4 > len)
+		return DNS_QUERY_FORMERR;
+	q->qname_len = (uint8_t)ret;
+	dname_lower(q->qname);
+	q->qtype = wire_read_u16(pkt + *pos);
+	q->qclass = wire_read_u16(pkt + *pos + 2);
+	*pos += 4;
+	q->has_question = true;
+	q->question = pkt + start;
+	q->question_len = *pos - start;
+	return DNS_QUERY_OK;
+}
+
+static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t pos, dns_query_t *q)
+{
+	unsigned total = (unsigned)q->ancount + q->nscount + q->arcount;
+	for (unsigned i = 0; i < total; i++) {
+		uint16_t rclass, rdlen;
+		uint32_t ttl;
+		const uint8_t *rdata;
+		bool root_owner;
+		int type = skip_rr(pkt, len, &pos, &rclass, &ttl, &rdata, &rdlen, &root_owner);
+		if (type < 0)
+			return DNS_QUERY_FORMERR;
+		bool additional = i >= (unsigned)q->ancount + q->nscount;
+		if (type == DNS_TYPE_OPT) {
+			if (!additional)
+				return DNS_QUERY_FORMERR;
+			if (parse_opt(q, rclass, ttl, rdata, rdlen, root_owner) != DNS_QUERY_OK)
+				return DNS_QUERY_FORMERR;
+		}
+	}
+	/* Bytes after the last record mean the counts lie. */
+	return pos == len ? DNS_QUERY_OK : DNS_QUERY_FORMERR;
+}
+
+dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (len < DNS_HEADER_LEN)
+		return DNS_QUERY_DROP;
+
+	q->id = wire_read_u16(pkt);
+	q->flags = wire_read_u16(pkt + 2);
+	q->qdcount = wire_read_u16(pkt + 4);
+	q->ancount = wire_read_u16(pkt + 6);
+	q->nscount = wire_read_u16(pkt + 8);
+	q->arcount = wire_read_u16(pkt + 10);
+	q->opcode = (uint8_t)((q->flags & DNS_OPCODE_MASK) >> DNS_OPCODE_SHIFT);
+	if (q->flags & DNS_FLAG_QR)
+		return DNS_QUERY_DROP;
+
+	size_t pos = DNS_HEADER_LEN;
+	if (q->qdcount != 1)
+		return q->opcode == DNS_OPCODE_QUERY ? DNS_QUERY_FORMERR : DNS_QUERY_NOTIMP;
+	if (parse_question(pkt, len, &pos, q) != DNS_QUERY_OK)
+		return DNS_QUERY_FORMERR;
+	if (parse_records(pkt, len, pos, q) != DNS_QUERY_OK)
+		return DNS_QUERY_FORMERR;
+	if (q->has_edns && q->edns_version > 0)
+		return DNS_QUERY_BADVERS;
+	if (q->opcode != DNS_OPCODE_QUERY)
+		return DNS_QUERY_NOTIMP;
+	return DNS_QUERY_OK;
+}

@@ -1,0 +1,228 @@
+/* Unit tests of src/dns: names, query parsing and the response builder. */
+#include <string.h>
+
+#include "base/err.h"
+#include "dns/dname.h"
+#include "dns/msg.h"
+#include "dns/pkt.h"
+#include "dns/wire.h"
+#include "unit.h"
+
+static void test_dname_text(void)
+{
+	static const struct {
+		const char *text;
+		int len; /* wire length or error */
+		const char *back;
+	} rows[] = {
+	    {"www.example.test", 18, "www.example.test."},
+	    {"www.example.test.", 18, "www.example.test."},
+	    {".", 1, "."},
+	    {"a\\.b.test", 10, "a\\.b.test."},
+	    {"\\065.test", 8, "A.test."},
+	    {"sp\\032ace.test", 13, "sp\\032ace.test."},
+	    {"a..b", STEER_ESYNTAX, NULL},
+	    {".a", STEER_ESYNTAX, NULL},
+	    {"", STEER_ESYNTAX, NULL},
+	    {"bad\\2", STEER_ESYNTAX, NULL},
+	    {"x\\300.test", STEER_ESYNTAX, NULL},
+	    {"0123456789012345678901234567890123456789012345678901234567890123.test", STEER_ERANGE,
+	     NULL},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		uint8_t wire[DNS_DNAME_MAXLEN];
+		int len = dname_from_str(rows[i].text, wire);
+		CHECK(len == rows[i].len, "'%s' gave %d, want %d", rows[i].text, len, rows[i].len);
+		if (len > 0 && rows[i].back) {
+			char buf[DNAME_STR_MAXLEN];
+			dname_to_str(wire, buf, sizeof(buf));
+			CHECK(strcmp(buf, rows[i].back) == 0, "'%s' printed as '%s'", rows[i].text,
+			      buf);
+			CHECK(dname_len(wire) == (size_t)len, "len of '%s'", rows[i].text);
+			CHECK(dname_is_valid(wire, (size_t)len), "valid '%s'", rows[i].text);
+		}
+	}
+	/* A 255-octet name is the longest legal one; 256 is not. */
+	char longname[300] = "";
+	for (int i = 0; i < 4; i++)
+		strcat(longname, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.");
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str(longname, wire) == 253, "4x62 labels fit (%s)", "253 octets");
+	strcat(longname, "b");
+	CHECK(dname_from_str(longname, wire) == 255, "255 octets fit");
+	strcat(longname, "c");
+	CHECK(dname_from_str(longname, wire) == STEER_ERANGE, "256 octets rejected");
+}
+
+static void test_dname_relations(void)
+{
+	uint8_t a[DNS_DNAME_MAXLEN], b[DNS_DNAME_MAXLEN], c[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str("WwW.Example.TEST", a) > 0, "parse a");
+	CHECK(dname_from_str("www.example.test", b) > 0, "parse b");
+	CHECK(dname_from_str("example.test", c) > 0, "parse c");
+	CHECK(dname_equal(a, b), "case-insensitive equality");
+	CHECK(dname_is_subdomain(a, c), "www below apex");
+	CHECK(!dname_is_subdomain(c, a), "apex not below www");
+	CHECK(dname_is_subdomain(c, c), "name is subdomain of itself");
+	CHECK(dname_labels(a) == 3, "3 labels");
+	CHECK(dname_equal(dname_parent(b), c), "parent");
+	dname_lower(a);
+	CHECK(memcmp(a, b, dname_len(b)) == 0, "lowered");
+	uint8_t wc[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str("*.example.test", wc) > 0 && dname_is_wildcard(wc), "wildcard");
+	CHECK(!dname_is_wildcard(c), "not wildcard");
+}
+
+static void test_dname_unpack(void)
+{
+	/* 12 bytes of header, then "example.test" at 12 and pointers after it. */
+	uint8_t msg[64] = {0};
+	const uint8_t name[] = "\x07"
+	                       "example\x04test";
+	memcpy(msg + 12, name, sizeof(name));                  /* includes the root label */
+	size_t at = 12 + sizeof(name);                         /* 26 */
+	const uint8_t tail[] = {3,    'w', 'w', 'w', 0xc0, 12, /* www + ptr to 12 */
+	                        0xc0, 26,                      /* ptr to www... */
+	                        0xc0, 40,                      /* forward pointer */
+	                        0xc0, 36};                     /* points at itself */
+	memcpy(msg + at, tail, sizeof(tail));
+	uint8_t out[DNS_DNAME_MAXLEN];
+	size_t off = at;
+	int len = dname_unpack(msg, sizeof(msg), &off, out);
+	CHECK(len == 18 && off == at + 6, "www + pointer (len %d, off %zu)", len, off);
+	off = at + 6;
+	len = dname_unpack(msg, sizeof(msg), &off, out);
+	CHECK(len == 18 && off == at + 8, "pointer to pointer chain (len %d)", len);
+	off = at + 8;
+	CHECK(dname_unpack(msg, sizeof(msg), &off, out) == STEER_EMALF, "forward pointer");
+	off = at + 10;
+	CHECK(dname_unpack(msg, sizeof(msg), &off, out) == STEER_EMALF, "self pointer");
+	off = 12;
+	CHECK(dname_unpack(msg, 20, &off, out) == STEER_ETRUNC, "truncated name");
+	uint8_t ext[] = {0x40, 0};
+	off = 0;
+	CHECK(dname_unpack(ext, sizeof(ext), &off, out) == STEER_EMALF, "extended label");
+}
+
+/* Builds a query: header, question, optional OPT. Returns its length. */
+static size_t make_query(uint8_t *buf, uint16_t flags, uint16_t qdcount, const char *qname,
+                         uint16_t qtype, int opt_version, uint16_t payload)
+{
+	wire_ctx_t ctx = wire_ctx_init(buf, 512);
+	wire_ctx_write_u16(&ctx, 0x1234);
+	wire_ctx_write_u16(&ctx, flags);
+	wire_ctx_write_u16(&ctx, qdcount);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, opt_version >= 0 ? 1 : 0);
+	uint8_t name[DNS_DNAME_MAXLEN];
+	int len = dname_from_str(qname, name);
+	wire_ctx_write(&ctx, name, (size_t)len);
+	wire_ctx_write_u16(&ctx, qtype);
+	wire_ctx_write_u16(&ctx, DNS_CLASS_IN);
+	if (opt_version >= 0) {
+		wire_ctx_write_u8(&ctx, 0);
+		wire_ctx_write_u16(&ctx, DNS_TYPE_OPT);
+		wire_ctx_write_u16(&ctx, payload);
+		wire_ctx_write_u32(&ctx, (uint32_t)opt_version << 16 | DNS_EDNS_DO);
+		wire_ctx_write_u16(&ctx, 4); /* one unknown empty option */
+		wire_ctx_write_u16(&ctx, 65001);
+		wire_ctx_write_u16(&ctx, 0);
+	}
+	return wire_ctx_offset(&ctx);
+}
+
+static void test_query_parse(void)
+{
+	uint8_t buf[512];
+	dns_query_t q;
+	size_t len = make_query(buf, DNS_FLAG_RD, 1, "WWW.example.test", DNS_TYPE_A, 0, 100);
+	CHECK(dns_query_parse(buf, len, &q) == DNS_QUERY_OK, "good query");
+	CHECK(q.qtype == DNS_TYPE_A && q.qclass == DNS_CLASS_IN, "qtype/qclass");
+	CHECK(q.has_edns && q.edns_payload == 512 && q.edns_do, "payload raised to 512, DO");
+	CHECK(q.qname[1] == 'w' && q.question[1] == 'W', "qname lowered, question kept");
+	CHECK(q.question_len == 18 + 4, "question length %zu", q.question_len);
+
+	static const struct {
+		const char *what;
+		uint16_t flags;
+		uint16_t qdcount;
+		int version;
+		size_t cut; /* bytes removed from the end, or added garbage when > 1000 */
+		dns_query_status_t want;
+	} rows[] = {
+	    {"response", DNS_FLAG_QR, 1, -1, 0, DNS_QUERY_DROP},
+	    {"no question", 0, 0, -1, 0, DNS_QUERY_FORMERR},
+	    {"two questions", 0, 2, -1, 0, DNS_QUERY_FORMERR},
+	    {"EDNS version 1", 0, 1, 1, 0, DNS_QUERY_BADVERS},
+	    {"truncated OPT", 0, 1, 0, 3, DNS_QUERY_FORMERR},
+	    {"trailing garbage", 0, 1, -1, 1001, DNS_QUERY_FORMERR},
+	    {"NOTIFY", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, -1, 0, DNS_QUERY_NOTIMP},
+	    {"UPDATE", DNS_OPCODE_UPDATE << DNS_OPCODE_SHIFT, 1, -1, 0, DNS_QUERY_NOTIMP},
+	    {"short", 0, 1, -1, 25, DNS_QUERY_FORMERR},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		len = make_query(buf, rows[i].flags, rows[i].qdcount, "a.test", DNS_TYPE_A,
+		                 rows[i].version, 1232);
+		if (rows[i].cut > 1000)
+			buf[len++] = 0;
+		else
+			len -= rows[i].cut;
+		dns_query_status_t st = dns_query_parse(buf, len, &q);
+		CHECK(st == rows[i].want, "%s: status %d, want %d", rows[i].what, st, rows[i].want);
+	}
+	CHECK(dns_query_parse(buf, 11, &q) == DNS_QUERY_DROP, "shorter than a header");
+}
+
+static void test_msg_compression(void)
+{
+	uint8_t query[512], resp[512];
+	dns_query_t q;
+	size_t qlen = make_query(query, 0, 1, "WWW.Example.Test", DNS_TYPE_MX, -1, 0);
+	CHECK(dns_query_parse(query, qlen, &q) == DNS_QUERY_OK, "parse");
+	dns_msg_t msg;
+	dns_msg_init(&msg, resp, sizeof(resp));
+	CHECK(dns_msg_begin(&msg, &q, 0) == 0, "begin");
+	uint8_t rdata[2 + DNS_DNAME_MAXLEN] = {0, 10};
+	int nlen = dname_from_str("mail.example.test", rdata + 2);
+	CHECK(dns_msg_put_rr(&msg, DNS_SEC_ANSWER, q.qname, DNS_TYPE_MX, DNS_CLASS_IN, 300, rdata,
+	                     (uint16_t)(2 + nlen)) == 0,
+	      "put MX");
+	size_t len = dns_msg_finish(&msg);
+	/* header 12 + question 22 + owner ptr 2 + fixed 10 + pref 2 + "mail" 5 + ptr 2 */
+	CHECK(len == 12 + 22 + 2 + 10 + 2 + 5 + 2, "compressed length %zu", len);
+	size_t off = 34;
+	uint8_t owner[DNS_DNAME_MAXLEN];
+	CHECK(dname_unpack(resp, len, &off, owner) == 18 && owner[1] == 'W',
+	      "owner points at the question, case kept");
+	off = 34 + 2 + 10 + 2;
+	uint8_t target[DNS_DNAME_MAXLEN];
+	CHECK(dname_unpack(resp, len, &off, target) == nlen && dname_equal(target, rdata + 2),
+	      "target decompresses");
+	CHECK((resp[2] & 0x80) && resp[7] == 1, "QR set, ANCOUNT 1");
+
+	/* A record that does not fit leaves the message unchanged. */
+	dns_msg_init(&msg, resp, 60);
+	CHECK(dns_msg_begin(&msg, &q, 0) == 0, "begin small");
+	uint8_t big[100] = {0};
+	size_t before = msg.len;
+	CHECK(dns_msg_put_rr(&msg, DNS_SEC_ANSWER, q.qname, DNS_TYPE_TXT, DNS_CLASS_IN, 1, big,
+	                     sizeof(big)) == STEER_ESPACE,
+	      "too big");
+	CHECK(msg.len == before && msg.count[DNS_SEC_ANSWER] == 0, "rolled back");
+	dns_msg_reserve(&msg, DNS_OPT_RR_LEN);
+	CHECK(dns_msg_put_rr(&msg, DNS_SEC_ANSWER, q.qname, DNS_TYPE_TXT, DNS_CLASS_IN, 1, big,
+	                     14) == STEER_ESPACE,
+	      "reserved space is kept");
+	CHECK(dns_msg_put_opt(&msg, 1232, 0, true) == 0, "OPT fits in reserved space");
+}
+
+int main(void)
+{
+	test_dname_text();
+	test_dname_relations();
+	test_dname_unpack();
+	test_query_parse();
+	test_msg_compression();
+	return unit_finish("test_dns");
+}
