@@ -27,6 +27,7 @@ typedef struct {
 	/* server: */
 	steer_sockaddr_t *listen;  /* UDP and TCP listen addresses */
 	size_t n_listen;
+	bool listen_is_default;    /* still the built-in default: conf_add_listen() replaces it */
 	unsigned workers;          /* UDP worker threads; 0 = one per CPU */
 	unsigned tcp_workers;      /* TCP event-loop threads; 0 = one per CPU, at most 4 */
 	uint16_t udp_max_payload;  /* our EDNS UDP payload ceiling (512..4096, default 1232) */

@@ -1,0 +1,960 @@
+/*
+ * Configuration loading: YAML (libyaml document API, whose node marks give line numbers) is
+ * walked against the schema table in conf_schema.c, every value is validated, and the result is
+ * a conf_t that nobody mutates afterwards. Quick mode (command-line zones) starts from the
+ * defaults and goes through the same value parsers. Runs on the control thread only; nothing
+ * here is shared between threads.
+ */
+#include "conf/conf.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "conf/conf_int.h"
+#include "dns/dname.h"
+
+static_assert(sizeof(log_target_t) == sizeof(int), "enums are stored as int");
+static_assert(sizeof(log_level_t) == sizeof(int), "enums are stored as int");
+
+/* Room for a value error before the "file:line: section.key: " prefix is added. */
+#define MSG_MAX 512
+
+/* ---- schema lookups ---------------------------------------------------------------------- */
+
+static const conf_key_t *find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		if (strcmp(conf_keys[i].section, section) == 0 &&
+		    strcmp(conf_keys[i].name, name) == 0)
+			return &conf_keys[i];
+	}
+	return NULL;
+}
+
+static const conf_section_t *find_section(const char *name)
+{
+	for (size_t i = 0; i < conf_n_sections; i++) {
+		if (strcmp(conf_sections[i].name, name) == 0)
+			return &conf_sections[i];
+	}
+	return NULL;
+}
+
+static bool is_list_type(conf_type_t type)
+{
+	return type == CONF_TYPE_ADDR_LIST || type == CONF_TYPE_PREFIX_LIST;
+}
+
+static bool is_string_type(conf_type_t type)
+{
+	return type == CONF_TYPE_STRING || type == CONF_TYPE_PATH || type == CONF_TYPE_DNAME;
+}
+
+static void *field(void *base, const conf_key_t *key)
+{
+	return (char *)base + key->offset;
+}
+
+static const void *cfield(const void *base, const conf_key_t *key)
+{
+	return (const char *)base + key->offset;
+}
+
+static size_t elem_size(conf_type_t type)
+{
+	return type == CONF_TYPE_ADDR_LIST ? sizeof(steer_sockaddr_t) : sizeof(steer_prefix_t);
+}
+
+/* Lists are a pointer at key->offset and a size_t count at key->size. */
+static size_t *list_count(void *base, const conf_key_t *key)
+{
+	return (size_t *)(void *)((char *)base + key->size);
+}
+
+static size_t list_ccount(const void *base, const conf_key_t *key)
+{
+	return *(const size_t *)(const void *)((const char *)base + key->size);
+}
+
+static void list_clear(void *base, const conf_key_t *key)
+{
+	void **items = field(base, key);
+	free(*items);
+	*items = NULL;
+	*list_count(base, key) = 0;
+}
+
+static void list_append(void *base, const conf_key_t *key, const void *item)
+{
+	void **items = field(base, key);
+	size_t *n = list_count(base, key);
+	size_t size = elem_size(key->type);
+	*items = xrealloc(*items, (*n + 1) * size);
+	memcpy((char *)*items + *n * size, item, size);
+	(*n)++;
+}
+
+/* ---- value parsers: text -> field, shared by YAML, defaults and quick mode ---------------- */
+
+static int parse_uint(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	char *end = NULL;
+	if (text[0] < '0' || text[0] > '9') {
+		snprintf(msg, len, "expected an unsigned integer, got '%s'", text);
+		return -1;
+	}
+	errno = 0;
+	unsigned long value = strtoul(text, &end, 10);
+	if (*end != '\0') {
+		snprintf(msg, len, "expected an unsigned integer, got '%s'", text);
+		return -1;
+	}
+	if (errno == ERANGE || value < key->min || value > key->max) {
+		snprintf(msg, len, "%s is out of range (%u to %u)", text, key->min, key->max);
+		return -1;
+	}
+	if (key->size == sizeof(uint16_t))
+		*(uint16_t *)field(base, key) = (uint16_t)value;
+	else
+		*(unsigned *)field(base, key) = (unsigned)value;
+	return 0;
+}
+
+static int parse_enum(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	for (const conf_enum_t *e = key->enums; e->name; e++) {
+		if (strcmp(e->name, text) == 0) {
+			*(int *)field(base, key) = e->value;
+			return 0;
+		}
+	}
+	int n = snprintf(msg, len, "expected one of");
+	for (const conf_enum_t *e = key->enums; e->name && n >= 0 && (size_t)n < len; e++)
+		n += snprintf(msg + n, len - (size_t)n, "%s%s", e == key->enums ? " " : ", ",
+		              e->name);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(msg + n, len - (size_t)n, "; got '%s'", text);
+	return -1;
+}
+
+/* Relative paths are relative to the config file's folder; @p dir is NULL for the cwd. */
+static char *resolve_path(const char *dir, const char *text)
+{
+	if (!dir || text[0] == '/')
+		return xstrdup(text);
+	size_t dlen = strlen(dir), tlen = strlen(text);
+	bool slash = dlen > 0 && dir[dlen - 1] == '/';
+	char *out = xmalloc(dlen + tlen + 2);
+	memcpy(out, dir, dlen);
+	if (!slash)
+		out[dlen++] = '/';
+	memcpy(out + dlen, text, tlen + 1);
+	return out;
+}
+
+static int parse_string(const conf_key_t *key, void *base, const char *text, const char *dir,
+                        char *msg, size_t len)
+{
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	if (text[0] == '\0') {
+		snprintf(msg, len, "must not be empty");
+		return -1;
+	}
+	if (key->type == CONF_TYPE_DNAME) {
+		int ret = dname_from_str(text, wire);
+		if (ret == STEER_ERANGE) {
+			snprintf(
+			    msg, len,
+			    "domain name '%s' is too long (labels at most 63 bytes, names 255)",
+			    text);
+			return -1;
+		}
+		if (ret < 0) {
+			snprintf(msg, len, "invalid domain name '%s'", text);
+			return -1;
+		}
+	}
+	char *value = key->type == CONF_TYPE_PATH ? resolve_path(dir, text) : xstrdup(text);
+	if (key->max && strlen(value) > key->max) {
+		snprintf(msg, len, "'%s' is %zu bytes long, at most %u are allowed", value,
+		         strlen(value), key->max);
+		free(value);
+		return -1;
+	}
+	char **slot = field(base, key);
+	free(*slot);
+	*slot = value;
+	return 0;
+}
+
+static int parse_addr(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	steer_sockaddr_t addr;
+	if (steer_sockaddr_parse(text, 53, &addr) != 0) {
+		snprintf(msg, len,
+		         "invalid address '%s' (expected IP or IP:PORT, IPv6 as [::1]:PORT)", text);
+		return -1;
+	}
+	if (steer_sockaddr_port(&addr) == 0) {
+		snprintf(msg, len, "port 0 is not allowed in '%s'", text);
+		return -1;
+	}
+	const steer_sockaddr_t *items = *(steer_sockaddr_t **)field(base, key);
+	for (size_t i = 0; i < *list_count(base, key); i++) {
+		if (memcmp(&items[i], &addr, sizeof(addr)) == 0) {
+			snprintf(msg, len, "duplicate address '%s'", text);
+			return -1;
+		}
+	}
+	list_append(base, key, &addr);
+	return 0;
+}
+
+static int parse_prefix(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	steer_prefix_t prefix;
+	if (steer_prefix_parse(text, &prefix) != 0) {
+		snprintf(msg, len,
+		         "invalid address prefix '%s' (expected ADDRESS or ADDRESS/LENGTH with no "
+		         "bits set beyond LENGTH)",
+		         text);
+		return -1;
+	}
+	list_append(base, key, &prefix);
+	return 0;
+}
+
+/*
+ * Parse @p text into the field of @p key in @p base (lists: append one item). Returns 0 or -1
+ * with a message (no location) in @p msg.
+ */
+static int value_parse(const conf_key_t *key, void *base, const char *text, const char *dir,
+                       char *msg, size_t len)
+{
+	switch (key->type) {
+	case CONF_TYPE_UINT:
+		return parse_uint(key, base, text, msg, len);
+	case CONF_TYPE_ENUM:
+		return parse_enum(key, base, text, msg, len);
+	case CONF_TYPE_STRING:
+	case CONF_TYPE_PATH:
+	case CONF_TYPE_DNAME:
+		return parse_string(key, base, text, dir, msg, len);
+	case CONF_TYPE_ADDR_LIST:
+		return parse_addr(key, base, text, msg, len);
+	case CONF_TYPE_PREFIX_LIST:
+		return parse_prefix(key, base, text, msg, len);
+	}
+	snprintf(msg, len, "unsupported type");
+	return -1;
+}
+
+static void apply_defaults(const char *section, void *base)
+{
+	char msg[MSG_MAX], item[256];
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *key = &conf_keys[i];
+		if (strcmp(key->section, section) != 0 || !key->def)
+			continue;
+		if (!is_list_type(key->type)) {
+			STEER_ASSERT(value_parse(key, base, key->def, NULL, msg, sizeof(msg)) == 0);
+			continue;
+		}
+		for (const char *p = key->def; *p;) {
+			size_t n = strcspn(p, " ");
+			STEER_ASSERT(n > 0 && n < sizeof(item));
+			memcpy(item, p, n);
+			item[n] = '\0';
+			STEER_ASSERT(value_parse(key, base, item, NULL, msg, sizeof(msg)) == 0);
+			p += n + strspn(p + n, " ");
+		}
+	}
+}
+
+static void free_fields(const char *section, void *base)
+{
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *key = &conf_keys[i];
+		if (strcmp(key->section, section) != 0)
+			continue;
+		if (is_list_type(key->type)) {
+			list_clear(base, key);
+		} else if (is_string_type(key->type)) {
+			char **slot = field(base, key);
+			free(*slot);
+			*slot = NULL;
+		}
+	}
+}
+
+/* ---- zones -------------------------------------------------------------------------------- */
+
+typedef struct {
+	uint8_t wire[DNS_DNAME_MAXLEN]; /* lowercased */
+	size_t index;
+} zone_name_t;
+
+static int zone_name_cmp(const void *a, const void *b)
+{
+	const zone_name_t *x = a, *y = b;
+	size_t xl = dname_len(x->wire), yl = dname_len(y->wire);
+	int c = memcmp(x->wire, y->wire, xl < yl ? xl : yl);
+	if (c == 0 && xl != yl)
+		c = xl < yl ? -1 : 1;
+	if (c == 0)
+		c = x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
+	return c;
+}
+
+static bool same_name(const zone_name_t *a, const zone_name_t *b)
+{
+	return dname_len(a->wire) == dname_len(b->wire) &&
+	       memcmp(a->wire, b->wire, dname_len(a->wire)) == 0;
+}
+
+/*
+ * Find the first zone (in list order) that repeats an earlier one. Sorting by (name, index)
+ * puts each name's first definition at the head of its run and its first repeat right after,
+ * so this is O(n log n) and configs with many zones stay fast.
+ */
+static bool find_duplicate_zone(const conf_t *conf, size_t *first, size_t *dup)
+{
+	if (conf->n_zones < 2)
+		return false;
+	zone_name_t *names = xcalloc(conf->n_zones, sizeof(*names));
+	for (size_t i = 0; i < conf->n_zones; i++) {
+		STEER_ASSERT(dname_from_str(conf->zones[i].domain, names[i].wire) > 0);
+		dname_lower(names[i].wire);
+		names[i].index = i;
+	}
+	qsort(names, conf->n_zones, sizeof(*names), zone_name_cmp);
+	bool found = false;
+	for (size_t i = 1; i < conf->n_zones; i++) {
+		bool run_head = i == 1 || !same_name(&names[i - 2], &names[i - 1]);
+		if (!run_head || !same_name(&names[i - 1], &names[i]))
+			continue;
+		if (!found || names[i].index < *dup) {
+			*first = names[i - 1].index;
+			*dup = names[i].index;
+			found = true;
+		}
+	}
+	free(names);
+	return found;
+}
+
+static void zone_append(conf_t *conf, const conf_zone_t *zone)
+{
+	conf->zones = xrealloc(conf->zones, (conf->n_zones + 1) * sizeof(*conf->zones));
+	conf->zones[conf->n_zones++] = *zone;
+}
+
+static void zone_drop_last(conf_t *conf)
+{
+	STEER_ASSERT(conf->n_zones > 0);
+	free_fields("zones", &conf->zones[--conf->n_zones]);
+}
+
+/* ---- YAML walking ------------------------------------------------------------------------- */
+
+typedef struct {
+	const char *file; /* as given, for messages */
+	FILE *in;
+	char *dir; /* folder of file for relative paths; NULL = cwd */
+	yaml_document_t *doc;
+	conf_t *conf;
+	size_t *zone_lines; /* line of each zone's mapping, for duplicate messages */
+	char *err;
+	size_t errlen;
+} loader_t;
+
+static size_t node_line(const yaml_node_t *node)
+{
+	return node->start_mark.line + 1;
+}
+
+STEER_PRINTF(3, 4)
+static int fail(loader_t *ld, size_t line, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(ld->err, ld->errlen, "%s:%zu: ", ld->file, line);
+	if (n < 0 || (size_t)n >= ld->errlen)
+		return STEER_ECONF;
+	va_start(ap, fmt);
+	vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return STEER_ECONF;
+}
+
+static const char *kind_name(const yaml_node_t *node)
+{
+	switch (node->type) {
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_SCALAR_NODE:
+		return "a single value";
+	case YAML_NO_NODE:
+		break;
+	}
+	return "nothing";
+}
+
+static bool is_null(const yaml_node_t *node)
+{
+	if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	const char *v = (const char *)node->data.scalar.value;
+	return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+	       strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+static yaml_node_t *get_node(loader_t *ld, int id)
+{
+	return yaml_document_get_node(ld->doc, id);
+}
+
+/* Mapping keys must be plain text without NUL bytes; returns the text or NULL (error set). */
+static const char *key_text(loader_t *ld, const yaml_node_t *key, int *ret)
+{
+	if (key->type != YAML_SCALAR_NODE) {
+		*ret = fail(ld, node_line(key), "keys must be plain names, not %s", kind_name(key));
+		return NULL;
+	}
+	const char *text = (const char *)key->data.scalar.value;
+	if (strlen(text) != key->data.scalar.length) {
+		*ret = fail(ld, node_line(key), "key contains a NUL byte");
+		return NULL;
+	}
+	return text;
+}
+
+/* YAML leaves duplicate keys to the application; a repeated key is almost always a mistake. */
+static int check_duplicate_key(loader_t *ld, const yaml_node_t *map, const yaml_node_pair_t *pair,
+                               const char *text, const char *section)
+{
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < pair; p++) {
+		const yaml_node_t *k = get_node(ld, p->key);
+		if (k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, text) == 0)
+			return section
+			           ? fail(ld, node_line(get_node(ld, pair->key)),
+			                  "duplicate key '%s' in section '%s' (first at line %zu)",
+			                  text, section, node_line(k))
+			           : fail(ld, node_line(get_node(ld, pair->key)),
+			                  "duplicate section '%s' (first at line %zu)", text,
+			                  node_line(k));
+	}
+	return 0;
+}
+
+static int scalar_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+{
+	char msg[MSG_MAX];
+	const char *text = (const char *)node->data.scalar.value;
+	if (strlen(text) != node->data.scalar.length)
+		return fail(ld, node_line(node), "%s.%s: value contains a NUL byte", key->section,
+		            key->name);
+	if (value_parse(key, base, text, ld->dir, msg, sizeof(msg)) != 0)
+		return fail(ld, node_line(node), "%s.%s: %s", key->section, key->name, msg);
+	return 0;
+}
+
+static int list_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+{
+	list_clear(base, key);
+	if (node->type == YAML_SCALAR_NODE && is_null(node)) {
+		if (key->flags & CONF_F_NONEMPTY)
+			return fail(ld, node_line(node), "%s.%s: needs at least one value",
+			            key->section, key->name);
+		return 0;
+	}
+	if (node->type == YAML_SCALAR_NODE)
+		return scalar_value(ld, key, base, node);
+	if (node->type != YAML_SEQUENCE_NODE)
+		return fail(ld, node_line(node), "%s.%s: expected a list, got %s", key->section,
+		            key->name, kind_name(node));
+	const yaml_node_item_t *start = node->data.sequence.items.start;
+	const yaml_node_item_t *top = node->data.sequence.items.top;
+	if (start == top && (key->flags & CONF_F_NONEMPTY))
+		return fail(ld, node_line(node), "%s.%s: needs at least one value", key->section,
+		            key->name);
+	for (const yaml_node_item_t *it = start; it < top; it++) {
+		const yaml_node_t *item = get_node(ld, *it);
+		if (item->type != YAML_SCALAR_NODE || is_null(item))
+			return fail(
+			    ld, node_line(item), "%s.%s: list items must be single values%s",
+			    key->section, key->name,
+			    key->type == CONF_TYPE_ADDR_LIST && item->type != YAML_SCALAR_NODE
+			        ? " (quote IPv6 addresses: \"[::1]:53\")"
+			        : "");
+		int ret = scalar_value(ld, key, base, item);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int key_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+{
+	if (is_list_type(key->type))
+		return list_value(ld, key, base, node);
+	if (node->type != YAML_SCALAR_NODE)
+		return fail(ld, node_line(node), "%s.%s: expected a single value, got %s",
+		            key->section, key->name, kind_name(node));
+	if (is_null(node)) {
+		if (key->def || (key->flags & CONF_F_REQUIRED) || !is_string_type(key->type))
+			return fail(ld, node_line(node), "%s.%s: needs a value", key->section,
+			            key->name);
+		char **slot = field(base, key);
+		free(*slot);
+		*slot = NULL;
+		return 0;
+	}
+	return scalar_value(ld, key, base, node);
+}
+
+static bool mapping_has_key(loader_t *ld, const yaml_node_t *map, const char *name)
+{
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = get_node(ld, p->key);
+		if (k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int check_required(loader_t *ld, const char *section, const yaml_node_t *map)
+{
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *key = &conf_keys[i];
+		if (strcmp(key->section, section) != 0 || !(key->flags & CONF_F_REQUIRED))
+			continue;
+		if (!mapping_has_key(ld, map, key->name))
+			return fail(ld, node_line(map), "missing required key '%s' in section '%s'",
+			            key->name, section);
+	}
+	return 0;
+}
+
+/* One mapping of keys of @p section into @p base (conf_t, or conf_zone_t for zones). */
+static int load_mapping(loader_t *ld, const char *section, void *base, const yaml_node_t *map)
+{
+	int ret = 0;
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = get_node(ld, p->key);
+		const char *name = key_text(ld, k, &ret);
+		if (!name)
+			return ret;
+		ret = check_duplicate_key(ld, map, p, name, section);
+		if (ret != 0)
+			return ret;
+		const conf_key_t *key = find_key(section, name);
+		if (!key)
+			return fail(ld, node_line(k), "unknown key '%s' in section '%s'", name,
+			            section);
+		ret = key_value(ld, key, base, get_node(ld, p->value));
+		if (ret != 0)
+			return ret;
+		if (key == find_key("server", "listen"))
+			ld->conf->listen_is_default = false;
+	}
+	return check_required(ld, section, map);
+}
+
+static int load_zone(loader_t *ld, const yaml_node_t *item, size_t index)
+{
+	conf_zone_t zone = {0};
+	if (item->type != YAML_MAPPING_NODE)
+		return fail(
+		    ld, node_line(item),
+		    "zones: each zone must be a mapping (- domain: NAME, file: PATH), got %s",
+		    kind_name(item));
+	apply_defaults("zones", &zone);
+	int ret = load_mapping(ld, "zones", &zone, item);
+	if (ret != 0) {
+		free_fields("zones", &zone);
+		return ret;
+	}
+	zone_append(ld->conf, &zone);
+	ld->zone_lines[index] = node_line(item);
+	return 0;
+}
+
+static int load_zones(loader_t *ld, const conf_section_t *sec, const yaml_node_t *node)
+{
+	if (node->type != YAML_SEQUENCE_NODE && !is_null(node))
+		return fail(ld, node_line(node),
+		            "section 'zones' must be a list of zones (- domain: NAME), got %s",
+		            kind_name(node));
+	const yaml_node_item_t *start = NULL, *top = NULL;
+	if (node->type == YAML_SEQUENCE_NODE) {
+		start = node->data.sequence.items.start;
+		top = node->data.sequence.items.top;
+	}
+	if (start == top && (sec->flags & CONF_F_NONEMPTY))
+		return fail(ld, node_line(node), "section 'zones' needs at least one zone");
+	ld->zone_lines = xcalloc((size_t)(top - start), sizeof(size_t));
+	for (const yaml_node_item_t *it = start; it < top; it++) {
+		int ret = load_zone(ld, get_node(ld, *it), (size_t)(it - start));
+		if (ret != 0)
+			return ret;
+	}
+	size_t first, dup;
+	if (find_duplicate_zone(ld->conf, &first, &dup))
+		return fail(ld, ld->zone_lines[dup],
+		            "duplicate zone '%s' (first defined at line %zu)",
+		            ld->conf->zones[dup].domain, ld->zone_lines[first]);
+	return 0;
+}
+
+static int load_section(loader_t *ld, const yaml_node_t *k, const yaml_node_t *v)
+{
+	const char *name = (const char *)k->data.scalar.value;
+	const conf_section_t *sec = find_section(name);
+	if (!sec) {
+		char expected[128] = "";
+		size_t used = 0;
+		for (size_t i = 0; i < conf_n_sections && used < sizeof(expected); i++)
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%s%s",
+			                         i ? ", " : "", conf_sections[i].name);
+		return fail(ld, node_line(k), "unknown section '%s' (expected %s)", name, expected);
+	}
+	if (sec->is_list)
+		return load_zones(ld, sec, v);
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(ld, node_line(v), "section '%s' must be a mapping of keys, got %s",
+		            name, kind_name(v));
+	return load_mapping(ld, name, ld->conf, v);
+}
+
+static int check_required_sections(loader_t *ld, const yaml_node_t *root)
+{
+	for (size_t i = 0; i < conf_n_sections; i++) {
+		const conf_section_t *sec = &conf_sections[i];
+		if (!(sec->flags & CONF_F_REQUIRED))
+			continue;
+		if (!root || !mapping_has_key(ld, root, sec->name))
+			return fail(ld, root ? node_line(root) : 1, "missing required section '%s'",
+			            sec->name);
+	}
+	return 0;
+}
+
+static int load_root(loader_t *ld, const yaml_node_t *root)
+{
+	int ret = 0;
+	if (!root || is_null(root))
+		return check_required_sections(ld, NULL);
+	if (root->type != YAML_MAPPING_NODE)
+		return fail(ld, node_line(root),
+		            "the top level must be a mapping of sections, got %s", kind_name(root));
+	for (const yaml_node_pair_t *p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = get_node(ld, p->key);
+		if (!key_text(ld, k, &ret))
+			return ret;
+		ret = check_duplicate_key(ld, root, p, (const char *)k->data.scalar.value, NULL);
+		if (ret == 0)
+			ret = load_section(ld, k, get_node(ld, p->value));
+		if (ret != 0)
+			return ret;
+	}
+	return check_required_sections(ld, root);
+}
+
+/* libyaml reports reader (encoding) errors as a byte offset only. */
+static size_t line_of_offset(FILE *in, size_t offset)
+{
+	size_t line = 1;
+	int c;
+	rewind(in);
+	for (size_t i = 0; i < offset && (c = getc(in)) != EOF; i++)
+		line += c == '\n';
+	return line;
+}
+
+/* Line @p line (1-based) of the input, truncated to @p size; empty when past the end. */
+static void read_line(FILE *in, size_t line, char *buf, size_t size)
+{
+	size_t cur = 1;
+	int c;
+	rewind(in);
+	while (cur < line && (c = getc(in)) != EOF)
+		cur += c == '\n';
+	if (!fgets(buf, (int)size, in))
+		buf[0] = '\0';
+}
+
+/* An unquoted "[::1]:53" starts a YAML flow list; libyaml's message does not say so. */
+static bool has_bare_ipv6(const char *text)
+{
+	for (const char *p = strchr(text, '['); p; p = strchr(p + 1, '[')) {
+		if (p > text && (p[-1] == '"' || p[-1] == '\''))
+			continue;
+		size_t len = strspn(p + 1, "0123456789abcdefABCDEF:.");
+		const char *q = p + 1;
+		unsigned colons = 0;
+		for (size_t i = 0; i < len; i++)
+			colons += q[i] == ':';
+		if (q[len] == ']' && colons >= 2)
+			return true;
+	}
+	return false;
+}
+
+/* The two most common YAML mistakes in a config file, which libyaml's messages hide. */
+static const char *syntax_hint(FILE *in, size_t line)
+{
+	char text[512];
+	read_line(in, line, text, sizeof(text));
+	if (text[strspn(text, " ")] == '\t')
+		return " (indent with spaces, not tabs)";
+	if (has_bare_ipv6(text))
+		return " (quote IPv6 addresses: \"[::1]:53\")";
+	return "";
+}
+
+static int yaml_error(loader_t *ld, const yaml_parser_t *parser)
+{
+	const char *problem = parser->problem ? parser->problem : "unreadable input";
+	size_t line = parser->problem_mark.line + 1;
+	if (parser->error == YAML_READER_ERROR)
+		return fail(ld, line_of_offset(ld->in, parser->problem_offset), "invalid YAML: %s",
+		            problem);
+	const char *hint = syntax_hint(ld->in, line);
+	if (parser->context)
+		return fail(ld, line, "invalid YAML: %s %s that started at line %zu%s", problem,
+		            parser->context, parser->context_mark.line + 1, hint);
+	return fail(ld, line, "invalid YAML: %s%s", problem, hint);
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return NULL;
+	if (slash == path)
+		return xstrdup("/");
+	char *dir = xmalloc((size_t)(slash - path) + 1);
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	return dir;
+}
+
+/* Parse the first document; a second one is refused since it would be silently ignored. */
+static int load_document(loader_t *ld, yaml_parser_t *parser)
+{
+	yaml_document_t doc, extra;
+	if (!yaml_parser_load(parser, &doc))
+		return yaml_error(ld, parser);
+	ld->doc = &doc;
+	int ret = load_root(ld, yaml_document_get_root_node(&doc));
+	ld->doc = NULL;
+	yaml_document_delete(&doc);
+	if (ret != 0)
+		return ret;
+	if (!yaml_parser_load(parser, &extra))
+		return yaml_error(ld, parser);
+	yaml_node_t *more = yaml_document_get_root_node(&extra);
+	if (more)
+		ret = fail(ld, node_line(more), "only one YAML document is allowed per file");
+	yaml_document_delete(&extra);
+	return ret;
+}
+
+int conf_load_file(const char *path, conf_t **out, char *err, size_t errlen)
+{
+	loader_t ld = {.file = path, .err = err, .errlen = errlen};
+	yaml_parser_t parser;
+	int ret;
+
+	*out = NULL;
+	struct stat st;
+	FILE *f = fopen(path, "r");
+	if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		f = NULL;
+		errno = EISDIR;
+	}
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return STEER_ECONF;
+	}
+	STEER_ASSERT(yaml_parser_initialize(&parser));
+	yaml_parser_set_input_file(&parser, f);
+	ld.in = f;
+	ld.dir = dir_of(path);
+	ld.conf = conf_new_default();
+	ld.conf->path = xstrdup(path);
+
+	ret = load_document(&ld, &parser);
+	if (ret == 0) {
+		char msg[MSG_MAX];
+		ret = conf_validate(ld.conf, msg, sizeof(msg));
+		if (ret != 0)
+			snprintf(err, errlen, "%s: %s", path, msg);
+	}
+	yaml_parser_delete(&parser);
+	fclose(f);
+	free(ld.dir);
+	free(ld.zone_lines);
+	if (ret != 0) {
+		conf_free(ld.conf);
+		return STEER_ECONF;
+	}
+	*out = ld.conf;
+	return 0;
+}
+
+/* ---- quick mode and queries --------------------------------------------------------------- */
+
+conf_t *conf_new_default(void)
+{
+	conf_t *conf = xcalloc(1, sizeof(*conf));
+	apply_defaults("server", conf);
+	apply_defaults("log", conf);
+	conf->listen_is_default = true;
+	return conf;
+}
+
+int conf_add_listen(conf_t *conf, const char *text, char *err, size_t errlen)
+{
+	const conf_key_t *key = find_key("server", "listen");
+	STEER_ASSERT(key);
+	if (conf->listen_is_default) {
+		list_clear(conf, key);
+		conf->listen_is_default = false;
+	}
+	return value_parse(key, conf, text, NULL, err, errlen) == 0 ? 0 : STEER_EINVAL;
+}
+
+int conf_add_zone_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
+{
+	char msg[MSG_MAX];
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || eq[1] == '\0') {
+		snprintf(err, errlen, "expected DOMAIN=FILE, got '%s'", arg);
+		return STEER_EINVAL;
+	}
+	char *domain = xmalloc((size_t)(eq - arg) + 1);
+	memcpy(domain, arg, (size_t)(eq - arg));
+	domain[eq - arg] = '\0';
+
+	conf_zone_t zone = {0};
+	int ret = 0;
+	apply_defaults("zones", &zone);
+	if (value_parse(find_key("zones", "domain"), &zone, domain, NULL, msg, sizeof(msg)) != 0 ||
+	    value_parse(find_key("zones", "file"), &zone, eq + 1, NULL, msg, sizeof(msg)) != 0) {
+		snprintf(err, errlen, "%s", msg);
+		free_fields("zones", &zone);
+		ret = STEER_EINVAL;
+		goto out;
+	}
+	zone_append(conf, &zone);
+	size_t first, dup;
+	if (find_duplicate_zone(conf, &first, &dup)) {
+		snprintf(err, errlen, "duplicate zone '%s'", domain);
+		zone_drop_last(conf);
+		ret = STEER_EINVAL;
+	}
+out:
+	free(domain);
+	return ret;
+}
+
+int conf_validate(const conf_t *conf, char *err, size_t errlen)
+{
+	if (conf->n_listen == 0) {
+		snprintf(err, errlen, "no listen address configured");
+		return STEER_ECONF;
+	}
+	if (conf->n_zones == 0) {
+		snprintf(err, errlen, "no zones configured");
+		return STEER_ECONF;
+	}
+	for (size_t i = 0; i < conf->n_zones; i++) {
+		if (!conf->zones[i].domain || !conf->zones[i].file) {
+			snprintf(err, errlen, "zone %zu lacks a domain or a file", i + 1);
+			return STEER_ECONF;
+		}
+	}
+	return 0;
+}
+
+const conf_zone_t *conf_find_zone(const conf_t *conf, const char *domain)
+{
+	uint8_t want[DNS_DNAME_MAXLEN], have[DNS_DNAME_MAXLEN];
+	if (dname_from_str(domain, want) < 0)
+		return NULL;
+	for (size_t i = 0; i < conf->n_zones; i++) {
+		if (dname_from_str(conf->zones[i].domain, have) > 0 && dname_equal(want, have))
+			return &conf->zones[i];
+	}
+	return NULL;
+}
+
+static bool value_equal(const conf_key_t *key, const void *a, const void *b)
+{
+	if (is_list_type(key->type)) {
+		size_t n = list_ccount(a, key);
+		if (n != list_ccount(b, key))
+			return false;
+		const void *x = *(void *const *)cfield(a, key), *y = *(void *const *)cfield(b, key);
+		return n == 0 || memcmp(x, y, n * elem_size(key->type)) == 0;
+	}
+	if (is_string_type(key->type)) {
+		const char *x = *(char *const *)cfield(a, key), *y = *(char *const *)cfield(b, key);
+		return (!x && !y) || (x && y && strcmp(x, y) == 0);
+	}
+	if (key->type == CONF_TYPE_UINT && key->size == sizeof(uint16_t))
+		return *(const uint16_t *)cfield(a, key) == *(const uint16_t *)cfield(b, key);
+	if (key->type == CONF_TYPE_UINT)
+		return *(const unsigned *)cfield(a, key) == *(const unsigned *)cfield(b, key);
+	return *(const int *)cfield(a, key) == *(const int *)cfield(b, key);
+}
+
+void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
+{
+	size_t used = 0;
+	if (size > 0)
+		buf[0] = '\0';
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *key = &conf_keys[i];
+		if (!(key->flags & CONF_F_RESTART) || strcmp(key->section, "zones") == 0)
+			continue;
+		if (value_equal(key, old, new))
+			continue;
+		int n = snprintf(buf + used, size - used, "%s%s", used ? "," : "", key->name);
+		if (n < 0 || (size_t)n >= size - used) {
+			buf[used] = '\0'; /* whole names only */
+			return;
+		}
+		used += (size_t)n;
+	}
+}
+
+void conf_free(conf_t *conf)
+{
+	if (!conf)
+		return;
+	for (size_t i = 0; i < conf->n_zones; i++)
+		free_fields("zones", &conf->zones[i]);
+	free(conf->zones);
+	free_fields("server", conf);
+	free_fields("log", conf);
+	free(conf->path);
+	free(conf);
+}

@@ -1,0 +1,438 @@
+/*
+ * Unit tests for src/conf: a complete config, defaults, one row per error class with the exact
+ * "file:line: message" text, the quick-mode helpers, the restart-only diff, and that
+ * docs/configuration.md is exactly the generated reference. Runs with tests/data as cwd.
+ */
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (cond) {                                                                        \
+			printf("ok    ");                                                          \
+		} else {                                                                           \
+			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                               \
+			failures++;                                                                \
+		}                                                                                  \
+		printf(__VA_ARGS__);                                                               \
+		putchar('\n');                                                                     \
+	} while (0)
+
+static const char *addr_str(const steer_sockaddr_t *addr)
+{
+	static char buf[STEER_SOCKADDR_STRLEN];
+	return steer_sockaddr_str(addr, buf, sizeof(buf));
+}
+
+static const char *prefix_str(const steer_prefix_t *p)
+{
+	static char buf[INET6_ADDRSTRLEN + 8];
+	char ip[INET6_ADDRSTRLEN];
+	inet_ntop(p->family, p->addr, ip, sizeof(ip));
+	snprintf(buf, sizeof(buf), "%s/%u", ip, p->len);
+	return buf;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static conf_t *load_ok(const char *path)
+{
+	char err[1024] = "";
+	conf_t *conf = NULL;
+	int ret = conf_load_file(path, &conf, err, sizeof(err));
+	CHECK(ret == 0 && conf, "%s loads (%s)", path, ret == 0 ? "ok" : err);
+	return conf;
+}
+
+static void test_valid(void)
+{
+	conf_t *c = load_ok("conf/valid.yaml");
+	if (!c)
+		return;
+	CHECK(str_eq(c->path, "conf/valid.yaml"), "path kept: %s", c->path);
+	CHECK(c->n_listen == 2, "two listen addresses: %zu", c->n_listen);
+	if (c->n_listen == 2) {
+		CHECK(strcmp(addr_str(&c->listen[0]), "127.0.0.1:5353") == 0, "listen[0] %s",
+		      addr_str(&c->listen[0]));
+		CHECK(strcmp(addr_str(&c->listen[1]), "[::1]:5353") == 0, "listen[1] %s",
+		      addr_str(&c->listen[1]));
+	}
+	CHECK(!c->listen_is_default, "listen from the file is not the default");
+	CHECK(c->workers == 2, "workers %u", c->workers);
+	CHECK(c->tcp_workers == 1, "tcp-workers %u", c->tcp_workers);
+	CHECK(c->udp_max_payload == 1400, "udp-max-payload %u", c->udp_max_payload);
+	CHECK(c->tcp_max_clients == 500, "tcp-max-clients %u", c->tcp_max_clients);
+	CHECK(c->tcp_idle_timeout == 20000, "tcp-idle-timeout %u", c->tcp_idle_timeout);
+	CHECK(c->tcp_io_timeout == 3000, "tcp-io-timeout %u", c->tcp_io_timeout);
+	CHECK(str_eq(c->user, "steer"), "user %s", c->user);
+	CHECK(str_eq(c->group, "steergrp"), "group %s", c->group);
+	CHECK(str_eq(c->control_socket, "conf/steerd.sock"), "relative control-socket resolved: %s",
+	      c->control_socket);
+	CHECK(str_eq(c->pid_file, "/run/steer/steerd.pid"), "absolute pid-file kept: %s",
+	      c->pid_file);
+	CHECK(c->log_target == LOG_TARGET_SYSLOG, "log target syslog");
+	CHECK(c->log_level == LOG_LEVEL_DEBUG, "log level debug");
+	CHECK(c->n_zones == 3, "three zones: %zu", c->n_zones);
+	if (c->n_zones != 3) {
+		conf_free(c);
+		return;
+	}
+	const conf_zone_t *z = &c->zones[0];
+	CHECK(str_eq(z->domain, "example.test"), "zone 0 domain %s", z->domain);
+	CHECK(str_eq(z->file, "conf/zones/example.test.zone"), "zone 0 file resolved: %s", z->file);
+	CHECK(z->n_xfr_allow == 3, "zone 0 has three xfr-allow prefixes: %zu", z->n_xfr_allow);
+	if (z->n_xfr_allow == 3) {
+		CHECK(strcmp(prefix_str(&z->xfr_allow[0]), "127.0.0.1/32") == 0, "acl 0 %s",
+		      prefix_str(&z->xfr_allow[0]));
+		CHECK(strcmp(prefix_str(&z->xfr_allow[1]), "10.0.0.0/8") == 0, "acl 1 %s",
+		      prefix_str(&z->xfr_allow[1]));
+		CHECK(strcmp(prefix_str(&z->xfr_allow[2]), "2001:db8::/32") == 0, "acl 2 %s",
+		      prefix_str(&z->xfr_allow[2]));
+	}
+	CHECK(str_eq(c->zones[1].domain, "Other.Test."), "zone 1 domain as written");
+	CHECK(str_eq(c->zones[1].file, "/var/lib/steer/other.test.zone"),
+	      "absolute zone file kept");
+	CHECK(c->zones[1].n_xfr_allow == 0 && !c->zones[1].xfr_allow, "zone 1: no xfr-allow");
+	CHECK(c->zones[2].n_xfr_allow == 1, "a single scalar is a one-item list");
+
+	CHECK(conf_find_zone(c, "other.test") == &c->zones[1], "find zone case-insensitively");
+	CHECK(conf_find_zone(c, "EXAMPLE.TEST.") == &c->zones[0], "find zone with trailing dot");
+	CHECK(conf_find_zone(c, "www.example.test") == NULL, "a name below a zone is not a zone");
+	CHECK(conf_find_zone(c, "a..b") == NULL, "an invalid name finds nothing");
+	conf_free(c);
+}
+
+static void check_defaults(const conf_t *c, const char *what)
+{
+	CHECK(c->n_listen == 1 && strcmp(addr_str(&c->listen[0]), "127.0.0.1:53") == 0,
+	      "%s: listen defaults to 127.0.0.1:53", what);
+	CHECK(c->workers == 0 && c->tcp_workers == 0, "%s: workers default to 0 (per CPU)", what);
+	CHECK(c->udp_max_payload == 1232, "%s: udp-max-payload 1232", what);
+	CHECK(c->tcp_max_clients == 1000, "%s: tcp-max-clients 1000", what);
+	CHECK(c->tcp_idle_timeout == 10000 && c->tcp_io_timeout == 2000, "%s: tcp timeouts", what);
+	CHECK(!c->user && !c->group && !c->pid_file, "%s: user, group, pid-file unset", what);
+	CHECK(str_eq(c->control_socket, "/run/steer/steerd.sock"), "%s: control socket %s", what,
+	      c->control_socket);
+	CHECK(c->log_target == LOG_TARGET_STDERR && c->log_level == LOG_LEVEL_INFO,
+	      "%s: log to stderr at info", what);
+}
+
+static void test_defaults(void)
+{
+	conf_t *c = conf_new_default();
+	check_defaults(c, "conf_new_default");
+	CHECK(c->listen_is_default, "conf_new_default: listen marked default");
+	CHECK(c->n_zones == 0 && !c->path, "conf_new_default: no zones, no path");
+	conf_free(c);
+
+	const char *files[] = {"conf/minimal.yaml", "conf/empty-sections.yaml"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		c = load_ok(files[i]);
+		if (!c)
+			continue;
+		check_defaults(c, files[i]);
+		CHECK(c->listen_is_default, "%s: listen marked default", files[i]);
+		CHECK(c->n_zones == 1 && str_eq(c->zones[0].file, "conf/example.test.zone"),
+		      "%s: one zone", files[i]);
+		conf_free(c);
+	}
+}
+
+static const struct {
+	const char *file;
+	const char *error;
+} error_rows[] = {
+    {"conf/nope.yaml", "conf/nope.yaml: cannot open: No such file or directory"},
+    {"conf", "conf: cannot open: Is a directory"},
+    {"conf/err-unknown-key.yaml",
+     "conf/err-unknown-key.yaml:3: unknown key 'listne' in section 'server'"},
+    {"conf/err-unknown-section.yaml",
+     "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones)"},
+    {"conf/err-uint.yaml",
+     "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
+    {"conf/err-negative.yaml",
+     "conf/err-negative.yaml:2: server.workers: expected an unsigned integer, got '-1'"},
+    {"conf/err-range.yaml",
+     "conf/err-range.yaml:2: server.udp-max-payload: 100 is out of range (512 to 4096)"},
+    {"conf/err-range-huge.yaml", "conf/err-range-huge.yaml:2: server.tcp-max-clients: "
+                                 "99999999999999999999999 is out of range (1 to 1000000)"},
+    {"conf/err-addr.yaml", "conf/err-addr.yaml:4: server.listen: invalid address "
+                           "'127.0.0.1:99999' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+    {"conf/err-port0.yaml",
+     "conf/err-port0.yaml:2: server.listen: port 0 is not allowed in '127.0.0.1:0'"},
+    {"conf/err-dup-addr.yaml",
+     "conf/err-dup-addr.yaml:2: server.listen: duplicate address '127.0.0.1:53'"},
+    {"conf/err-empty-listen.yaml",
+     "conf/err-empty-listen.yaml:2: server.listen: needs at least one value"},
+    {"conf/err-prefix.yaml",
+     "conf/err-prefix.yaml:4: zones.xfr-allow: invalid address prefix '10.0.0.1/8' (expected "
+     "ADDRESS or ADDRESS/LENGTH with no bits set beyond LENGTH)"},
+    {"conf/err-dup-zone.yaml",
+     "conf/err-dup-zone.yaml:6: duplicate zone 'A.TEST.' (first defined at line 2)"},
+    {"conf/err-domain.yaml", "conf/err-domain.yaml:2: zones.domain: invalid domain name 'a..test'"},
+    {"conf/err-domain-long.yaml",
+     "conf/err-domain-long.yaml:2: zones.domain: domain name "
+     "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.test' is too long "
+     "(labels at most 63 bytes, names 255)"},
+    {"conf/err-missing-file.yaml",
+     "conf/err-missing-file.yaml:4: missing required key 'file' in section 'zones'"},
+    {"conf/err-missing-zones.yaml",
+     "conf/err-missing-zones.yaml:1: missing required section 'zones'"},
+    {"conf/err-empty-file.yaml", "conf/err-empty-file.yaml:1: missing required section 'zones'"},
+    {"conf/err-empty-zones.yaml",
+     "conf/err-empty-zones.yaml:1: section 'zones' needs at least one zone"},
+    {"conf/err-syntax.yaml",
+     "conf/err-syntax.yaml:3: invalid YAML: mapping values are not allowed in this context"},
+    {"conf/err-syntax-flow.yaml",
+     "conf/err-syntax-flow.yaml:3: invalid YAML: did not find expected ',' or ']' while "
+     "parsing a flow sequence that started at line 2"},
+    {"conf/err-tab.yaml",
+     "conf/err-tab.yaml:2: invalid YAML: found character that cannot start any token while "
+     "scanning for the next token that started at line 2 (indent with spaces, not tabs)"},
+    {"conf/err-ipv6-bare.yaml",
+     "conf/err-ipv6-bare.yaml:2: invalid YAML: did not find expected node content while parsing "
+     "a flow node that started at line 2 (quote IPv6 addresses: \"[::1]:53\")"},
+    {"conf/err-ipv6-nested.yaml", "conf/err-ipv6-nested.yaml:2: server.listen: list items must "
+                                  "be single values (quote IPv6 addresses: \"[::1]:53\")"},
+    {"conf/err-utf8.yaml", "conf/err-utf8.yaml:3: invalid YAML: invalid leading UTF-8 octet"},
+    {"conf/err-type.yaml",
+     "conf/err-type.yaml:2: server.workers: expected a single value, got a list"},
+    {"conf/err-type-list.yaml",
+     "conf/err-type-list.yaml:2: server.listen: expected a list, got a mapping"},
+    {"conf/err-list-item.yaml",
+     "conf/err-list-item.yaml:5: zones.xfr-allow: list items must be single values"},
+    {"conf/err-enum.yaml", "conf/err-enum.yaml:2: log.level: expected one of error, warning, "
+                           "notice, info, debug; got 'loud'"},
+    {"conf/err-dup-key.yaml",
+     "conf/err-dup-key.yaml:4: duplicate key 'workers' in section 'server' (first at line 2)"},
+    {"conf/err-section-type.yaml", "conf/err-section-type.yaml:1: section 'server' must be a "
+                                   "mapping of keys, got a single value"},
+    {"conf/err-root-type.yaml",
+     "conf/err-root-type.yaml:1: the top level must be a mapping of sections, got a list"},
+    {"conf/err-zone-type.yaml", "conf/err-zone-type.yaml:2: zones: each zone must be a mapping "
+                                "(- domain: NAME, file: PATH), got a single value"},
+    {"conf/err-null.yaml", "conf/err-null.yaml:2: server.workers: needs a value"},
+    {"conf/err-empty-string.yaml", "conf/err-empty-string.yaml:3: zones.file: must not be empty"},
+    {"conf/err-socket-long.yaml", "conf/err-socket-long.yaml:2: server.control-socket: "
+                                  "'/run/steer/"
+                                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                                  ".sock' is 118 bytes long, at most 107 are allowed"},
+    {"conf/err-two-docs.yaml",
+     "conf/err-two-docs.yaml:5: only one YAML document is allowed per file"},
+};
+
+static void test_errors(void)
+{
+	for (size_t i = 0; i < sizeof(error_rows) / sizeof(error_rows[0]); i++) {
+		static conf_t sentinel;
+		char err[1024] = "";
+		conf_t *conf = &sentinel; /* must be reset to NULL on failure */
+		int ret = conf_load_file(error_rows[i].file, &conf, err, sizeof(err));
+		CHECK(ret == STEER_ECONF && !conf && strcmp(err, error_rows[i].error) == 0,
+		      "%s -> \"%s\"%s%s", error_rows[i].file, err,
+		      strcmp(err, error_rows[i].error) ? " expected " : "",
+		      strcmp(err, error_rows[i].error) ? error_rows[i].error : "");
+		if (ret == 0)
+			conf_free(conf);
+	}
+
+	/* A short buffer truncates the message but never overflows. */
+	char small[12];
+	conf_t *conf = NULL;
+	int ret = conf_load_file("conf/err-uint.yaml", &conf, small, sizeof(small));
+	CHECK(ret == STEER_ECONF && strlen(small) == sizeof(small) - 1,
+	      "short error buffer truncated: \"%s\"", small);
+}
+
+static const struct {
+	const char *text;
+	int ret;
+	const char *result; /* normalised address, or the error message */
+} listen_rows[] = {
+    {"127.0.0.1:5353", 0, "127.0.0.1:5353"},
+    {"192.0.2.1", 0, "192.0.2.1:53"},
+    {"[::1]:5353", 0, "[::1]:5353"},
+    {"[2001:db8::1]", 0, "[2001:db8::1]:53"},
+    {"::1", 0, "[::1]:53"},
+    {"localhost:53", STEER_EINVAL,
+     "invalid address 'localhost:53' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+    {"127.0.0.1:", STEER_EINVAL,
+     "invalid address '127.0.0.1:' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+    {"[::1:53", STEER_EINVAL,
+     "invalid address '[::1:53' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+    {"1.2.3.4:65536", STEER_EINVAL,
+     "invalid address '1.2.3.4:65536' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+    {"[::1]:0", STEER_EINVAL, "port 0 is not allowed in '[::1]:0'"},
+    {"", STEER_EINVAL, "invalid address '' (expected IP or IP:PORT, IPv6 as [::1]:PORT)"},
+};
+
+static void test_add_listen(void)
+{
+	conf_t *c = conf_new_default();
+	size_t good = 0;
+	for (size_t i = 0; i < sizeof(listen_rows) / sizeof(listen_rows[0]); i++) {
+		char err[256] = "";
+		int ret = conf_add_listen(c, listen_rows[i].text, err, sizeof(err));
+		const char *got = ret == 0 && c->n_listen > good ? addr_str(&c->listen[good]) : err;
+		CHECK(ret == listen_rows[i].ret && strcmp(got, listen_rows[i].result) == 0,
+		      "conf_add_listen(\"%s\") -> %d \"%s\"", listen_rows[i].text, ret, got);
+		good += ret == 0;
+	}
+	CHECK(c->n_listen == good, "the first --listen replaced the default: %zu addresses",
+	      c->n_listen);
+	char err[256] = "";
+	CHECK(conf_add_listen(c, "127.0.0.1:5353", err, sizeof(err)) == STEER_EINVAL &&
+	          strcmp(err, "duplicate address '127.0.0.1:5353'") == 0,
+	      "duplicate listen refused: %s", err);
+	conf_free(c);
+}
+
+static void test_add_zone(void)
+{
+	static const struct {
+		const char *arg;
+		int ret;
+		const char *err;
+	} rows[] = {
+	    {"example.test=zones/example.test.zone", 0, ""},
+	    {"other.test.=/abs/other.zone", 0, ""},
+	    {"example.test", STEER_EINVAL, "expected DOMAIN=FILE, got 'example.test'"},
+	    {"=file.zone", STEER_EINVAL, "expected DOMAIN=FILE, got '=file.zone'"},
+	    {"example.org=", STEER_EINVAL, "expected DOMAIN=FILE, got 'example.org='"},
+	    {"a..b=x.zone", STEER_EINVAL, "invalid domain name 'a..b'"},
+	    {"EXAMPLE.TEST.=again.zone", STEER_EINVAL, "duplicate zone 'EXAMPLE.TEST.'"},
+	    {"sub.example.test=sub.zone", 0, ""},
+	};
+	conf_t *c = conf_new_default();
+	char err[256];
+	CHECK(conf_validate(c, err, sizeof(err)) == STEER_ECONF &&
+	          strcmp(err, "no zones configured") == 0,
+	      "validate without zones: %s", err);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		err[0] = '\0';
+		int ret = conf_add_zone_arg(c, rows[i].arg, err, sizeof(err));
+		CHECK(ret == rows[i].ret && strcmp(err, rows[i].err) == 0,
+		      "conf_add_zone_arg(\"%s\") -> %d \"%s\"", rows[i].arg, ret, err);
+	}
+	CHECK(c->n_zones == 3, "three zones added: %zu", c->n_zones);
+	if (c->n_zones == 3) {
+		CHECK(str_eq(c->zones[0].file, "zones/example.test.zone"),
+		      "quick-mode file kept relative to the cwd: %s", c->zones[0].file);
+		CHECK(str_eq(c->zones[1].domain, "other.test.") &&
+		          str_eq(c->zones[1].file, "/abs/other.zone"),
+		      "zone 1: %s=%s", c->zones[1].domain, c->zones[1].file);
+		CHECK(c->zones[0].n_xfr_allow == 0, "quick-mode zones allow no transfers");
+	}
+	CHECK(conf_validate(c, err, sizeof(err)) == 0, "validate with default listen and zones");
+	conf_free(c);
+}
+
+static void test_restart_changes(void)
+{
+	conf_t *a = load_ok("conf/valid.yaml");
+	conf_t *b = load_ok("conf/valid.yaml");
+	conf_t *d = conf_new_default();
+	if (!a || !b) {
+		conf_free(a);
+		conf_free(b);
+		conf_free(d);
+		return;
+	}
+	char buf[256] = "x";
+	conf_restart_only_changes(a, b, buf, sizeof(buf));
+	CHECK(strcmp(buf, "") == 0, "same file: no restart-only changes (\"%s\")", buf);
+
+	b->udp_max_payload = 4096;
+	b->tcp_idle_timeout = 1;
+	b->log_level = LOG_LEVEL_ERR;
+	conf_restart_only_changes(a, b, buf, sizeof(buf));
+	CHECK(strcmp(buf, "") == 0, "reloadable keys are not reported (\"%s\")", buf);
+
+	b->workers = 7;
+	b->listen[1].sin6.sin6_port = htons(5454);
+	free(b->group);
+	b->group = NULL;
+	conf_restart_only_changes(a, b, buf, sizeof(buf));
+	CHECK(strcmp(buf, "listen,workers,group") == 0, "listen, workers, group: \"%s\"", buf);
+
+	conf_restart_only_changes(a, d, buf, sizeof(buf));
+	CHECK(strcmp(buf, "listen,workers,tcp-workers,user,group,control-socket,pid-file") == 0,
+	      "valid vs defaults: \"%s\"", buf);
+
+	char small[10];
+	conf_restart_only_changes(a, d, small, sizeof(small));
+	CHECK(strcmp(small, "listen") == 0, "a short buffer keeps whole names only: \"%s\"", small);
+	conf_free(a);
+	conf_free(b);
+	conf_free(d);
+}
+
+static char *read_all(FILE *f, size_t *len)
+{
+	size_t cap = 4096, n = 0, got;
+	char *buf = malloc(cap);
+	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap) {
+			char *bigger = realloc(buf, cap *= 2);
+			if (!bigger) {
+				free(buf);
+				return NULL;
+			}
+			buf = bigger;
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+static void test_reference(void)
+{
+	char *generated = NULL, *file = NULL;
+	size_t glen = 0, flen = 0;
+	FILE *mem = open_memstream(&generated, &glen);
+	conf_write_reference(mem);
+	fclose(mem);
+
+	FILE *f = fopen("../../docs/configuration.md", "r");
+	CHECK(f != NULL, "docs/configuration.md exists");
+	if (f) {
+		file = read_all(f, &flen);
+		fclose(f);
+	}
+	bool same = file && glen == flen && memcmp(generated, file, glen) == 0;
+	CHECK(same, "docs/configuration.md matches the schema (regenerate with `steerd "
+	            "--config-reference > docs/configuration.md`)");
+	CHECK(strstr(generated, "### `server.listen`") &&
+	          strstr(generated, "### `zones.xfr-allow`"),
+	      "reference documents every section");
+	free(generated);
+	free(file);
+}
+
+int main(void)
+{
+	test_valid();
+	test_defaults();
+	test_errors();
+	test_add_listen();
+	test_add_zone();
+	test_restart_changes();
+	test_reference();
+	printf("%d of %d checks failed\n", failures, checks);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,391 @@
+/*
+ * Tests for src/ctl: a real server on a libev loop in a thread, real clients. Covers the
+ * request/reply framing, handler errors, malformed and oversized requests, silent clients being
+ * dropped while others are served, many clients at once, stale-socket removal, refusal to
+ * replace a live socket or a regular file, socket mode, and unlink on stop.
+ * "test_ctl serve PATH" runs a server with sample data for trying steerctl by hand.
+ */
+#include "ctl/ctl.h"
+
+#include <ev.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/log.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                         \
+	do {                                                                                     \
+		checks++;                                                                        \
+		if (cond) {                                                                      \
+			printf("ok    ");                                                        \
+		} else {                                                                         \
+			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                             \
+			failures++;                                                              \
+		}                                                                                \
+		printf(__VA_ARGS__);                                                             \
+		putchar('\n');                                                                   \
+		fflush(stdout);                                                                  \
+	} while (0)
+
+static int handler(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
+		   void *ctx)
+{
+	(void)ctx;
+	if (strcmp(cmd, "echo") == 0) {
+		*data = json_incref(args);
+		return 0;
+	}
+	if (strcmp(cmd, "fail") == 0) {
+		snprintf(err, errlen, "zones/example.test.zone:12: bad record");
+		return STEER_EZONE;
+	}
+	if (strcmp(cmd, "fail-latin1") == 0) {
+		snprintf(err, errlen, "zones/caf\xe9.zone:1: bad");
+		return STEER_EZONE;
+	}
+	if (strcmp(cmd, "fail-silent") == 0)
+		return STEER_ENOENT;
+	if (strcmp(cmd, "status") == 0) {
+		*data = json_pack("{s:s, s:i, s:i, s:i, s:i, s:[s,s], s:i, s:s, s:{s:i, s:b, s:n}}",
+				  "version", "0.1.0", "pid", 4242, "uptime_s", 93784, "workers", 2,
+				  "tcp_workers", 1, "listen", "127.0.0.1:5353", "[::1]:5353", "zones",
+				  2, "config", "/etc/steer/steer.yaml", "last_reload", "at",
+				  1700000000, "ok", 1, "error");
+		return 0;
+	}
+	if (strcmp(cmd, "reload") == 0 && getenv("STEER_TEST_FAIL_RELOAD")) {
+		snprintf(err, errlen, "zones/example.test.zone:12: invalid IPv4 address");
+		return STEER_EZONE;
+	}
+	if (strcmp(cmd, "reload") == 0) {
+		*data = json_pack("{s:[s], s:i, s:[s,s]}", "zones_reloaded", "example.test",
+				  "zones_unchanged", 3, "restart_needed", "listen", "workers");
+		return 0;
+	}
+	if (strcmp(cmd, "zones") == 0) {
+		*data = json_pack("[{s:s, s:I, s:i, s:i, s:s, s:i}, {s:s, s:I, s:i, s:i, s:s, s:i}]",
+				  "name", "example.test", "serial", (json_int_t)2024010101,
+				  "records", 120, "nodes", 40, "file", "zones/example.test.zone",
+				  "loaded_at", 1700000000, "name", "a-much-longer-name.example",
+				  "serial", (json_int_t)1, "records", 5, "nodes", 3, "file",
+				  "/var/lib/steer/long.zone", "loaded_at", 1700000500);
+		return 0;
+	}
+	if (strcmp(cmd, "stats") == 0) {
+		*data = json_pack("{s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:{s:i, s:i}, s:i, s:i, s:i, "
+				  "s:i, s:i, s:i}",
+				  "queries", "udp", 100, "tcp", 3, "udp6", 7, "rcode", "NOERROR",
+				  90, "NXDOMAIN", 20, "qtype", "A", 80, "AAAA", 30, "edns", 50,
+				  "edns_do", 2, "truncated", 1, "dropped", 0, "axfr", 1,
+				  "axfr_refused", 4);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown command '%s'", cmd);
+	return STEER_EINVAL;
+}
+
+typedef struct {
+	struct ev_loop *loop;
+	ev_async stop;
+	ctl_server_t *server;
+	pthread_t thread;
+} srv_t;
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *srv_main(void *arg)
+{
+	srv_t *s = arg;
+	ev_run(s->loop, 0);
+	return NULL;
+}
+
+static int srv_start(srv_t *s, const char *path)
+{
+	memset(s, 0, sizeof(*s));
+	s->loop = ev_loop_new(EVFLAG_AUTO);
+	ev_async_init(&s->stop, stop_cb);
+	ev_async_start(s->loop, &s->stop);
+	int ret = ctl_server_start(&s->server, s->loop, path, handler, NULL);
+	if (ret != 0) {
+		ev_loop_destroy(s->loop);
+		return ret;
+	}
+	pthread_create(&s->thread, NULL, srv_main, s);
+	return 0;
+}
+
+static void srv_stop(srv_t *s)
+{
+	ev_async_send(s->loop, &s->stop);
+	pthread_join(s->thread, NULL);
+	ctl_server_stop(s->server);
+	ev_loop_destroy(s->loop);
+}
+
+static int raw_connect(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send raw bytes, read the reply line (up to EOF). */
+static char *raw_call(const char *path, const char *data, size_t len)
+{
+	static char buf[4096];
+	int fd = raw_connect(path);
+	if (fd < 0)
+		return NULL;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = send(fd, data + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	size_t got = 0;
+	ssize_t n;
+	while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	return buf;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_calls(const char *path)
+{
+	char err[512] = "";
+	json_t *reply = NULL;
+	json_t *args = json_pack("[s, i]", "a", 1);
+	int ret = ctl_client_call(path, "echo", args, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && json_is_true(json_object_get(reply, "ok")) &&
+		      json_equal(json_object_get(reply, "data"), args),
+	      "echo round trip (%s)", err);
+	CHECK(args->refcount == 1, "the caller keeps its args reference");
+	json_decref(reply);
+	json_decref(args);
+
+	ret = ctl_client_call(path, "echo", NULL, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && json_is_array(json_object_get(reply, "data")) &&
+		      json_array_size(json_object_get(reply, "data")) == 0,
+	      "NULL args arrive as []");
+	json_decref(reply);
+
+	ret = ctl_client_call(path, "fail", NULL, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && json_is_false(json_object_get(reply, "ok")) &&
+		      strcmp(json_string_value(json_object_get(reply, "error")),
+			     "zones/example.test.zone:12: bad record") == 0,
+	      "handler error text is returned");
+	json_decref(reply);
+
+	ret = ctl_client_call(path, "fail-latin1", NULL, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && strcmp(json_string_value(json_object_get(reply, "error")),
+				 "zones/caf?.zone:1: bad") == 0,
+	      "non-UTF-8 error text is made printable");
+	json_decref(reply);
+
+	ret = ctl_client_call(path, "fail-silent", NULL, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && strcmp(json_string_value(json_object_get(reply, "error")),
+				 "No such file or directory") == 0,
+	      "handler error without text uses steer_strerror");
+	json_decref(reply);
+
+	ret = ctl_client_call("/nonexistent/steer.sock", "status", NULL, 500, &reply, err,
+			      sizeof(err));
+	CHECK(ret == STEER_ENOENT && !reply &&
+		      strcmp(err, "cannot connect to /nonexistent/steer.sock: No such file or "
+				  "directory") == 0,
+	      "missing socket: %d %s", ret, err);
+}
+
+static void test_malformed(const char *path)
+{
+	static const struct {
+		const char *req, *reply;
+	} rows[] = {
+		{"not json\n", "{\"ok\":false,\"error\":\"invalid JSON request: "},
+		{"[1,2]\n", "{\"ok\":false,\"error\":\"the request must be an object with a string "
+			    "\\\"cmd\\\"\"}\n"},
+		{"{\"cmd\":5}\n", "{\"ok\":false,\"error\":\"the request must be an object"},
+		{"{\"cmd\":\"echo\",\"args\":{}}\n",
+		 "{\"ok\":false,\"error\":\"\\\"args\\\" must be an array\"}\n"},
+		{"{\"cmd\":\"echo\",\"args\":null}\n", "{\"ok\":true,\"data\":[]}\n"},
+		{"{\"cmd\":\"echo\",\"args\":[\"x\"]}", "{\"ok\":true,\"data\":[\"x\"]}\n"},
+		{"{\"cmd\":\"nope\"}\n", "{\"ok\":false,\"error\":\"unknown command 'nope'\"}\n"},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int fd = -1;
+		const char *got;
+		if (i == 5) {
+			/* No newline: the request ends at EOF (shutdown of the write side). */
+			fd = raw_connect(path);
+			send(fd, rows[i].req, strlen(rows[i].req), 0);
+			shutdown(fd, SHUT_WR);
+			static char buf[512];
+			ssize_t n = recv(fd, buf, sizeof(buf) - 1, MSG_WAITALL);
+			buf[n > 0 ? n : 0] = '\0';
+			close(fd);
+			got = buf;
+		} else {
+			got = raw_call(path, rows[i].req, strlen(rows[i].req));
+		}
+		CHECK(got && strncmp(got, rows[i].reply, strlen(rows[i].reply)) == 0,
+		      "request %zu -> %s", i, got ? got : "(no connection)");
+	}
+
+	size_t big = 200 * 1024;
+	char *huge = malloc(big);
+	memset(huge, ' ', big);
+	const char *got = raw_call(path, huge, big);
+	CHECK(got && strcmp(got, "{\"ok\":false,\"error\":\"request too large (limit 65536 "
+				 "bytes)\"}\n") == 0,
+	      "oversized request refused: %s", got ? got : "(none)");
+	free(huge);
+}
+
+static void test_silent_and_many(const char *path)
+{
+	enum { N = 100 };
+	int fds[N];
+	char err[256];
+	json_t *reply = NULL;
+	/* A few silent clients must not stop others from being served. */
+	for (int i = 0; i < 5; i++)
+		fds[i] = raw_connect(path);
+	double t0 = now_s();
+	int ret = ctl_client_call(path, "status", NULL, 2000, &reply, err, sizeof(err));
+	CHECK(ret == 0 && now_s() - t0 < 1.0, "served while 5 clients stay silent (%.3f s)",
+	      now_s() - t0);
+	json_decref(reply);
+	char c;
+	t0 = now_s();
+	ssize_t n = recv(fds[0], &c, 1, 0);
+	double waited = now_s() - t0;
+	CHECK(n == 0 && waited > 3.0 && waited < 8.0, "silent client dropped after %.1f s", waited);
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+
+	/* More clients than the server serves at once: the rest wait in the backlog. */
+	for (int i = 0; i < N; i++) {
+		fds[i] = raw_connect(path);
+		const char *req = "{\"cmd\":\"echo\",\"args\":[1]}\n";
+		send(fds[i], req, strlen(req), MSG_NOSIGNAL);
+	}
+	int good = 0;
+	for (int i = 0; i < N; i++) {
+		char buf[128];
+		ssize_t got = recv(fds[i], buf, sizeof(buf) - 1, MSG_WAITALL);
+		buf[got > 0 ? got : 0] = '\0';
+		good += strcmp(buf, "{\"ok\":true,\"data\":[1]}\n") == 0;
+		close(fds[i]);
+	}
+	CHECK(good == N, "%d of %d concurrent clients answered", good, N);
+}
+
+static void test_socket_file(const char *dir)
+{
+	char path[100], file[100];
+	srv_t a, b;
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/life.sock", dir);
+
+	/* A socket left by a crashed daemon: bound, never unlinked, nobody listening. */
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0, "stale socket created");
+	close(fd);
+	CHECK(srv_start(&a, path) == 0, "stale socket replaced");
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0660, "socket mode is 0%o",
+	      st.st_mode & 0777);
+	CHECK(srv_start(&b, path) == STEER_EEXIST, "a live socket is not replaced");
+	json_t *reply = NULL;
+	char err[256];
+	CHECK(ctl_client_call(path, "status", NULL, 2000, &reply, err, sizeof(err)) == 0,
+	      "the first server still answers");
+	json_decref(reply);
+	srv_stop(&a);
+	CHECK(access(path, F_OK) != 0, "stop removes the socket");
+
+	snprintf(file, sizeof(file), "%s/regular", dir);
+	FILE *f = fopen(file, "w");
+	fclose(f);
+	CHECK(srv_start(&b, file) == STEER_EEXIST && access(file, F_OK) == 0,
+	      "a regular file is never replaced");
+	unlink(file);
+	char longp[200];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	longp[0] = '/';
+	CHECK(srv_start(&b, longp) == STEER_EINVAL, "an over-long path is refused");
+}
+
+static volatile sig_atomic_t quit;
+static void on_signal(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+int main(int argc, char **argv)
+{
+	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_DEBUG);
+	if (argc == 3 && strcmp(argv[1], "serve") == 0) {
+		srv_t s;
+		if (srv_start(&s, argv[2]) != 0)
+			return 1;
+		signal(SIGTERM, on_signal);
+		signal(SIGINT, on_signal);
+		while (!quit)
+			pause();
+		srv_stop(&s);
+		return 0;
+	}
+	char dir[] = "/tmp/steer-ctl-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/steerd.sock", dir);
+	srv_t s;
+	int ret = srv_start(&s, path);
+	CHECK(ret == 0, "server starts on %s", path);
+	if (ret == 0) {
+		test_calls(path);
+		test_malformed(path);
+		test_silent_and_many(path);
+		srv_stop(&s);
+	}
+	test_socket_file(dir);
+	rmdir(dir);
+	printf("%d of %d checks failed\n", failures, checks);
+	return failures ? 1 : 0;
+}

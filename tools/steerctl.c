@@ -1,0 +1,456 @@
+/*
+ * steerctl: talk to steerd over its control socket (see src/ctl/ctl.h for the framing).
+ *
+ *   steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]
+ *
+ * The socket is -s, else $STEER_CONTROL_SOCKET, else /run/steer/steerd.sock. Exit status: 0 when
+ * the daemon answered ok, 1 when it answered with an error, 2 on usage or connection errors.
+ *
+ * Reply "data" of each command, as steerd's handlers produce it (the contract of this file):
+ *
+ *   status  {"version": "0.1.0", "pid": 1234, "uptime_s": 3600, "workers": 2, "tcp_workers": 1,
+ *            "listen": ["127.0.0.1:53", "[::1]:53"], "zones": 3,
+ *            "config": "/etc/steer/steer.yaml" | null (quick mode),
+ *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never)}
+ *   reload  {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
+ *            "restart_needed": ["listen", ...]}
+ *           on failure {"ok": false, "error": "zones/example.test.zone:12: ..."} and the old
+ *           configuration and zones keep serving.
+ *   zones   [{"name": "example.test", "serial": 2024010101, "records": 120, "nodes": 40,
+ *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
+ *   stats   {"queries": {"udp": n, "udp6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
+ *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
+ *            "axfr": n, "axfr_refused": n}
+ *
+ * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
+ * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "ctl/ctl.h"
+
+#ifndef STEER_VERSION
+#define STEER_VERSION "unknown"
+#endif
+
+#define DEFAULT_SOCKET "/run/steer/steerd.sock"
+/* Reload re-reads changed zone files before answering; large zones take seconds. */
+#define DEFAULT_TIMEOUT_S 60
+
+enum { EXIT_OK = 0, EXIT_CMD = 1, EXIT_USAGE = 2 };
+
+typedef void (*print_cb)(const json_t *data);
+
+/* ---- formatting helpers -------------------------------------------------------------------- */
+
+/* Any JSON value on one line: strings unquoted, the rest as compact JSON. */
+static void print_value(FILE *out, const json_t *v)
+{
+	if (json_is_string(v)) {
+		fputs(json_string_value(v), out);
+		return;
+	}
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	fputs(text ? text : "?", out);
+	free(text);
+}
+
+static void print_time(FILE *out, const json_t *ts)
+{
+	char buf[64];
+	if (!json_is_integer(ts)) {
+		print_value(out, ts ? ts : json_null());
+		return;
+	}
+	time_t t = (time_t)json_integer_value(ts);
+	struct tm tm;
+	if (!localtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S %z", &tm) == 0)
+		snprintf(buf, sizeof(buf), "%lld", (long long)t);
+	fputs(buf, out);
+}
+
+static void print_duration(long long s)
+{
+	if (s >= 86400)
+		printf("%lldd ", s / 86400);
+	printf("%02lld:%02lld:%02lld", s % 86400 / 3600, s % 3600 / 60, s % 60);
+}
+
+static void print_list(const json_t *list)
+{
+	size_t i;
+	const json_t *v;
+	if (!json_is_array(list)) {
+		print_value(stdout, list ? list : json_null());
+		return;
+	}
+	json_array_foreach(list, i, v)
+	{
+		if (i)
+			fputs(", ", stdout);
+		print_value(stdout, v);
+	}
+}
+
+/* ---- status -------------------------------------------------------------------------------- */
+
+static void print_last_reload(const json_t *r)
+{
+	if (!json_is_object(r)) {
+		puts("never");
+		return;
+	}
+	print_time(stdout, json_object_get(r, "at"));
+	const json_t *err = json_object_get(r, "error");
+	if (json_is_true(json_object_get(r, "ok")))
+		puts(", ok");
+	else
+		printf(", failed: %s\n", json_is_string(err) ? json_string_value(err) : "?");
+}
+
+static void print_status(const json_t *d)
+{
+	const json_t *v;
+	printf("%-13s", "version");
+	print_value(stdout, json_object_get(d, "version"));
+	printf("\n%-13s", "pid");
+	print_value(stdout, json_object_get(d, "pid"));
+	printf("\n%-13s", "uptime");
+	v = json_object_get(d, "uptime_s");
+	if (json_is_integer(v))
+		print_duration(json_integer_value(v));
+	else
+		print_value(stdout, v ? v : json_null());
+	printf("\n%-13s", "workers");
+	print_value(stdout, json_object_get(d, "workers"));
+	fputs(" udp, ", stdout);
+	print_value(stdout, json_object_get(d, "tcp_workers"));
+	printf(" tcp\n%-13s", "listen");
+	print_list(json_object_get(d, "listen"));
+	printf("\n%-13s", "zones");
+	print_value(stdout, json_object_get(d, "zones"));
+	printf("\n%-13s", "config");
+	v = json_object_get(d, "config");
+	if (json_is_string(v))
+		fputs(json_string_value(v), stdout);
+	else
+		fputs("none (zones from the command line)", stdout);
+	printf("\n%-13s", "last reload");
+	print_last_reload(json_object_get(d, "last_reload"));
+}
+
+/* ---- reload -------------------------------------------------------------------------------- */
+
+static void print_reload(const json_t *d)
+{
+	const json_t *reloaded = json_object_get(d, "zones_reloaded");
+	const json_t *restart = json_object_get(d, "restart_needed");
+	size_t n = json_is_array(reloaded) ? json_array_size(reloaded) : 0;
+	printf("reloaded: %zu zone%s", n, n == 1 ? "" : "s");
+	if (n) {
+		fputs(" (", stdout);
+		print_list(reloaded);
+		fputs(")", stdout);
+	}
+	fputs(", unchanged: ", stdout);
+	print_value(stdout, json_object_get(d, "zones_unchanged"));
+	putchar('\n');
+	if (json_is_array(restart) && json_array_size(restart) > 0) {
+		fputs("restart steerd to apply: ", stdout);
+		print_list(restart);
+		putchar('\n');
+	}
+}
+
+/* ---- zones: an aligned table --------------------------------------------------------------- */
+
+static const struct {
+	const char *key, *title;
+	bool right; /* numbers align right */
+} zone_cols[] = {
+    {"name", "ZONE", false},  {"serial", "SERIAL", true},     {"records", "RECORDS", true},
+    {"nodes", "NODES", true}, {"loaded_at", "LOADED", false}, {"file", "FILE", false},
+};
+#define N_ZONE_COLS (sizeof(zone_cols) / sizeof(zone_cols[0]))
+
+static char *cell_text(const json_t *row, size_t col)
+{
+	const json_t *v = json_object_get(row, zone_cols[col].key);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	if (!mem)
+		return strdup("?");
+	if (strcmp(zone_cols[col].key, "loaded_at") == 0)
+		print_time(mem, v);
+	else
+		print_value(mem, v ? v : json_null());
+	fclose(mem);
+	return text;
+}
+
+static void print_zones(const json_t *d)
+{
+	size_t width[N_ZONE_COLS], i;
+	const json_t *row;
+	if (!json_is_array(d)) {
+		print_value(stdout, d);
+		putchar('\n');
+		return;
+	}
+	for (size_t c = 0; c < N_ZONE_COLS; c++)
+		width[c] = strlen(zone_cols[c].title);
+	json_array_foreach(d, i, row)
+	{
+		for (size_t c = 0; c < N_ZONE_COLS; c++) {
+			char *t = cell_text(row, c);
+			if (t && strlen(t) > width[c])
+				width[c] = strlen(t);
+			free(t);
+		}
+	}
+	for (size_t c = 0; c < N_ZONE_COLS; c++) {
+		int w = zone_cols[c].right ? (int)width[c] : -(int)width[c];
+		printf("%s%*s", c ? "  " : "", c == N_ZONE_COLS - 1 ? 0 : w, zone_cols[c].title);
+	}
+	putchar('\n');
+	json_array_foreach(d, i, row)
+	{
+		for (size_t c = 0; c < N_ZONE_COLS; c++) {
+			char *t = cell_text(row, c);
+			int w = zone_cols[c].right ? (int)width[c] : -(int)width[c];
+			/* The last column is not padded, so lines carry no trailing blanks. */
+			if (c == N_ZONE_COLS - 1)
+				printf("  %s", t ? t : "?");
+			else
+				printf("%s%*s", c ? "  " : "", w, t ? t : "?");
+			free(t);
+		}
+		putchar('\n');
+	}
+}
+
+/* ---- stats: nested counters, one aligned line each ----------------------------------------- */
+
+/* Widest "indent + key" and widest value, so keys and numbers line up across sections. */
+static void counter_widths(const json_t *obj, size_t indent, size_t *kw, size_t *vw)
+{
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		if (json_is_object(v)) {
+			counter_widths(v, indent + 2, kw, vw);
+			continue;
+		}
+		char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		size_t len = text ? strlen(text) : 1;
+		free(text);
+		if (strlen(key) + indent > *kw)
+			*kw = strlen(key) + indent;
+		if (len > *vw)
+			*vw = len;
+	}
+}
+
+static void print_counters(const json_t *obj, size_t indent, size_t kw, size_t vw)
+{
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		if (json_is_object(v)) {
+			printf("%*s%s:\n", (int)indent, "", key);
+			print_counters(v, indent + 2, kw, vw);
+			continue;
+		}
+		char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		printf("%*s%-*s  %*s\n", (int)indent, "", (int)(kw - indent), key, (int)vw,
+		       text ? text : "?");
+		free(text);
+	}
+}
+
+static void print_stats(const json_t *d)
+{
+	if (!json_is_object(d)) {
+		print_value(stdout, d);
+		putchar('\n');
+		return;
+	}
+	size_t kw = 0, vw = 0;
+	counter_widths(d, 0, &kw, &vw);
+	print_counters(d, 0, kw, vw);
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	print_cb print;
+	const char *help;
+} commands[] = {
+    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload"},
+    {"reload", print_reload, "re-read the configuration and changed zone files"},
+    {"zones", print_zones, "served zones with serial, record count and load time"},
+    {"stats", print_stats, "query counters by transport, rcode and type"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND\n\n"
+	             "Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(out,
+	        "\nOptions:\n"
+	        "  -s, --socket PATH    control socket (default $STEER_CONTROL_SOCKET or %s)\n"
+	        "  -j, --json           print the daemon's reply as JSON\n"
+	        "  -t, --timeout SECS   give up after SECS seconds (default %d)\n"
+	        "  -h, --help           this text\n"
+	        "  -V, --version        print the version\n"
+	        "\nExit status: 0 ok, 1 the command failed, 2 usage or connection error.\n",
+	        DEFAULT_SOCKET, DEFAULT_TIMEOUT_S);
+}
+
+typedef struct {
+	const char *socket;
+	bool json;
+	int timeout_ms;
+} options_t;
+
+/* Returns the index of the command in argv, or -1 (exit status set in *status). */
+static int parse_options(int argc, char **argv, options_t *opt, int *status)
+{
+	static const struct option longopts[] = {
+	    {"socket", required_argument, NULL, 's'},  {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+	};
+	int c;
+	char *end;
+	/* "+": options end at the command, so its arguments are never taken for ours. */
+	while ((c = getopt_long(argc, argv, "+s:jt:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			opt->socket = optarg;
+			break;
+		case 'j':
+			opt->json = true;
+			break;
+		case 't': {
+			long secs = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || secs <= 0 || secs > 86400) {
+				fprintf(stderr,
+				        "steerctl: invalid timeout '%s' (1 to 86400 seconds)\n",
+				        optarg);
+				*status = EXIT_USAGE;
+				return -1;
+			}
+			opt->timeout_ms = (int)secs * 1000;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			*status = EXIT_OK;
+			return -1;
+		case 'V':
+			printf("steerctl %s\n", STEER_VERSION);
+			*status = EXIT_OK;
+			return -1;
+		default:
+			usage(stderr);
+			*status = EXIT_USAGE;
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		*status = EXIT_USAGE;
+		return -1;
+	}
+	return optind;
+}
+
+static int find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static const char *connect_hint(int ret)
+{
+	if (ret == STEER_ENOENT || ret == -ECONNREFUSED)
+		return " \xe2\x80\x94 is steerd running?";
+	if (ret == STEER_EACCES || ret == -EPERM)
+		return " \xe2\x80\x94 run as root or as a member of steerd's group";
+	return "";
+}
+
+static int show_reply(const json_t *reply, const options_t *opt, int cmd)
+{
+	bool ok = json_is_true(json_object_get(reply, "ok"));
+	if (opt->json) {
+		char *text = json_dumps(reply, JSON_INDENT(2));
+		puts(text ? text : "{}");
+		free(text);
+		return ok ? EXIT_OK : EXIT_CMD;
+	}
+	if (!ok) {
+		const json_t *err = json_object_get(reply, "error");
+		fprintf(stderr, "steerctl: %s failed: %s\n", commands[cmd].name,
+		        json_is_string(err) ? json_string_value(err) : "unknown error");
+		return EXIT_CMD;
+	}
+	const json_t *data = json_object_get(reply, "data");
+	commands[cmd].print(data ? data : json_null());
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	options_t opt = {.socket = getenv("STEER_CONTROL_SOCKET"),
+	                 .timeout_ms = DEFAULT_TIMEOUT_S * 1000};
+	int status = EXIT_USAGE;
+	char err[1024];
+	json_t *reply = NULL;
+
+	if (!opt.socket || !*opt.socket)
+		opt.socket = DEFAULT_SOCKET;
+	int first = parse_options(argc, argv, &opt, &status);
+	if (first < 0)
+		return status;
+	int cmd = find_command(argv[first]);
+	if (cmd < 0) {
+		fprintf(stderr, "steerctl: unknown command '%s' (commands:", argv[first]);
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			fprintf(stderr, "%s%s", i ? ", " : " ", commands[i].name);
+		fputs("; see steerctl --help)\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (first + 1 < argc) {
+		fprintf(stderr, "steerctl: '%s' takes no arguments\n", argv[first]);
+		return EXIT_USAGE;
+	}
+	json_t *args = json_array();
+	int ret = ctl_client_call(opt.socket, commands[cmd].name, args, opt.timeout_ms, &reply, err,
+	                          sizeof(err));
+	json_decref(args);
+	if (ret != 0) {
+		fprintf(stderr, "steerctl: %s%s\n", err, connect_hint(ret));
+		return EXIT_USAGE;
+	}
+	status = show_reply(reply, &opt, cmd);
+	json_decref(reply);
+	return status;
+}
