@@ -67,24 +67,24 @@ struct zone_node {
 	const zone_node_t *cut;     /* nearest zone cut at or above this node, NULL when none */
 	const zone_rrset_t *rrsets; /* sorted by type; NULL for an empty non-terminal */
 	uint16_t n_rrsets;
-	uint16_t flags;             /* enum zone_node_flag */
+	uint16_t flags; /* enum zone_node_flag */
 };
 
 typedef struct zone zone_t;
 struct zone {
 	uint8_t apex[DNS_DNAME_MAXLEN]; /* lowercase wire name */
 	uint8_t apex_len;
-	char *name;              /* presentation form, trailing dot */
-	char *file;              /* the file it was loaded from */
-	struct stat file_stat;   /* of @c file at load time, to detect changes on reload */
+	char *name;            /* presentation form, trailing dot */
+	char *file;            /* the file it was loaded from */
+	struct stat file_stat; /* of @c file at load time, to detect changes on reload */
 	time_t loaded_at;
 	uint32_t serial;
 	size_t n_records;
 	size_t n_nodes;
 	const zone_node_t *apex_node;
 	const zone_rrset_t *soa;
-	struct zone_priv *priv;  /* index and storage, private to zone.c */
-	int refcount;            /* atomic; see zone_ref()/zone_unref() */
+	struct zone_priv *priv; /* index and storage, private to zone.c */
+	int refcount;           /* atomic; see zone_ref()/zone_unref() */
 };
 
 /**
@@ -97,7 +97,7 @@ struct zone {
  * query thread.
  */
 int zone_load(const char *origin, const char *file, zone_t **out, char *err, size_t errlen)
-	STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
+    STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
 
 /** Take a reference. Thread-safe. */
 void zone_ref(zone_t *zone) STEER_NONNULL(1);
@@ -110,7 +110,7 @@ void zone_unref(zone_t *zone);
  * Lock-free, allocation-free; any thread.
  */
 const zone_node_t *zone_find_node(const zone_t *zone, const uint8_t *name, size_t len)
-	STEER_NONNULL(1, 2);
+    STEER_NONNULL(1, 2);
 
 /** The rrset of @p type at @p node, or NULL. */
 const zone_rrset_t *zone_node_rrset(const zone_node_t *node, uint16_t type) STEER_NONNULL(1);

@@ -12,8 +12,8 @@
 #include "zone/zone.h"
 
 typedef struct {
-	zone_t *zone;               /* one reference held by the set */
-	steer_prefix_t *xfr_allow;  /* owned; who may AXFR this zone */
+	zone_t *zone;              /* one reference held by the set */
+	steer_prefix_t *xfr_allow; /* owned; who may AXFR this zone */
 	size_t n_xfr_allow;
 } zone_set_entry_t;
 
@@ -27,18 +27,18 @@ zone_set_t *zone_set_new(void);
  * Returns 0, or STEER_EEXIST when a zone with the same apex is already in the set.
  */
 int zone_set_add(zone_set_t *set, zone_t *zone, const steer_prefix_t *xfr_allow, size_t n)
-	STEER_NONNULL(1, 2) STEER_WUR;
+    STEER_NONNULL(1, 2) STEER_WUR;
 
 /**
  * The zone that @p qname (lowercase wire) falls in: the one with the longest matching apex, or
  * NULL. Lock-free, allocation-free; any thread.
  */
 const zone_set_entry_t *zone_set_find(const zone_set_t *set, const uint8_t *qname)
-	STEER_NONNULL(1, 2);
+    STEER_NONNULL(1, 2);
 
 /** The zone with apex exactly @p apex (lowercase wire), or NULL. */
 const zone_set_entry_t *zone_set_get(const zone_set_t *set, const uint8_t *apex)
-	STEER_NONNULL(1, 2);
+    STEER_NONNULL(1, 2);
 
 /** Number of zones and the i-th entry (sorted by name), for listing. */
 size_t zone_set_count(const zone_set_t *set) STEER_NONNULL(1);

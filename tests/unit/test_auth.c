@@ -1,0 +1,172 @@
+/* Unit tests of src/auth: answers for a small zone, checked section by section. */
+#include <string.h>
+
+#include "auth/auth.h"
+#include "base/err.h"
+#include "dns/dname.h"
+#include "dns/wire.h"
+#include "unit.h"
+
+static zone_set_t *zones;
+
+static size_t make_query(uint8_t *buf, const char *qname, uint16_t qtype, int payload)
+{
+	wire_ctx_t ctx = wire_ctx_init(buf, 512);
+	wire_ctx_write_u16(&ctx, 0xbeef);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 1);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, payload ? 1 : 0);
+	uint8_t name[DNS_DNAME_MAXLEN];
+	int len = dname_from_str(qname, name);
+	wire_ctx_write(&ctx, name, (size_t)len);
+	wire_ctx_write_u16(&ctx, qtype);
+	wire_ctx_write_u16(&ctx, DNS_CLASS_IN);
+	if (payload) {
+		wire_ctx_write_u8(&ctx, 0);
+		wire_ctx_write_u16(&ctx, DNS_TYPE_OPT);
+		wire_ctx_write_u16(&ctx, (uint16_t)payload);
+		wire_ctx_write_u32(&ctx, 0);
+		wire_ctx_write_u16(&ctx, 0);
+	}
+	return wire_ctx_offset(&ctx);
+}
+
+typedef struct {
+	const char *qname;
+	uint16_t qtype;
+	int payload;
+	uint8_t rcode;
+	bool aa, tc;
+	uint16_t an, ns, ar; /* section counts, OPT included in ar */
+} row_t;
+
+static void run_rows(const row_t *rows, size_t n, bool tcp)
+{
+	steer_stats_t stats;
+	memset(&stats, 0, sizeof(stats));
+	auth_view_t view = {.zones = zones, .udp_max_payload = 1232};
+	steer_sockaddr_t remote;
+	CHECK(steer_sockaddr_parse("127.0.0.1:9999", 0, &remote) == 0, "client address");
+	auth_client_t client = {.remote = &remote, .tcp = tcp};
+	for (size_t i = 0; i < n; i++) {
+		const row_t *r = &rows[i];
+		uint8_t query[512], resp[65535];
+		size_t qlen = make_query(query, r->qname, r->qtype, r->payload);
+		auth_axfr_t axfr = {0};
+		size_t len =
+		    auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &stats, &axfr);
+		auth_axfr_cleanup(&axfr);
+		CHECK(len >= 12, "%s/%u: answered", r->qname, r->qtype);
+		if (len < 12)
+			continue;
+		uint16_t flags = wire_read_u16(resp + 2);
+		CHECK((flags & 0xf) == r->rcode, "%s/%u: rcode %u, want %u", r->qname, r->qtype,
+		      flags & 0xf, r->rcode);
+		CHECK(!!(flags & DNS_FLAG_AA) == r->aa, "%s/%u: AA", r->qname, r->qtype);
+		CHECK(!!(flags & DNS_FLAG_TC) == r->tc, "%s/%u: TC", r->qname, r->qtype);
+		CHECK(wire_read_u16(resp + 6) == r->an, "%s/%u: ANCOUNT %u, want %u", r->qname,
+		      r->qtype, wire_read_u16(resp + 6), r->an);
+		CHECK(wire_read_u16(resp + 8) == r->ns, "%s/%u: NSCOUNT %u, want %u", r->qname,
+		      r->qtype, wire_read_u16(resp + 8), r->ns);
+		CHECK(wire_read_u16(resp + 10) == r->ar, "%s/%u: ARCOUNT %u, want %u", r->qname,
+		      r->qtype, wire_read_u16(resp + 10), r->ar);
+	}
+}
+
+static void test_answers(void)
+{
+	static const row_t rows[] = {
+	    {"www.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 2, 0, 0},
+	    {"WWW.Auth.Test", DNS_TYPE_A, 1232, DNS_RCODE_NOERROR, true, false, 2, 0, 1},
+	    {"www.auth.test", DNS_TYPE_AAAA, 0, DNS_RCODE_NOERROR, true, false, 0, 1, 0},
+	    {"nope.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NXDOMAIN, true, false, 0, 1, 0},
+	    {"auth.test", DNS_TYPE_MX, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 2},
+	    {"alias.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 3, 0, 0},
+	    {"alias.auth.test", DNS_TYPE_CNAME, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 0},
+	    {"chain1.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 4, 0, 0},
+	    {"dangling.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NXDOMAIN, true, false, 1, 1, 0},
+	    {"out.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 0},
+	    {"loop1.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 2, 0, 0},
+	    {"x.wild.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 0},
+	    {"x.y.wild.auth.test", DNS_TYPE_MX, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 2},
+	    {"x.wild.auth.test", DNS_TYPE_TXT, 0, DNS_RCODE_NOERROR, true, false, 0, 1, 0},
+	    {"wild.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 0, 1, 0},
+	    {"ent.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, true, false, 0, 1, 0},
+	    {"x.ent.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NXDOMAIN, true, false, 0, 1, 0},
+	    {"sub.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, false, false, 0, 2, 2},
+	    {"deep.sub.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, false, false, 0, 2, 2},
+	    {"ns.sub.auth.test", DNS_TYPE_A, 0, DNS_RCODE_NOERROR, false, false, 0, 2, 2},
+	    {"sub.auth.test", DNS_TYPE_DS, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 0},
+	    {"auth.test", DNS_TYPE_ANY, 0, DNS_RCODE_NOERROR, true, false, 2, 0, 1},
+	    {"big.auth.test", DNS_TYPE_TXT, 0, DNS_RCODE_NOERROR, true, true, 0, 0, 0},
+	    {"big.auth.test", DNS_TYPE_TXT, 1232, DNS_RCODE_NOERROR, true, false, 6, 0, 1},
+	    {"example.org", DNS_TYPE_A, 0, DNS_RCODE_REFUSED, false, false, 0, 0, 0},
+	    {"auth.test", DNS_TYPE_AXFR, 0, DNS_RCODE_FORMERR, false, false, 0, 0, 0},
+	    {"auth.test", DNS_TYPE_IXFR, 0, DNS_RCODE_NOERROR, true, false, 1, 0, 0},
+	    {"auth.test", DNS_TYPE_OPT, 0, DNS_RCODE_FORMERR, false, false, 0, 0, 0},
+	};
+	run_rows(rows, STEER_ARRAY_LEN(rows), false);
+}
+
+static void test_tcp(void)
+{
+	static const row_t rows[] = {
+	    /* Over TCP, ANY gets the whole node and nothing is truncated. */
+	    {"auth.test", DNS_TYPE_ANY, 0, DNS_RCODE_NOERROR, true, false, 4, 0, 3},
+	    {"big.auth.test", DNS_TYPE_TXT, 0, DNS_RCODE_NOERROR, true, false, 6, 0, 0},
+	    /* The ACL is empty: transfers are refused. */
+	    {"auth.test", DNS_TYPE_AXFR, 0, DNS_RCODE_REFUSED, false, false, 0, 0, 0},
+	};
+	run_rows(rows, STEER_ARRAY_LEN(rows), true);
+}
+
+static void test_axfr(void)
+{
+	zone_set_t *set = zone_set_new();
+	zone_t *zone = NULL;
+	char err[256];
+	CHECK(zone_load("auth.test", "zones/auth/auth.test.zone", &zone, err, sizeof(err)) == 0,
+	      "load: %s", err);
+	steer_prefix_t acl;
+	CHECK(steer_prefix_parse("127.0.0.0/8", &acl) == 0, "acl");
+	CHECK(zone_set_add(set, zone, &acl, 1) == 0, "add");
+	auth_view_t view = {.zones = set, .udp_max_payload = 1232};
+	steer_sockaddr_t remote;
+	CHECK(steer_sockaddr_parse("127.0.0.1", 0, &remote) == 0, "addr");
+	auth_client_t client = {.remote = &remote, .tcp = true};
+	steer_stats_t stats;
+	memset(&stats, 0, sizeof(stats));
+	static uint8_t query[512], resp[65535];
+	size_t qlen = make_query(query, "auth.test", DNS_TYPE_AXFR, 0);
+	auth_axfr_t axfr = {0};
+	size_t len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &stats, &axfr);
+	unsigned records = wire_read_u16(resp + 6);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == 0, "first AXFR message NOERROR");
+	while ((len = auth_axfr_next(&axfr, resp, sizeof(resp))) > 0)
+		records += wire_read_u16(resp + 6);
+	auth_axfr_cleanup(&axfr);
+	/* Every record once, the SOA twice (first and last). */
+	CHECK(records == zone->n_records + 1, "AXFR carried %u records, zone has %zu", records,
+	      zone->n_records);
+	CHECK(atomic_load(&stats.axfr) == 1, "axfr counted");
+	zone_set_free(set);
+}
+
+int main(void)
+{
+	zones = zone_set_new();
+	zone_t *zone = NULL;
+	char err[256] = "";
+	int ret = zone_load("auth.test", "zones/auth/auth.test.zone", &zone, err, sizeof(err));
+	CHECK(ret == 0, "zone loads: %s", err);
+	if (ret != 0)
+		return unit_finish("test_auth");
+	CHECK(zone_set_add(zones, zone, NULL, 0) == 0, "zone added");
+	test_answers();
+	test_tcp();
+	test_axfr();
+	zone_set_free(zones);
+	return unit_finish("test_auth");
+}
