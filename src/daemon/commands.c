@@ -1,0 +1,194 @@
+/*
+ * steerd's control commands. The reply shapes are documented at the top of tools/steerctl.c,
+ * which is the contract; members may be added, never renamed. Control thread only.
+ */
+#include "daemon/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "daemon/server.h"
+#include "dns/const.h"
+
+#ifndef STEER_VERSION
+#define STEER_VERSION "unknown"
+#endif
+
+/* Zone names as users write them: no trailing dot, except the root zone. */
+static json_t *zone_name_json(const char *name)
+{
+	size_t len = strlen(name);
+	if (len > 1 && name[len - 1] == '.')
+		len--;
+	return json_stringn(name, len);
+}
+
+static json_t *last_reload_json(const server_t *s)
+{
+	const server_reload_status_t *r = &s->last_reload;
+	if (r->at == 0)
+		return json_null();
+	return json_pack("{s:I, s:b, s:o}", "at", (json_int_t)r->at, "ok", r->ok, "error",
+	                 r->ok ? json_null() : json_string(r->error));
+}
+
+static json_t *cmd_status(const server_t *s)
+{
+	json_t *listen = json_array();
+	char text[STEER_SOCKADDR_STRLEN];
+	for (size_t i = 0; i < net_listen_count(s->net); i++)
+		json_array_append_new(listen, json_string(steer_sockaddr_str(
+		                                  net_listen_at(s->net, i), text, sizeof(text))));
+	const char *config = s->opts.config_path;
+	return json_pack(
+	    "{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "version", STEER_VERSION, "pid",
+	    (json_int_t)getpid(), "uptime_s", (json_int_t)(time(NULL) - s->started_at), "workers",
+	    (json_int_t)net_workers(s->net), "tcp_workers", (json_int_t)net_tcp_workers(s->net),
+	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->zones), "config",
+	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s));
+}
+
+static json_t *cmd_zones(const server_t *s)
+{
+	json_t *list = json_array();
+	const zone_set_t *set = s->view->zones;
+	for (size_t i = 0; i < zone_set_count(set); i++) {
+		const zone_t *z = zone_set_at(set, i)->zone;
+		json_array_append_new(list, json_pack("{s:o, s:I, s:I, s:I, s:s, s:I}", "name",
+		                                      zone_name_json(z->name), "serial",
+		                                      (json_int_t)z->serial, "records",
+		                                      (json_int_t)z->n_records, "nodes",
+		                                      (json_int_t)z->n_nodes, "file", z->file,
+		                                      "loaded_at", (json_int_t)z->loaded_at));
+	}
+	return list;
+}
+
+/* Splits "listen,workers" into ["listen", "workers"]. */
+static json_t *split_list(const char *text)
+{
+	json_t *list = json_array();
+	while (*text != '\0') {
+		size_t len = strcspn(text, ",");
+		if (len > 0)
+			json_array_append_new(list, json_stringn(text, len));
+		text += len + (text[len] == ',');
+	}
+	return list;
+}
+
+static int cmd_reload(server_t *s, json_t **data, char *err, size_t errlen)
+{
+	server_report_t report = {0};
+	int ret = server_reload(s, &report, err, errlen);
+	if (ret != 0)
+		return ret;
+	json_t *loaded = json_array();
+	for (size_t i = 0; i < report.n_loaded; i++)
+		json_array_append_new(loaded, zone_name_json(report.loaded[i]));
+	*data =
+	    json_pack("{s:o, s:I, s:o}", "zones_reloaded", loaded, "zones_unchanged",
+	              (json_int_t)report.n_unchanged, "restart_needed", split_list(report.restart));
+	server_report_clear(&report);
+	return 0;
+}
+
+static const char *const rcode_names[STATS_RCODE_SLOTS] = {
+    [0] = "NOERROR",  [1] = "FORMERR",    [2] = "SERVFAIL", [3] = "NXDOMAIN", [4] = "NOTIMP",
+    [5] = "REFUSED",  [6] = "YXDOMAIN",   [7] = "YXRRSET",  [8] = "NXRRSET",  [9] = "NOTAUTH",
+    [10] = "NOTZONE", [11] = "DSOTYPENI", [16] = "BADVERS",
+};
+
+static const char *const qtype_names[STATS_QTYPE_SLOTS] = {
+    [DNS_TYPE_A] = "A",
+    [DNS_TYPE_NS] = "NS",
+    [DNS_TYPE_CNAME] = "CNAME",
+    [DNS_TYPE_SOA] = "SOA",
+    [DNS_TYPE_NULL] = "NULL",
+    [DNS_TYPE_PTR] = "PTR",
+    [DNS_TYPE_HINFO] = "HINFO",
+    [DNS_TYPE_MX] = "MX",
+    [DNS_TYPE_TXT] = "TXT",
+    [DNS_TYPE_AAAA] = "AAAA",
+    [DNS_TYPE_SRV] = "SRV",
+    [DNS_TYPE_NAPTR] = "NAPTR",
+    [DNS_TYPE_DNAME] = "DNAME",
+    [DNS_TYPE_OPT] = "OPT",
+    [DNS_TYPE_DS] = "DS",
+    [DNS_TYPE_RRSIG] = "RRSIG",
+    [DNS_TYPE_NSEC] = "NSEC",
+    [DNS_TYPE_DNSKEY] = "DNSKEY",
+    [DNS_TYPE_NSEC3] = "NSEC3",
+    [DNS_TYPE_NSEC3PARAM] = "NSEC3PARAM",
+    [DNS_TYPE_TLSA] = "TLSA",
+    [DNS_TYPE_SVCB] = "SVCB",
+    [DNS_TYPE_HTTPS] = "HTTPS",
+    [DNS_TYPE_TKEY] = "TKEY",
+    [DNS_TYPE_TSIG] = "TSIG",
+    [DNS_TYPE_IXFR] = "IXFR",
+    [DNS_TYPE_AXFR] = "AXFR",
+    [DNS_TYPE_ANY] = "ANY",
+    /* Slot 0 counts every type above 255 (CAA, ...) and type 0. */
+    [0] = "OTHER",
+};
+
+/* Non-zero counters of @p counters as {"NAME": n}, unnamed slots as PREFIX<number>. */
+static json_t *counter_map(const _Atomic uint64_t *counters, size_t n, const char *const *names,
+                           const char *prefix)
+{
+	json_t *map = json_object();
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = atomic_load_explicit(&counters[i], memory_order_relaxed);
+		if (v == 0)
+			continue;
+		char key[32];
+		if (names[i] != NULL)
+			snprintf(key, sizeof(key), "%s", names[i]);
+		else
+			snprintf(key, sizeof(key), "%s%zu", prefix, i);
+		json_object_set_new(map, key, json_integer((json_int_t)v));
+	}
+	return map;
+}
+
+#define COUNTER(st, field) ((json_int_t)atomic_load_explicit(&(st)->field, memory_order_relaxed))
+
+static json_t *cmd_stats(const server_t *s)
+{
+	steer_stats_t st;
+	net_stats(s->net, &st);
+	json_t *queries = json_pack("{s:I, s:I, s:I}", "udp", COUNTER(&st, udp_queries), "tcp",
+	                            COUNTER(&st, tcp_queries), "udp6", COUNTER(&st, udp6_queries));
+	return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "queries", queries,
+	                 "rcode", counter_map(st.rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"),
+	                 "qtype", counter_map(st.qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"),
+	                 "edns", COUNTER(&st, edns), "edns_do", COUNTER(&st, edns_do), "truncated",
+	                 COUNTER(&st, truncated), "dropped", COUNTER(&st, dropped), "axfr",
+	                 COUNTER(&st, axfr), "axfr_refused", COUNTER(&st, axfr_refused));
+}
+
+int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
+                    void *ctx)
+{
+	server_t *s = ctx;
+	if (json_array_size(args) != 0) {
+		snprintf(err, errlen, "'%s' takes no arguments", cmd);
+		return STEER_EINVAL;
+	}
+	if (strcmp(cmd, "reload") == 0)
+		return cmd_reload(s, data, err, errlen);
+	if (strcmp(cmd, "status") == 0)
+		*data = cmd_status(s);
+	else if (strcmp(cmd, "zones") == 0)
+		*data = cmd_zones(s);
+	else if (strcmp(cmd, "stats") == 0)
+		*data = cmd_stats(s);
+	else {
+		snprintf(err, errlen, "unknown command '%s' (try status, reload, zones, stats)",
+		         cmd);
+		return STEER_EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,540 @@
+/*
+ * steerd's life cycle on the control thread: configuration, zones, sockets, privileges, the
+ * event loop with signals and the control socket, reload and shutdown. The query threads
+ * (src/net) never touch this state; they only read the view published with net_publish().
+ */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "daemon/commands.h"
+#include "dns/dname.h"
+
+/* One control thread per process, so its signal watchers can be file-scope. */
+static ev_signal sig_hup, sig_term, sig_int;
+
+/* ---- configuration --------------------------------------------------------------------- */
+
+static int conf_from_args(const server_opts_t *opts, conf_t *conf, char *err, size_t errlen)
+{
+	char msg[512];
+	for (size_t i = 0; i < opts->n_listen; i++) {
+		if (conf_add_listen(conf, opts->listen[i], msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--listen %s: %s", opts->listen[i], msg);
+			return STEER_ECONF;
+		}
+	}
+	for (size_t i = 0; i < opts->n_zones; i++) {
+		if (conf_add_zone_arg(conf, opts->zones[i], msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--zone %s: %s", opts->zones[i], msg);
+			return STEER_ECONF;
+		}
+	}
+	return 0;
+}
+
+static void conf_override(const server_opts_t *opts, conf_t *conf)
+{
+	if (opts->control_socket != NULL) {
+		free(conf->control_socket);
+		conf->control_socket = xstrdup(opts->control_socket);
+	}
+	if (opts->has_log_level)
+		conf->log_level = opts->log_level;
+	if (opts->workers >= 0)
+		conf->workers = (unsigned)opts->workers;
+	if (opts->tcp_workers >= 0)
+		conf->tcp_workers = (unsigned)opts->tcp_workers;
+}
+
+int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t errlen)
+{
+	conf_t *conf = NULL;
+	int ret;
+	if (opts->config_path != NULL) {
+		ret = conf_load_file(opts->config_path, &conf, err, errlen);
+		if (ret != 0)
+			return ret;
+	} else {
+		conf = conf_new_default();
+		ret = conf_from_args(opts, conf, err, errlen);
+		if (ret != 0)
+			goto out;
+	}
+	conf_override(opts, conf);
+	ret = conf_validate(conf, err, errlen);
+out:
+	if (ret != 0) {
+		conf_free(conf);
+		return ret;
+	}
+	*out = conf;
+	return 0;
+}
+
+/* ---- zones ----------------------------------------------------------------------------- */
+
+/* Append one line to a multi-line error buffer, keeping whole lines when it is full. */
+static void err_append(char *err, size_t errlen, const char *line)
+{
+	size_t used = strlen(err);
+	int n = snprintf(err + used, errlen - used, "%s%s", used ? "\n" : "", line);
+	if (n < 0 || (size_t)n >= errlen - used)
+		err[used] = '\0';
+}
+
+/* The running zone to reuse for @p cz: same apex, same file, file unchanged. */
+static zone_t *zone_reusable(const zone_set_t *old, const conf_zone_t *cz)
+{
+	uint8_t apex[DNS_DNAME_MAXLEN];
+	if (old == NULL || dname_from_str(cz->domain, apex) < 0)
+		return NULL;
+	dname_lower(apex);
+	const zone_set_entry_t *e = zone_set_get(old, apex);
+	if (e == NULL || strcmp(e->zone->file, cz->file) != 0 || zone_file_changed(e->zone))
+		return NULL;
+	return e->zone;
+}
+
+/* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
+static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set_t *set,
+                          server_report_t *report, char *err, size_t errlen)
+{
+	char msg[1024];
+	zone_t *zone = zone_reusable(old, cz);
+	bool loaded = zone == NULL;
+	if (zone != NULL) {
+		zone_ref(zone);
+	} else {
+		msg[0] = '\0';
+		int ret = zone_load(cz->domain, cz->file, &zone, msg, sizeof(msg));
+		if (ret != 0) {
+			if (msg[0] == '\0')
+				snprintf(msg, sizeof(msg), "%s: zone %s: %s", cz->file, cz->domain,
+				         steer_strerror(ret));
+			err_append(err, errlen, msg);
+			return ret;
+		}
+	}
+	int ret = zone_set_add(set, zone, cz->xfr_allow, cz->n_xfr_allow);
+	if (ret != 0) {
+		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
+		err_append(err, errlen, msg);
+		zone_unref(zone);
+		return ret;
+	}
+	if (!loaded) {
+		report->n_unchanged++;
+		return 0;
+	}
+	report->loaded = xrealloc(report->loaded, (report->n_loaded + 1) * sizeof(char *));
+	report->loaded[report->n_loaded++] = xstrdup(zone->name);
+	return 0;
+}
+
+int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **out,
+                       server_report_t *report, char *err, size_t errlen)
+{
+	int first_err = 0;
+	if (errlen > 0)
+		err[0] = '\0';
+	zone_set_t *set = zone_set_new();
+	for (size_t i = 0; i < conf->n_zones; i++) {
+		int ret = zone_build_one(&conf->zones[i], old, set, report, err, errlen);
+		if (ret != 0 && first_err == 0)
+			first_err = ret;
+	}
+	if (first_err != 0) {
+		zone_set_free(set);
+		server_report_clear(report);
+		return first_err;
+	}
+	*out = set;
+	return 0;
+}
+
+void server_report_clear(server_report_t *report)
+{
+	for (size_t i = 0; i < report->n_loaded; i++)
+		free(report->loaded[i]);
+	free(report->loaded);
+	report->loaded = NULL;
+	report->n_loaded = 0;
+	report->n_unchanged = 0;
+}
+
+static auth_view_t *view_new(zone_set_t *zones, const conf_t *conf)
+{
+	auth_view_t *view = xcalloc(1, sizeof(*view));
+	view->zones = zones;
+	view->udp_max_payload = conf->udp_max_payload;
+	return view;
+}
+
+/* Only once no query thread can see @p view (after net_publish() or before net_start()). */
+static void view_free(const auth_view_t *view)
+{
+	if (view == NULL)
+		return;
+	zone_set_free((zone_set_t *)view->zones);
+	free((void *)view);
+}
+
+/* ---- process: user, pid file, control socket -------------------------------------------- */
+
+static int resolve_user(server_t *s, char *err, size_t errlen)
+{
+	const conf_t *conf = s->conf;
+	if (conf->user == NULL && conf->group == NULL)
+		return 0;
+	s->uid = getuid();
+	s->gid = getgid();
+	if (conf->user != NULL) {
+		struct passwd *pw = getpwnam(conf->user);
+		if (pw == NULL) {
+			snprintf(err, errlen, "unknown user '%s' (server.user)", conf->user);
+			return STEER_ECONF;
+		}
+		s->uid = pw->pw_uid;
+		s->gid = pw->pw_gid;
+	}
+	if (conf->group != NULL) {
+		struct group *gr = getgrnam(conf->group);
+		if (gr == NULL) {
+			snprintf(err, errlen, "unknown group '%s' (server.group)", conf->group);
+			return STEER_ECONF;
+		}
+		s->gid = gr->gr_gid;
+	}
+	if (geteuid() != 0 && (s->uid != geteuid() || s->gid != getegid())) {
+		snprintf(err, errlen, "cannot switch to user '%s' group '%s': not running as root",
+		         conf->user ? conf->user : "(unchanged)",
+		         conf->group ? conf->group : "(primary)");
+		return STEER_EACCES;
+	}
+	s->drop = geteuid() == 0;
+	return 0;
+}
+
+static int drop_privileges(const server_t *s)
+{
+	if (!s->drop)
+		return 0;
+	/* Supplementary groups first: after setuid() we could no longer shed root's groups. */
+	if (setgroups(1, &s->gid) != 0 || setgid(s->gid) != 0 || setuid(s->uid) != 0) {
+		int ret = -errno;
+		log_err("cannot drop privileges to uid %u gid %u: %s", (unsigned)s->uid,
+		        (unsigned)s->gid, steer_strerror(ret));
+		return ret;
+	}
+	log_info("running as uid %u gid %u", (unsigned)s->uid, (unsigned)s->gid);
+	return 0;
+}
+
+static int pid_file_write(server_t *s)
+{
+	const char *path = s->boot_conf->pid_file;
+	if (path == NULL)
+		return 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int ret = -errno;
+		log_err("cannot write pid file %s: %s", path, steer_strerror(ret));
+		return ret;
+	}
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	ssize_t w = write(fd, text, (size_t)n);
+	close(fd);
+	if (w != n) {
+		log_err("cannot write pid file %s", path);
+		unlink(path);
+		return STEER_EACCES;
+	}
+	s->pid_written = true;
+	return 0;
+}
+
+/*
+ * Create the socket's folder when missing (e.g. /run/steer on a fresh boot), owned by the
+ * user we switch to so that the socket can be removed at shutdown.
+ */
+static void ctl_make_dir(const server_t *s, const char *path)
+{
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0750) == 0) {
+			if (s->drop && chown(dir, s->uid, s->gid) != 0)
+				log_warn("cannot chown %s: %s", dir, steer_strerror(-errno));
+		} else if (errno != EEXIST) {
+			log_warn("cannot create %s: %s", dir, steer_strerror(-errno));
+		}
+	}
+	free(dir);
+}
+
+static int ctl_open(server_t *s)
+{
+	const char *path = s->boot_conf->control_socket;
+	if (path == NULL)
+		return 0;
+	ctl_make_dir(s, path);
+	int ret = ctl_server_start(&s->ctl, s->loop, path, commands_handle, s);
+	if (ret != 0) {
+		s->ctl = NULL;
+		if (s->opts.config_path != NULL)
+			return ret;
+		log_warn("continuing without a control socket (give --control-socket PATH to "
+		         "enable steerctl)");
+		return 0;
+	}
+	/* Mode 0660 from ctl: the daemon's group may use it after the switch. */
+	if (s->drop && chown(path, s->uid, s->gid) != 0)
+		log_warn("cannot chown %s: %s", path, steer_strerror(-errno));
+	return 0;
+}
+
+/* Log each line of a multi-line error as its own message. */
+static void log_lines(const char *prefix, const char *text)
+{
+	char *copy = xstrdup(text);
+	char *save = NULL;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_err("%s%s", prefix, line);
+	free(copy);
+}
+
+/* ---- event loop ------------------------------------------------------------------------ */
+
+static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	server_report_t report = {0};
+	char err[SERVER_ERR_MAX];
+	log_info("SIGHUP: reloading");
+	(void)server_reload(w->data, &report, err, sizeof(err));
+	server_report_clear(&report);
+}
+
+static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	log_info("%s: shutting down", w->signum == SIGINT ? "SIGINT" : "SIGTERM");
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void signals_start(server_t *s)
+{
+	ev_signal_init(&sig_hup, on_sighup, SIGHUP);
+	ev_signal_init(&sig_term, on_sigterm, SIGTERM);
+	ev_signal_init(&sig_int, on_sigterm, SIGINT);
+	sig_hup.data = sig_term.data = sig_int.data = s;
+	ev_signal_start(s->loop, &sig_hup);
+	ev_signal_start(s->loop, &sig_term);
+	ev_signal_start(s->loop, &sig_int);
+}
+
+/* ---- start-up -------------------------------------------------------------------------- */
+
+static void log_zones(const zone_set_t *set, const char *verb)
+{
+	for (size_t i = 0; i < zone_set_count(set); i++) {
+		const zone_t *z = zone_set_at(set, i)->zone;
+		log_info("%s zone %s serial %u, %zu records, from %s", verb, z->name, z->serial,
+		         z->n_records, z->file);
+	}
+}
+
+/* The address to tell a user to query: loopback for a wildcard bind. */
+static void hint_host(const steer_sockaddr_t *addr, char *buf, size_t size)
+{
+	if (addr->sa.sa_family == AF_INET6) {
+		if (IN6_IS_ADDR_UNSPECIFIED(&addr->sin6.sin6_addr))
+			snprintf(buf, size, "::1");
+		else
+			inet_ntop(AF_INET6, &addr->sin6.sin6_addr, buf, (socklen_t)size);
+	} else {
+		if (addr->sin.sin_addr.s_addr == htonl(INADDR_ANY))
+			snprintf(buf, size, "127.0.0.1");
+		else
+			inet_ntop(AF_INET, &addr->sin.sin_addr, buf, (socklen_t)size);
+	}
+}
+
+/* "query it: kdig @127.0.0.1 -p 5353 www.example.test", for trying a quick-mode server. */
+static void log_query_hint(const server_t *s)
+{
+	const steer_sockaddr_t *addr = net_listen_at(s->net, 0);
+	const zone_set_t *set = s->view->zones;
+	char host[STEER_SOCKADDR_STRLEN], port[16] = "";
+	if (zone_set_count(set) == 0)
+		return;
+	hint_host(addr, host, sizeof(host));
+	if (steer_sockaddr_port(addr) != 53)
+		snprintf(port, sizeof(port), " -p %u", steer_sockaddr_port(addr));
+	const char *zone = zone_set_at(set, 0)->zone->name;
+	size_t len = strlen(zone);
+	if (len > 0 && zone[len - 1] == '.')
+		len--;
+	log_info("query it: kdig @%s%s www.%.*s", host, port, (int)len, zone);
+}
+
+static void log_started(const server_t *s)
+{
+	char text[STEER_SOCKADDR_STRLEN];
+	for (size_t i = 0; i < net_listen_count(s->net); i++)
+		log_info("listening on %s (UDP and TCP)",
+		         steer_sockaddr_str(net_listen_at(s->net, i), text, sizeof(text)));
+	log_info("%u UDP worker(s) per address, %u TCP thread(s), control socket %s",
+	         net_workers(s->net), net_tcp_workers(s->net),
+	         s->ctl != NULL ? s->boot_conf->control_socket : "(none)");
+	log_zones(s->view->zones, "serving");
+	if (s->opts.config_path == NULL)
+		log_query_hint(s);
+}
+
+int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
+{
+	char err[SERVER_ERR_MAX] = "";
+	server_report_t report = {0};
+	zone_set_t *set = NULL;
+	memset(s, 0, sizeof(*s));
+	s->opts = *opts;
+	s->conf = s->boot_conf = conf;
+	s->started_at = time(NULL);
+	log_setup(conf->log_target, conf->log_level);
+
+	int ret = resolve_user(s, err, sizeof(err));
+	if (ret != 0)
+		goto fail;
+	ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
+	server_report_clear(&report);
+	if (ret != 0)
+		goto fail;
+	s->view = view_new(set, conf);
+	s->net = net_new(conf, s->view);
+	ret = net_bind(s->net, err, sizeof(err));
+	if (ret != 0)
+		goto fail;
+	err[0] = '\0';
+	s->loop = ev_default_loop(EVFLAG_AUTO);
+	if (s->loop == NULL) {
+		log_err("cannot create the control event loop");
+		return STEER_ENOMEM;
+	}
+	signals_start(s);
+	if ((ret = ctl_open(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
+	    (ret = drop_privileges(s)) != 0 || (ret = net_start(s->net)) != 0)
+		return ret;
+	log_started(s);
+	return 0;
+fail:
+	log_lines("", err);
+	return ret;
+}
+
+void server_run(server_t *s)
+{
+	ev_run(s->loop, 0);
+}
+
+/* ---- reload ---------------------------------------------------------------------------- */
+
+static void reload_failed(server_t *s, const char *err)
+{
+	s->last_reload.ok = false;
+	snprintf(s->last_reload.error, sizeof(s->last_reload.error), "%s", err);
+	log_lines("reload: ", err);
+	log_err("reload failed: still serving the previous configuration and zones");
+}
+
+static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set)
+{
+	auth_view_t *view = view_new(set, conf);
+	const auth_view_t *old = net_publish(s->net, view);
+	s->view = view;
+	view_free(old);
+	net_reconfigure(s->net, conf);
+	log_setup(conf->log_target, conf->log_level);
+	if (s->conf != s->boot_conf)
+		conf_free(s->conf);
+	s->conf = conf;
+}
+
+int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen)
+{
+	conf_t *conf = NULL;
+	zone_set_t *set = NULL;
+	s->last_reload.at = time(NULL);
+	int ret = server_conf_build(&s->opts, &conf, err, errlen);
+	if (ret == 0)
+		ret = server_zones_build(conf, s->view->zones, &set, report, err, errlen);
+	if (ret != 0) {
+		conf_free(conf);
+		reload_failed(s, err);
+		return ret;
+	}
+	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
+	reload_apply(s, conf, set);
+	s->last_reload.ok = true;
+	s->last_reload.error[0] = '\0';
+	for (size_t i = 0; i < report->n_loaded; i++) {
+		const zone_set_entry_t *e = NULL;
+		uint8_t apex[DNS_DNAME_MAXLEN];
+		if (dname_from_str(report->loaded[i], apex) > 0) {
+			dname_lower(apex);
+			e = zone_set_get(set, apex);
+		}
+		if (e != NULL)
+			log_info("reload: loaded zone %s serial %u, %zu records", e->zone->name,
+			         e->zone->serial, e->zone->n_records);
+	}
+	log_info("reload done: %zu zone(s) loaded, %zu unchanged", report->n_loaded,
+	         report->n_unchanged);
+	if (report->restart[0] != '\0')
+		log_warn("reload: changed settings that only apply after a restart: %s",
+		         report->restart);
+	return 0;
+}
+
+/* ---- shutdown -------------------------------------------------------------------------- */
+
+void server_stop(server_t *s)
+{
+	ctl_server_stop(s->ctl);
+	s->ctl = NULL;
+	if (s->net != NULL)
+		net_stop(s->net);
+	net_free(s->net);
+	s->net = NULL;
+	view_free(s->view);
+	s->view = NULL;
+	if (s->pid_written && unlink(s->boot_conf->pid_file) != 0)
+		log_debug("cannot remove pid file %s: %s", s->boot_conf->pid_file,
+		          steer_strerror(-errno));
+	if (s->loop != NULL) {
+		ev_signal_stop(s->loop, &sig_hup);
+		ev_signal_stop(s->loop, &sig_term);
+		ev_signal_stop(s->loop, &sig_int);
+	}
+	if (s->conf != s->boot_conf)
+		conf_free(s->conf);
+	conf_free(s->boot_conf);
+	s->conf = s->boot_conf = NULL;
+}

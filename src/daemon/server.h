@@ -1,0 +1,117 @@
+/*
+ * The daemon's life cycle: configuration (file or command line), zone loading, binding,
+ * privilege drop, the query threads, the control thread's event loop (signals, control
+ * socket) and reload. Everything here runs on the control thread (the main thread); query
+ * threads only see what net_publish() hands them.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "base/compiler.h"
+#include "base/log.h"
+#include "conf/conf.h"
+#include "ctl/ctl.h"
+#include "net/net.h"
+#include "zone/zone_set.h"
+
+/* Room for the errors of one load or reload: one "file:line: message" line per bad zone. */
+#define SERVER_ERR_MAX 4096
+
+/* What the command line asks for. Strings are borrowed from argv. */
+typedef struct {
+	const char *config_path; /* -c FILE; NULL = quick mode from listen/zones */
+	const char **listen;     /* --listen, quick mode */
+	size_t n_listen;
+	const char **zones; /* --zone NAME=FILE, quick mode */
+	size_t n_zones;
+	/* Overrides, applied on top of the file as well, and again on every reload. */
+	const char *control_socket; /* NULL = from the config */
+	bool has_log_level;
+	log_level_t log_level;
+	long workers; /* -1 = from the config */
+	long tcp_workers;
+} server_opts_t;
+
+/* What a successful zone build or reload did. */
+typedef struct {
+	char **loaded; /* names of the zones read from their files (new or changed); owned */
+	size_t n_loaded;
+	size_t n_unchanged; /* zones kept from the running set */
+	char restart[512];  /* comma-separated settings that only apply on restart */
+} server_report_t;
+
+typedef struct {
+	time_t at; /* 0 = never reloaded */
+	bool ok;
+	char error[SERVER_ERR_MAX];
+} server_reload_status_t;
+
+typedef struct {
+	server_opts_t opts;
+	conf_t *boot_conf;    /* the configuration the process started with; owned */
+	conf_t *conf;         /* the current one (after reloads); owned, may be boot_conf */
+	auth_view_t *view;    /* published to the query threads; owned with its zone set */
+	net_t *net;           /* owned */
+	ctl_server_t *ctl;    /* NULL when the control socket could not be created (quick mode) */
+	struct ev_loop *loop; /* libev default loop of the control thread */
+	uid_t uid;            /* target of the privilege drop, valid when @c drop */
+	gid_t gid;
+	bool drop;
+	bool pid_written;
+	time_t started_at;
+	server_reload_status_t last_reload;
+} server_t;
+
+/**
+ * Build the configuration @p opts describe: the config file (or defaults plus the quick-mode
+ * listen addresses and zones), the command-line overrides, then conf_validate(). The same
+ * function serves start-up, --check-config and reload. Returns 0, or a negative steer_err
+ * with "file:line: message" (or a command-line error) in @p err.
+ */
+int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/**
+ * Build the zone set of @p conf. A zone whose domain and file match one of @p old (may be
+ * NULL) and whose file did not change is shared by reference; the others are loaded. Every
+ * zone is tried, so that all errors are reported at once, one "file:line: message" per line in
+ * @p err. Fills @p report (release with server_report_clear()). Returns 0 or a negative
+ * steer_err; on error nothing is kept.
+ */
+int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **out,
+                       server_report_t *report, char *err, size_t errlen)
+    STEER_NONNULL(1, 3, 4, 5) STEER_WUR;
+
+/** Free what a report owns and empty it. */
+void server_report_clear(server_report_t *report) STEER_NONNULL(1);
+
+/**
+ * Set up the daemon from @p conf (taken over): load zones, bind sockets, write the pid file,
+ * create the control socket, drop privileges, start the query threads, log what is served.
+ * Returns 0, or a negative steer_err after logging why (the caller exits non-zero).
+ */
+int server_start(server_t *server, const server_opts_t *opts, conf_t *conf)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/** Run the control thread's loop until SIGTERM or SIGINT. */
+void server_run(server_t *server) STEER_NONNULL(1);
+
+/**
+ * Reload: rebuild the configuration and the zone set (re-reading changed zone files only) and
+ * publish them without stopping the query threads. On any error the running configuration
+ * and zones stay, the error is logged and returned in @p err. Settings that need a restart are
+ * reported in @p report and not applied. Returns 0 or a negative steer_err.
+ */
+int server_reload(server_t *server, server_report_t *report, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3);
+
+/**
+ * Stop the query threads, close the control socket, remove the pid file and free everything.
+ * Safe after a failed server_start().
+ */
+void server_stop(server_t *server) STEER_NONNULL(1);

@@ -1,0 +1,268 @@
+/*
+ * The transport set: owns the UDP workers and TCP threads, the published view pointer and the
+ * socket helpers. Everything here runs on the control thread; the query threads only read
+ * net->view (RCU), net->stopping and the TCP settings.
+ */
+#include "net/net.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <urcu.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "net/net_int.h"
+#include "net/tcp.h"
+#include "net/udp.h"
+
+/* RFC 7766 asks for concurrent TCP service, but each loop serves many clients, so a few
+ * threads are enough and leave the CPUs to the UDP workers. */
+#define TCP_WORKERS_DEFAULT_MAX 4
+
+static unsigned cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : (unsigned)n;
+}
+
+net_t *net_new(const conf_t *conf, const auth_view_t *view)
+{
+	net_t *net = xcalloc(1, sizeof(*net));
+	net->view = (auth_view_t *)view;
+	net->n_listen = conf->n_listen;
+	net->listen = xmemdup(conf->listen, conf->n_listen * sizeof(*conf->listen));
+	unsigned cpus = cpu_count();
+	net->n_workers = conf->workers ? conf->workers : cpus;
+	net->n_tcp_workers = conf->tcp_workers;
+	if (net->n_tcp_workers == 0)
+		net->n_tcp_workers =
+		    cpus < TCP_WORKERS_DEFAULT_MAX ? cpus : TCP_WORKERS_DEFAULT_MAX;
+	net_reconfigure(net, conf);
+	atomic_init(&net->stopping, false);
+	atomic_init(&net->tcp_clients, 0);
+	return net;
+}
+
+bool net_addr_is_wildcard(const steer_sockaddr_t *addr)
+{
+	if (addr->sa.sa_family == AF_INET)
+		return addr->sin.sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&addr->sin6.sin6_addr);
+}
+
+int net_socket_bind(const steer_sockaddr_t *addr, int type, bool reuseport, char *err,
+                    size_t errlen)
+{
+	char text[STEER_SOCKADDR_STRLEN];
+	const char *proto = type == SOCK_DGRAM ? "UDP" : "TCP";
+	const char *what = "socket";
+	int one = 1;
+	int fd = socket(addr->sa.sa_family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	what = "setsockopt";
+	/* SO_REUSEADDR lets a restarted daemon bind while old TCP connections sit in TIME_WAIT.
+	 * Not for UDP, where it would let the probe share a port that another socket holds. */
+	if (type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0)
+		goto fail;
+	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+		goto fail;
+	/* Without V6ONLY, [::] would also claim the IPv4 port and collide with 0.0.0.0. */
+	if (addr->sa.sa_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0)
+		goto fail;
+	what = "bind";
+	if (bind(fd, &addr->sa, steer_sockaddr_len(addr)) != 0)
+		goto fail;
+	return fd;
+fail:;
+	int ret = -errno;
+	snprintf(err, errlen, "cannot bind %s %s: %s failed: %s%s", proto,
+	         steer_sockaddr_str(addr, text, sizeof(text)), what, steer_strerror(ret),
+	         ret == -EADDRINUSE ? " (is another DNS server running?)" : "");
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * Bind address @p a once without SO_REUSEPORT, for UDP and TCP, and let go. This fails when
+ * any other socket holds the port: with SO_REUSEPORT alone, a second steerd of the same user
+ * would bind successfully and silently take a share of the first one's queries. The UDP
+ * probe also resolves a port of 0, so that every socket of the address uses the same port.
+ */
+static int probe_address(net_t *net, size_t a, char *err, size_t errlen)
+{
+	steer_sockaddr_t *addr = &net->listen[a];
+	int fd = net_socket_bind(addr, SOCK_DGRAM, false, err, errlen);
+	if (fd < 0)
+		return fd;
+	socklen_t len = sizeof(*addr);
+	if (steer_sockaddr_port(addr) == 0 && getsockname(fd, &addr->sa, &len) != 0) {
+		int ret = -errno;
+		snprintf(err, errlen, "getsockname failed: %s", steer_strerror(ret));
+		close(fd);
+		return ret;
+	}
+	int tfd = net_socket_bind(addr, SOCK_STREAM, false, err, errlen);
+	close(fd);
+	if (tfd < 0)
+		return tfd;
+	close(tfd);
+	return 0;
+}
+
+int net_bind(net_t *net, char *err, size_t errlen)
+{
+	STEER_ASSERT(!net->bound);
+	net->n_udp = (size_t)net->n_workers * net->n_listen;
+	net->udp = xcalloc(net->n_udp, sizeof(*net->udp));
+	net->n_tcp = net->n_tcp_workers;
+	net->tcp = xcalloc(net->n_tcp, sizeof(*net->tcp));
+	net->bound = true;
+
+	for (size_t a = 0; a < net->n_listen; a++) {
+		int ret = probe_address(net, a, err, errlen);
+		if (ret != 0)
+			return ret;
+	}
+	for (size_t w = 0; w < net->n_workers; w++) {
+		for (size_t a = 0; a < net->n_listen; a++) {
+			int ret = udp_worker_new(net, a, (unsigned)w,
+			                         &net->udp[w * net->n_listen + a], err, errlen);
+			if (ret != 0)
+				return ret;
+		}
+	}
+	for (size_t t = 0; t < net->n_tcp; t++) {
+		int ret = tcp_worker_new(net, (unsigned)t, &net->tcp[t], err, errlen);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int start_threads(net_t *net)
+{
+	for (size_t i = 0; i < net->n_udp; i++) {
+		int ret = udp_worker_start(net->udp[i]);
+		if (ret != 0)
+			return ret;
+	}
+	for (size_t i = 0; i < net->n_tcp; i++) {
+		int ret = tcp_worker_start(net->tcp[i]);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int net_start(net_t *net)
+{
+	STEER_ASSERT(net->bound && !net->started);
+	net->started = true;
+	/* Query threads inherit a fully blocked mask so SIGHUP/SIGTERM reach the control
+	 * thread's event loop and never interrupt a worker's system call. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int ret = start_threads(net);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret != 0) {
+		log_err("cannot start query threads: %s", steer_strerror(ret));
+		net_stop(net);
+	}
+	return ret;
+}
+
+const auth_view_t *net_publish(net_t *net, const auth_view_t *view)
+{
+	auth_view_t *old = rcu_xchg_pointer(&net->view, (auth_view_t *)view);
+	/* After the grace period no reader can still hold @c old. */
+	synchronize_rcu();
+	return old;
+}
+
+void net_reconfigure(net_t *net, const conf_t *conf)
+{
+	atomic_store_explicit(&net->tcp_max_clients, conf->tcp_max_clients, memory_order_relaxed);
+	atomic_store_explicit(&net->tcp_idle_timeout, conf->tcp_idle_timeout, memory_order_relaxed);
+	atomic_store_explicit(&net->tcp_io_timeout, conf->tcp_io_timeout, memory_order_relaxed);
+}
+
+const auth_view_t *net_view(const net_t *net)
+{
+	return net->view;
+}
+
+void net_stats(const net_t *net, steer_stats_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < net->n_udp; i++) {
+		if (net->udp[i] != NULL)
+			steer_stats_sum(out, udp_worker_stats(net->udp[i]));
+	}
+	for (size_t i = 0; i < net->n_tcp; i++) {
+		if (net->tcp[i] != NULL)
+			steer_stats_sum(out, tcp_worker_stats(net->tcp[i]));
+	}
+}
+
+size_t net_listen_count(const net_t *net)
+{
+	return net->n_listen;
+}
+
+const steer_sockaddr_t *net_listen_at(const net_t *net, size_t i)
+{
+	STEER_ASSERT(i < net->n_listen);
+	return &net->listen[i];
+}
+
+unsigned net_workers(const net_t *net)
+{
+	return net->n_workers;
+}
+
+unsigned net_tcp_workers(const net_t *net)
+{
+	return net->n_tcp_workers;
+}
+
+void net_stop(net_t *net)
+{
+	if (!net->started)
+		return;
+	atomic_store(&net->stopping, true);
+	for (size_t i = 0; i < net->n_tcp; i++) {
+		if (net->tcp[i] != NULL)
+			tcp_worker_stop(net->tcp[i]);
+	}
+	for (size_t i = 0; i < net->n_udp; i++) {
+		if (net->udp[i] != NULL)
+			udp_worker_join(net->udp[i]);
+	}
+	net->started = false;
+}
+
+void net_free(net_t *net)
+{
+	if (net == NULL)
+		return;
+	net_stop(net);
+	for (size_t i = 0; i < net->n_udp; i++)
+		udp_worker_free(net->udp[i]);
+	for (size_t i = 0; i < net->n_tcp; i++)
+		tcp_worker_free(net->tcp[i]);
+	free(net->udp);
+	free(net->tcp);
+	free(net->listen);
+	free(net);
+}

@@ -1,0 +1,85 @@
+/*
+ * Query transports: UDP worker threads (blocking recvmmsg/sendmmsg, one SO_REUSEPORT socket
+ * per worker and listen address) and TCP event-loop threads (RFC 7766). Every query thread
+ * reads the published auth_view_t through an RCU pointer; the control thread owns the net_t,
+ * publishes new views and sums the per-thread counters.
+ *
+ * Life cycle, all on the control thread:
+ *   net_new() -> net_bind() (as root if needed) -> drop privileges -> net_start()
+ *   -> net_publish() / net_stats() any number of times -> net_stop() -> net_free().
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "auth/auth.h"
+#include "auth/stats.h"
+#include "base/compiler.h"
+#include "base/sockaddr.h"
+#include "conf/conf.h"
+
+typedef struct net net_t;
+
+/**
+ * A transport set configured from @p conf (listen addresses, thread counts, TCP limits are
+ * copied; @p conf is not kept). @p view is the first published view: the net borrows it until
+ * it is replaced by net_publish() or the net is freed; the caller frees it afterwards.
+ * Aborts on out-of-memory (start-up path).
+ */
+net_t *net_new(const conf_t *conf, const auth_view_t *view) STEER_NONNULL(1, 2) STEER_WUR;
+
+/**
+ * Create and bind every socket (UDP and TCP, each worker's own SO_REUSEPORT socket per listen
+ * address) without starting threads, so that privileged ports can be bound before privileges
+ * are dropped. Each address is first bound once without SO_REUSEPORT, so that a port already
+ * held by another process (e.g. a second steerd) is an error rather than silently shared; that
+ * probe also resolves a listen port of 0, and all sockets of that address then use it.
+ * Returns 0, or a negative steer_err with "cannot bind ..." in @p err.
+ */
+int net_bind(net_t *net, char *err, size_t errlen) STEER_NONNULL(1, 2) STEER_WUR;
+
+/**
+ * Start the UDP and TCP threads on the bound sockets. Signals are blocked in the new threads
+ * so they are delivered to the control thread. Returns 0 or a negative steer_err (logged).
+ */
+int net_start(net_t *net) STEER_NONNULL(1) STEER_WUR;
+
+/**
+ * Publish @p view to every query thread and wait for an RCU grace period, after which no
+ * thread can still see the previous view. Returns the previous view, which the caller may now
+ * free. The net borrows @p view until the next publish or net_free(). Control thread only.
+ */
+const auth_view_t *net_publish(net_t *net, const auth_view_t *view) STEER_NONNULL(1, 2);
+
+/**
+ * Apply the settings that take effect on reload (TCP client cap and timeouts) from @p conf;
+ * the others (listen addresses, thread counts) only on restart. Control thread only.
+ */
+void net_reconfigure(net_t *net, const conf_t *conf) STEER_NONNULL(1, 2);
+
+/** The currently published view (control thread only). */
+const auth_view_t *net_view(const net_t *net) STEER_NONNULL(1);
+
+/**
+ * Overwrite @p out with the sum of every query thread's counters. The control thread may call
+ * this while the threads run; each counter is read atomically, the set is not a snapshot.
+ */
+void net_stats(const net_t *net, steer_stats_t *out) STEER_NONNULL(1, 2);
+
+/** Number of listen addresses and the i-th one, with port 0 already resolved by net_bind(). */
+size_t net_listen_count(const net_t *net) STEER_NONNULL(1);
+const steer_sockaddr_t *net_listen_at(const net_t *net, size_t i) STEER_NONNULL(1);
+
+/** Effective number of UDP workers and TCP threads (0 in the config resolved to a count). */
+unsigned net_workers(const net_t *net) STEER_NONNULL(1);
+unsigned net_tcp_workers(const net_t *net) STEER_NONNULL(1);
+
+/**
+ * Stop every thread (UDP workers notice within their receive timeout, TCP loops are woken at
+ * once), close the TCP connections (ending running transfers) and join. Counters stay
+ * readable. Safe to call when the threads never started, and twice.
+ */
+void net_stop(net_t *net) STEER_NONNULL(1);
+
+/** Stop if needed, close the sockets and free the net (not the views). NULL is ignored. */
+void net_free(net_t *net);

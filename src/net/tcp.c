@@ -1,0 +1,587 @@
+/*
+ * TCP threads (RFC 7766). Each thread owns a libev loop, one SO_REUSEPORT listening socket per
+ * listen address and its connections; nothing here is shared between threads except the
+ * global connection count and the RCU-published view.
+ *
+ * A connection reads as much as its input buffer holds, answers the complete messages in
+ * order into its output buffer (so pipelined queries are answered in order and small replies
+ * leave in one send), and writes without blocking. While output is pending it is not read:
+ * a client that does not read its answers cannot make us buffer more (back-pressure). An AXFR
+ * is streamed: the next message is built only when the output buffer has room for it.
+ *
+ * Timeouts (one timer per connection, re-armed on every state change):
+ *   idle:    no message in progress and nothing to send, measured from the last activity;
+ *   message: a message has started arriving, measured from its first byte, so a client
+ *            sending a byte at a time cannot keep the connection for long;
+ *   write:   replies are pending and the client does not read, measured from the last byte
+ *            the socket accepted (an AXFR to a slow but reading client goes on).
+ */
+#include "net/tcp.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <urcu.h>
+
+#include "auth/auth.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "dns/const.h"
+
+#define TCP_MSG_MAX DNS_MSG_MAXLEN
+#define TCP_IN_CAP  (2 + TCP_MSG_MAX)
+/* Room beyond one maximum reply, so that the replies to pipelined queries are batched into
+ * one send: a reply is built only when a maximum-size one still fits. */
+#define TCP_OUT_SLACK 16384
+#define TCP_OUT_CAP   (2 + TCP_MSG_MAX + TCP_OUT_SLACK)
+/* Connections accepted per readiness event, so one busy listener cannot starve the others. */
+#define TCP_ACCEPT_BURST 64
+/* Build/send rounds per event for one connection (an AXFR to a fast reader), after which the
+ * loop serves the others and comes back through the write watcher. */
+#define TCP_ROUNDS 8
+/* Closed connections kept for reuse per thread: avoids an mmap/munmap of the buffers per
+ * connection under connection churn. */
+#define TCP_FREE_CONNS 32
+/* Back-off when accept() runs out of descriptors or memory: the listener is level-triggered
+ * and would otherwise spin. */
+#define TCP_ACCEPT_PAUSE 0.1
+
+typedef struct tcp_conn tcp_conn_t;
+
+typedef struct {
+	ev_io io;
+	int fd;
+} tcp_listener_t;
+
+struct tcp_worker {
+	steer_stats_t stats; /* written by this thread only */
+	net_t *net;
+	unsigned idx;
+	struct ev_loop *loop;
+	ev_async wake;
+	ev_timer accept_pause;
+	pthread_t thread;
+	bool started;
+	tcp_listener_t *listeners;
+	size_t n_listeners;
+	tcp_conn_t *conns; /* open connections, doubly linked */
+	tcp_conn_t *free_conns;
+	unsigned n_free;
+};
+
+struct tcp_conn {
+	ev_io rio;
+	ev_io wio;
+	ev_timer timer;
+	tcp_worker_t *w;
+	tcp_conn_t *prev, *next;
+	int fd;
+	bool v6;
+	bool eof;        /* the client closed its side: answer what came, then close */
+	bool in_axfr;    /* @c axfr holds a running transfer */
+	bool msg_timing; /* a partial message is arriving since @c msg_start */
+	ev_tstamp msg_start;
+	ev_tstamp activity; /* last byte received or sent */
+	int outq;           /* kernel send queue when we started waiting to write */
+	steer_sockaddr_t remote;
+	size_t in_start, in_end;   /* unconsumed input */
+	size_t out_start, out_end; /* unsent output; both 0 when drained */
+	auth_axfr_t axfr;
+	uint8_t in[TCP_IN_CAP];
+	uint8_t out[TCP_OUT_CAP];
+};
+
+static void conn_run(tcp_conn_t *c);
+
+static const char *conn_str(const tcp_conn_t *c, char *buf, size_t size)
+{
+	return steer_sockaddr_str(&c->remote, buf, size);
+}
+
+static void conn_close(tcp_conn_t *c)
+{
+	tcp_worker_t *w = c->w;
+	ev_io_stop(w->loop, &c->rio);
+	ev_io_stop(w->loop, &c->wio);
+	ev_timer_stop(w->loop, &c->timer);
+	close(c->fd);
+	if (c->in_axfr)
+		auth_axfr_cleanup(&c->axfr);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+	if (w->n_free < TCP_FREE_CONNS) {
+		c->next = w->free_conns;
+		w->free_conns = c;
+		w->n_free++;
+	} else {
+		free(c);
+	}
+}
+
+/* Length of the complete message at the head of the input, or -1 when it is not all here. */
+static long conn_message_len(const tcp_conn_t *c)
+{
+	size_t avail = c->in_end - c->in_start;
+	if (avail < 2)
+		return -1;
+	size_t len = (size_t)c->in[c->in_start] << 8 | c->in[c->in_start + 1];
+	return avail >= 2 + len ? (long)len : -1;
+}
+
+static bool conn_out_room(const tcp_conn_t *c)
+{
+	return TCP_OUT_CAP - c->out_end >= 2 + TCP_MSG_MAX;
+}
+
+static void conn_push(tcp_conn_t *c, size_t len)
+{
+	c->out[c->out_end] = (uint8_t)(len >> 8);
+	c->out[c->out_end + 1] = (uint8_t)len;
+	c->out_end += 2 + len;
+}
+
+static void conn_answer(tcp_conn_t *c, size_t len)
+{
+	tcp_worker_t *w = c->w;
+	auth_client_t client = {.remote = &c->remote, .tcp = true};
+	const uint8_t *msg = c->in + c->in_start + 2;
+	STATS_INC(w->stats.tcp_queries);
+	if (c->v6)
+		STATS_INC(w->stats.udp6_queries);
+	c->axfr.zone = NULL;
+	rcu_read_lock();
+	const auth_view_t *view = rcu_dereference(w->net->view);
+	size_t rlen = auth_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX,
+	                          &w->stats, &c->axfr);
+	rcu_read_unlock();
+	c->in_start += 2 + len;
+	c->msg_timing = false;
+	if (rlen > 0)
+		conn_push(c, rlen);
+	if (c->axfr.zone != NULL) {
+		c->in_axfr = rlen > 0;
+		if (!c->in_axfr)
+			auth_axfr_cleanup(&c->axfr);
+	}
+}
+
+static void conn_axfr_step(tcp_conn_t *c)
+{
+	size_t rlen = auth_axfr_next(&c->axfr, c->out + c->out_end + 2, TCP_MSG_MAX);
+	if (rlen > 0) {
+		conn_push(c, rlen);
+		return;
+	}
+	auth_axfr_cleanup(&c->axfr);
+	c->in_axfr = false;
+}
+
+/* Build replies (or transfer messages) while the output buffer has room for one more. */
+static void conn_fill(tcp_conn_t *c)
+{
+	while (conn_out_room(c)) {
+		if (c->in_axfr) {
+			conn_axfr_step(c);
+			continue;
+		}
+		long len = conn_message_len(c);
+		if (len < 0)
+			break;
+		conn_answer(c, (size_t)len);
+	}
+	if (c->in_start == c->in_end)
+		c->in_start = c->in_end = 0;
+}
+
+/* Bytes the kernel holds for the client (unsent or unacknowledged), or -1. */
+static int conn_outq(const tcp_conn_t *c)
+{
+	int n;
+	return ioctl(c->fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+/* Send what the socket takes. Returns 0, or -1 when the connection is broken. */
+static int conn_flush(tcp_conn_t *c)
+{
+	while (c->out_start < c->out_end) {
+		ssize_t n =
+		    send(c->fd, c->out + c->out_start, c->out_end - c->out_start, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_start += (size_t)n;
+			c->activity = ev_now(c->w->loop);
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return 0;
+		} else {
+			return -1;
+		}
+	}
+	c->out_start = c->out_end = 0;
+	return 0;
+}
+
+static void watcher_set(struct ev_loop *loop, ev_io *io, bool on)
+{
+	if (on && !ev_is_active(io))
+		ev_io_start(loop, io);
+	else if (!on && ev_is_active(io))
+		ev_io_stop(loop, io);
+}
+
+static ev_tstamp timeout_of(atomic_uint *ms)
+{
+	return atomic_load_explicit(ms, memory_order_relaxed) / 1000.;
+}
+
+static void conn_arm_timer(tcp_conn_t *c, bool busy, bool partial)
+{
+	tcp_worker_t *w = c->w;
+	ev_tstamp now = ev_now(w->loop);
+	ev_tstamp io_timeout = timeout_of(&w->net->tcp_io_timeout);
+	ev_tstamp deadline;
+	if (busy) {
+		deadline = c->activity + io_timeout;
+	} else if (partial) {
+		if (!c->msg_timing) {
+			c->msg_timing = true;
+			c->msg_start = now;
+		}
+		deadline = c->msg_start + io_timeout;
+	} else {
+		deadline = c->activity + timeout_of(&w->net->tcp_idle_timeout);
+	}
+	ev_timer_stop(w->loop, &c->timer);
+	ev_timer_set(&c->timer, deadline > now ? deadline - now : 0., 0.);
+	ev_timer_start(w->loop, &c->timer);
+}
+
+/* Choose what to wait for next, from the buffers' state. */
+static void conn_update(tcp_conn_t *c)
+{
+	bool pending = c->out_end != 0;
+	bool work = c->in_axfr || conn_message_len(c) >= 0;
+	bool partial = !work && c->in_end > c->in_start;
+	if (c->eof && !pending && !work) {
+		conn_close(c);
+		return;
+	}
+	watcher_set(c->w->loop, &c->rio, !c->eof && !pending && !work);
+	watcher_set(c->w->loop, &c->wio, pending || work);
+	if (pending || work)
+		c->outq = conn_outq(c);
+	conn_arm_timer(c, pending || work, partial);
+}
+
+static void conn_run(tcp_conn_t *c)
+{
+	for (int round = 0; round < TCP_ROUNDS; round++) {
+		conn_fill(c);
+		if (conn_flush(c) != 0) {
+			conn_close(c);
+			return;
+		}
+		if (c->out_end != 0 || (!c->in_axfr && conn_message_len(c) < 0))
+			break;
+	}
+	conn_update(c);
+}
+
+static void on_conn_read(struct ev_loop *loop, ev_io *io, int revents)
+{
+	(void)revents;
+	tcp_conn_t *c = io->data;
+	if (c->in_start > 0) {
+		memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
+		c->in_end -= c->in_start;
+		c->in_start = 0;
+	}
+	/* Cannot be 0: a partial message is shorter than the buffer after compaction. */
+	size_t room = TCP_IN_CAP - c->in_end;
+	STEER_ASSERT(room > 0);
+	ssize_t n = recv(c->fd, c->in + c->in_end, room, 0);
+	if (n > 0) {
+		c->in_end += (size_t)n;
+		c->activity = ev_now(loop);
+	} else if (n == 0) {
+		c->eof = true;
+	} else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+		return;
+	} else {
+		conn_close(c);
+		return;
+	}
+	conn_run(c);
+}
+
+static void on_conn_write(struct ev_loop *loop, ev_io *io, int revents)
+{
+	(void)loop;
+	(void)revents;
+	conn_run(io->data);
+}
+
+/*
+ * A client that reads slowly (a large AXFR into a slow link) only frees space in a large
+ * kernel send buffer, and the socket becomes writable again only after much of it drained:
+ * user-space progress alone would call it stalled. Its kernel queue shrinking is progress.
+ */
+static bool conn_still_reading(tcp_conn_t *c)
+{
+	int q = conn_outq(c);
+	if (q < 0 || q >= c->outq)
+		return false;
+	c->outq = q;
+	c->activity = ev_now(c->w->loop);
+	conn_update(c);
+	return true;
+}
+
+static void on_conn_timer(struct ev_loop *loop, ev_timer *timer, int revents)
+{
+	(void)loop;
+	(void)revents;
+	tcp_conn_t *c = timer->data;
+	if ((c->out_end != 0 || c->in_axfr) && conn_still_reading(c))
+		return;
+	if (log_enabled(LOG_LEVEL_DEBUG)) {
+		char text[STEER_SOCKADDR_STRLEN];
+		log_debug("TCP %s: timed out (%s)", conn_str(c, text, sizeof(text)),
+		          c->out_end != 0 || c->in_axfr ? "client not reading"
+		          : c->msg_timing               ? "incomplete message"
+		                                        : "idle");
+	}
+	conn_close(c);
+}
+
+static tcp_conn_t *conn_alloc(tcp_worker_t *w)
+{
+	tcp_conn_t *c = w->free_conns;
+	if (c != NULL) {
+		w->free_conns = c->next;
+		w->n_free--;
+		return c;
+	}
+	/* Not xmalloc: running out of memory under a connection flood must not abort. */
+	return malloc(sizeof(*c));
+}
+
+static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
+{
+	tcp_conn_t *c = conn_alloc(w);
+	if (c == NULL) {
+		close(fd);
+		atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+		return;
+	}
+	/* Field by field: clearing the buffers would touch 140 kB per connection. */
+	c->w = w;
+	c->fd = fd;
+	c->remote = *remote;
+	c->v6 = remote->sa.sa_family == AF_INET6;
+	c->eof = c->in_axfr = c->msg_timing = false;
+	c->outq = 0;
+	c->activity = ev_now(w->loop);
+	c->in_start = c->in_end = c->out_start = c->out_end = 0;
+	c->axfr.zone = NULL;
+	ev_io_init(&c->rio, on_conn_read, fd, EV_READ);
+	ev_io_init(&c->wio, on_conn_write, fd, EV_WRITE);
+	ev_init(&c->timer, on_conn_timer);
+	c->rio.data = c->wio.data = c->timer.data = c;
+	c->prev = NULL;
+	c->next = w->conns;
+	if (w->conns != NULL)
+		w->conns->prev = c;
+	w->conns = c;
+	conn_update(c);
+}
+
+static void accept_pause(tcp_worker_t *w)
+{
+	for (size_t i = 0; i < w->n_listeners; i++)
+		ev_io_stop(w->loop, &w->listeners[i].io);
+	ev_timer_set(&w->accept_pause, TCP_ACCEPT_PAUSE, 0.);
+	ev_timer_start(w->loop, &w->accept_pause);
+}
+
+static void on_accept_resume(struct ev_loop *loop, ev_timer *timer, int revents)
+{
+	(void)revents;
+	tcp_worker_t *w = timer->data;
+	for (size_t i = 0; i < w->n_listeners; i++)
+		ev_io_start(loop, &w->listeners[i].io);
+}
+
+/* Returns false when accepting should stop for this event. */
+static bool accept_one(tcp_worker_t *w, int lfd)
+{
+	static log_ratelimit_t rl_err, rl_full;
+	steer_sockaddr_t remote;
+	socklen_t len = sizeof(remote);
+	int fd = accept4(lfd, &remote.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EINTR || errno == ECONNABORTED)
+			return true;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			log_ratelimited(&rl_err, LOG_LEVEL_ERR, "TCP accept failed: %s",
+			                steer_strerror(-errno));
+			accept_pause(w);
+		}
+		return false;
+	}
+	unsigned max = atomic_load_explicit(&w->net->tcp_max_clients, memory_order_relaxed);
+	unsigned n = atomic_fetch_add_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+	if (n >= max) {
+		atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+		close(fd);
+		log_ratelimited(&rl_full, LOG_LEVEL_WARNING,
+		                "TCP client limit (%u) reached, closing new connections", max);
+		return true;
+	}
+	/* Replies must not wait for the ACK of the previous one (Nagle vs. delayed ACK). */
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn_open(w, fd, &remote);
+	return true;
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
+{
+	(void)loop;
+	(void)revents;
+	tcp_worker_t *w = io->data;
+	for (int i = 0; i < TCP_ACCEPT_BURST; i++) {
+		if (!accept_one(w, io->fd))
+			break;
+	}
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *async, int revents)
+{
+	(void)async;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *tcp_worker_main(void *arg)
+{
+	tcp_worker_t *w = arg;
+	rcu_register_thread();
+	ev_run(w->loop, 0);
+	while (w->conns != NULL)
+		conn_close(w->conns);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static int listener_open(tcp_worker_t *w, const steer_sockaddr_t *addr, char *err, size_t errlen)
+{
+	int fd = net_socket_bind(addr, SOCK_STREAM, true, err, errlen);
+	if (fd < 0)
+		return fd;
+	int one = 1;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
+		int ret = -errno;
+		char text[STEER_SOCKADDR_STRLEN];
+		snprintf(err, errlen, "cannot listen on TCP %s: %s",
+		         steer_sockaddr_str(addr, text, sizeof(text)), steer_strerror(ret));
+		close(fd);
+		return ret;
+	}
+	tcp_listener_t *l = &w->listeners[w->n_listeners++];
+	l->fd = fd;
+	ev_io_init(&l->io, on_accept, fd, EV_READ);
+	l->io.data = w;
+	ev_io_start(w->loop, &l->io);
+	return 0;
+}
+
+int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *err, size_t errlen)
+{
+	tcp_worker_t *w = xcalloc(1, sizeof(*w));
+	w->net = net;
+	w->idx = worker_idx;
+	w->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (w->loop == NULL) {
+		snprintf(err, errlen, "cannot create a TCP event loop");
+		free(w);
+		return STEER_ENOMEM;
+	}
+	ev_async_init(&w->wake, on_wake);
+	ev_async_start(w->loop, &w->wake);
+	ev_init(&w->accept_pause, on_accept_resume);
+	w->accept_pause.data = w;
+	w->listeners = xcalloc(net->n_listen, sizeof(*w->listeners));
+	*out = w;
+	for (size_t a = 0; a < net->n_listen; a++) {
+		int ret = listener_open(w, &net->listen[a], err, errlen);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int tcp_worker_start(tcp_worker_t *w)
+{
+	int ret = pthread_create(&w->thread, NULL, tcp_worker_main, w);
+	if (ret != 0)
+		return -ret;
+	w->started = true;
+	char name[16];
+	snprintf(name, sizeof(name), "steer-tcp%u", w->idx);
+	pthread_setname_np(w->thread, name);
+	return 0;
+}
+
+void tcp_worker_stop(tcp_worker_t *w)
+{
+	if (!w->started)
+		return;
+	ev_async_send(w->loop, &w->wake);
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+const steer_stats_t *tcp_worker_stats(const tcp_worker_t *w)
+{
+	return &w->stats;
+}
+
+void tcp_worker_free(tcp_worker_t *w)
+{
+	if (w == NULL)
+		return;
+	tcp_worker_stop(w);
+	while (w->conns != NULL)
+		conn_close(w->conns);
+	for (size_t i = 0; i < w->n_listeners; i++) {
+		ev_io_stop(w->loop, &w->listeners[i].io);
+		close(w->listeners[i].fd);
+	}
+	while (w->free_conns != NULL) {
+		tcp_conn_t *c = w->free_conns;
+		w->free_conns = c->next;
+		free(c);
+	}
+	ev_loop_destroy(w->loop);
+	free(w->listeners);
+	free(w);
+}

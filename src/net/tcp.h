@@ -1,0 +1,35 @@
+/*
+ * TCP threads (RFC 7766): each runs its own libev loop with one SO_REUSEPORT listening socket
+ * per listen address. Connections carry 2-byte framed messages, may pipeline several queries
+ * (answered in order), are closed after an idle or a partial-message timeout, and stop being
+ * read while their output is backed up. AXFR replies are streamed as the socket drains.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "auth/stats.h"
+#include "base/compiler.h"
+#include "net/net_int.h"
+
+/**
+ * A TCP thread for @p net with its listening sockets bound (net->listen must hold resolved
+ * ports). Returns 0 and the worker in @p out, or a negative steer_err with a message in @p err.
+ */
+int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *err, size_t errlen)
+    STEER_NONNULL(1, 3, 4) STEER_WUR;
+
+/** Start the thread. Returns 0 or a negative errno. */
+int tcp_worker_start(tcp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
+
+/**
+ * Wake the loop so that it exits, closing its connections, and wait for the thread. Safe from
+ * the control thread at any time; no-op if never started.
+ */
+void tcp_worker_stop(tcp_worker_t *w) STEER_NONNULL(1);
+
+/** The thread's counters, read by the control thread. */
+const steer_stats_t *tcp_worker_stats(const tcp_worker_t *w) STEER_NONNULL(1);
+
+/** Close the sockets and free (after tcp_worker_stop()). NULL is ignored. */
+void tcp_worker_free(tcp_worker_t *w);

@@ -1,0 +1,320 @@
+/*
+ * UDP workers. Each worker thread owns one SO_REUSEPORT socket and every buffer it uses, all
+ * allocated before the thread starts: the query path takes no lock and allocates nothing. A
+ * batch is received with one blocking recvmmsg(MSG_WAITFORONE), answered inside one RCU
+ * read-side section, and the replies leave with one sendmmsg. On a wildcard bind the reply
+ * source address is the query's destination, taken from IP_PKTINFO / IPV6_PKTINFO.
+ */
+#include "net/udp.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <urcu.h>
+
+#include "auth/auth.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+
+/* Queries longer than this are dropped (counted): real queries are a few hundred bytes, and a
+ * larger buffer would only spread the batch over more memory. */
+#define UDP_RX_SIZE 4096
+/* The largest udp-max-payload the configuration accepts; auth_answer() applies the real
+ * limit (the client's EDNS size and ours). */
+#define UDP_TX_SIZE 4096
+/* Socket buffers: a burst at several hundred thousand queries per second must not overflow
+ * the receive queue while the worker answers a batch. The kernel caps it at rmem_max unless
+ * we are privileged (SO_RCVBUFFORCE). */
+#define UDP_RCVBUF (8 * 1024 * 1024)
+#define UDP_SNDBUF (4 * 1024 * 1024)
+
+typedef struct {
+	_Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+} udp_cmsg_t;
+
+/* State of the recvmmsg/sendmmsg strategy: everything one batch needs. */
+typedef struct {
+	int fd;
+	bool v6;
+	bool pktinfo; /* wildcard bind: control messages carry the query's destination */
+	int last_n;   /* entries of @c rx the kernel filled last time, to reset */
+	struct mmsghdr rx[UDP_BATCH];
+	struct mmsghdr tx[UDP_BATCH];
+	struct iovec rx_iov[UDP_BATCH];
+	struct iovec tx_iov[UDP_BATCH];
+	steer_sockaddr_t remote[UDP_BATCH];
+	udp_cmsg_t cmsg[UDP_BATCH];
+	udp_pkt_t pkts[UDP_BATCH];
+	uint8_t slot[UDP_BATCH]; /* pkts[k] came from rx[slot[k]] */
+	uint8_t rx_buf[UDP_BATCH][UDP_RX_SIZE];
+	uint8_t tx_buf[UDP_BATCH][UDP_TX_SIZE];
+} mmsg_io_t;
+
+struct udp_worker {
+	steer_stats_t stats; /* written by the worker only */
+	net_t *net;
+	const udp_api_t *api;
+	pthread_t thread;
+	bool started;
+	size_t addr_idx;
+	unsigned idx;
+	mmsg_io_t io;
+};
+
+static void mmsg_reset(mmsg_io_t *io, int i)
+{
+	struct msghdr *h = &io->rx[i].msg_hdr;
+	h->msg_namelen = sizeof(io->remote[i]);
+	h->msg_controllen = io->pktinfo ? sizeof(io->cmsg[i]) : 0;
+	h->msg_flags = 0;
+}
+
+static void mmsg_init(mmsg_io_t *io, int fd, bool v6, bool pktinfo)
+{
+	io->fd = fd;
+	io->v6 = v6;
+	io->pktinfo = pktinfo;
+	for (int i = 0; i < UDP_BATCH; i++) {
+		io->rx_iov[i] = (struct iovec){io->rx_buf[i], UDP_RX_SIZE};
+		struct msghdr *h = &io->rx[i].msg_hdr;
+		memset(h, 0, sizeof(*h));
+		h->msg_name = &io->remote[i];
+		h->msg_iov = &io->rx_iov[i];
+		h->msg_iovlen = 1;
+		h->msg_control = pktinfo ? io->cmsg[i].buf : NULL;
+		mmsg_reset(io, i);
+	}
+	io->last_n = 0;
+}
+
+static int mmsg_recv(void *ctx, udp_pkt_t **pkts, steer_stats_t *stats)
+{
+	static log_ratelimit_t rl;
+	mmsg_io_t *io = ctx;
+	for (int i = 0; i < io->last_n; i++)
+		mmsg_reset(io, i);
+	io->last_n = 0;
+	/* Blocks for the first datagram only (bounded by SO_RCVTIMEO), then takes what is
+	 * already queued. */
+	int n = recvmmsg(io->fd, io->rx, UDP_BATCH, MSG_WAITFORONE, NULL);
+	if (n <= 0) {
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			log_ratelimited(&rl, LOG_LEVEL_WARNING, "UDP receive failed: %s",
+			                steer_strerror(-errno));
+		return 0;
+	}
+	io->last_n = n;
+	STATS_ADD(stats->udp_queries, (uint64_t)n);
+	if (io->v6)
+		STATS_ADD(stats->udp6_queries, (uint64_t)n);
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (io->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			STATS_INC(stats->dropped);
+			continue;
+		}
+		io->pkts[k] = (udp_pkt_t){.rx = io->rx_buf[i],
+		                          .rx_len = io->rx[i].msg_len,
+		                          .remote = &io->remote[i],
+		                          .tx = io->tx_buf[i],
+		                          .tx_cap = UDP_TX_SIZE};
+		io->slot[k++] = (uint8_t)i;
+	}
+	*pkts = io->pkts;
+	return k;
+}
+
+/*
+ * Turn the received packet-info into the one that sets the reply's source: the query's
+ * destination address, and no forced interface (the routing table picks it, which is what a
+ * service address on a dummy interface needs) except for link-local IPv6, which needs its scope.
+ */
+static socklen_t mmsg_reply_cmsg(mmsg_io_t *io, int i)
+{
+	struct msghdr *h = &io->rx[i].msg_hdr;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo *info = (struct in_pktinfo *)CMSG_DATA(c);
+			info->ipi_spec_dst = info->ipi_addr;
+			info->ipi_ifindex = 0;
+			return (socklen_t)h->msg_controllen;
+		}
+		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo *info = (struct in6_pktinfo *)CMSG_DATA(c);
+			if (!IN6_IS_ADDR_LINKLOCAL(&info->ipi6_addr))
+				info->ipi6_ifindex = 0;
+			return (socklen_t)h->msg_controllen;
+		}
+	}
+	return 0;
+}
+
+static void mmsg_send(void *ctx, udp_pkt_t *pkts, int n, steer_stats_t *stats)
+{
+	static log_ratelimit_t rl;
+	mmsg_io_t *io = ctx;
+	unsigned m = 0;
+	for (int k = 0; k < n; k++) {
+		if (pkts[k].tx_len == 0)
+			continue;
+		int i = io->slot[k];
+		io->tx_iov[i] = (struct iovec){pkts[k].tx, pkts[k].tx_len};
+		struct msghdr *h = &io->tx[m++].msg_hdr;
+		*h = (struct msghdr){.msg_name = &io->remote[i],
+		                     .msg_namelen = io->rx[i].msg_hdr.msg_namelen,
+		                     .msg_iov = &io->tx_iov[i],
+		                     .msg_iovlen = 1};
+		if (io->pktinfo) {
+			h->msg_controllen = mmsg_reply_cmsg(io, i);
+			h->msg_control = h->msg_controllen ? io->cmsg[i].buf : NULL;
+		}
+	}
+	unsigned sent = 0;
+	while (sent < m) {
+		int r = sendmmsg(io->fd, io->tx + sent, m - sent, 0);
+		if (r > 0) {
+			sent += (unsigned)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		/* The first unsent reply failed (e.g. unreachable client): skip only that one. */
+		log_ratelimited(&rl, LOG_LEVEL_WARNING, "UDP send failed: %s",
+		                steer_strerror(r < 0 ? -errno : STEER_EAGAIN));
+		STATS_INC(stats->dropped);
+		sent++;
+	}
+}
+
+static const udp_api_t udp_api_mmsg = {
+    .name = "recvmmsg",
+    .recv = mmsg_recv,
+    .send = mmsg_send,
+};
+
+static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
+{
+	auth_client_t client = {.tcp = false};
+	rcu_read_lock();
+	const auth_view_t *view = rcu_dereference(w->net->view);
+	for (int k = 0; k < n; k++) {
+		client.remote = pkts[k].remote;
+		pkts[k].tx_len = auth_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
+		                             pkts[k].tx_cap, &w->stats, NULL);
+	}
+	rcu_read_unlock();
+}
+
+static void *udp_worker_main(void *arg)
+{
+	udp_worker_t *w = arg;
+	rcu_register_thread();
+	while (!atomic_load_explicit(&w->net->stopping, memory_order_relaxed)) {
+		udp_pkt_t *pkts;
+		int n = w->api->recv(&w->io, &pkts, &w->stats);
+		if (n <= 0)
+			continue;
+		answer_batch(w, pkts, n);
+		w->api->send(&w->io, pkts, n, &w->stats);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* Buffer sizes are best effort (the kernel caps them), so failures there are not errors. */
+static void set_buffers(int fd)
+{
+	int rcv = UDP_RCVBUF, snd = UDP_SNDBUF;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+}
+
+static int set_options(int fd, const steer_sockaddr_t *addr, bool pktinfo)
+{
+	int one = 1;
+	bool v6 = addr->sa.sa_family == AF_INET6;
+	struct timeval tv = {.tv_sec = 0, .tv_usec = UDP_RCVTIMEO_MS * 1000};
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
+		return -errno;
+	set_buffers(fd);
+	/* Let large replies fragment instead of failing with EMSGSIZE, and ignore ICMP "packet
+	 * too big", which an attacker could forge to shrink our replies. */
+	int omit = v6 ? IPV6_PMTUDISC_OMIT : IP_PMTUDISC_OMIT;
+	(void)setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+	                 v6 ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER, &omit, sizeof(omit));
+	if (!pktinfo)
+		return 0;
+	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVPKTINFO : IP_PKTINFO, &one,
+	               sizeof(one)) != 0)
+		return -errno;
+	return 0;
+}
+
+int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_t **out, char *err,
+                   size_t errlen)
+{
+	const steer_sockaddr_t *addr = &net->listen[addr_idx];
+	int fd = net_socket_bind(addr, SOCK_DGRAM, true, err, errlen);
+	if (fd < 0)
+		return fd;
+	bool pktinfo = net_addr_is_wildcard(addr);
+	int ret = set_options(fd, addr, pktinfo);
+	if (ret != 0) {
+		char text[STEER_SOCKADDR_STRLEN];
+		snprintf(err, errlen, "cannot set up UDP socket %s: %s",
+		         steer_sockaddr_str(addr, text, sizeof(text)), steer_strerror(ret));
+		close(fd);
+		return ret;
+	}
+	udp_worker_t *w = xcalloc(1, sizeof(*w));
+	w->net = net;
+	w->api = &udp_api_mmsg;
+	w->addr_idx = addr_idx;
+	w->idx = worker_idx;
+	mmsg_init(&w->io, fd, addr->sa.sa_family == AF_INET6, pktinfo);
+	*out = w;
+	return 0;
+}
+
+int udp_worker_start(udp_worker_t *w)
+{
+	int ret = pthread_create(&w->thread, NULL, udp_worker_main, w);
+	if (ret != 0)
+		return -ret;
+	w->started = true;
+	char name[16];
+	snprintf(name, sizeof(name), "steer-udp%u.%zu", w->idx, w->addr_idx);
+	pthread_setname_np(w->thread, name);
+	return 0;
+}
+
+void udp_worker_join(udp_worker_t *w)
+{
+	if (!w->started)
+		return;
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+const steer_stats_t *udp_worker_stats(const udp_worker_t *w)
+{
+	return &w->stats;
+}
+
+void udp_worker_free(udp_worker_t *w)
+{
+	if (w == NULL)
+		return;
+	udp_worker_join(w);
+	close(w->io.fd);
+	free(w);
+}

@@ -1,0 +1,61 @@
+/*
+ * UDP workers: each one is a thread serving one SO_REUSEPORT socket of one listen address
+ * with blocking batched receive and send. The receive strategy sits behind udp_api_t so that
+ * another one (AF_XDP) can be added without touching the answering loop.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth/stats.h"
+#include "base/compiler.h"
+#include "base/sockaddr.h"
+#include "net/net_int.h"
+
+/* Datagrams received and answered per system call pair. */
+#define UDP_BATCH 32
+
+/* One datagram of a batch: the query as received and the room for its reply. */
+typedef struct {
+	const uint8_t *rx;
+	size_t rx_len;
+	const steer_sockaddr_t *remote;
+	uint8_t *tx;
+	size_t tx_cap;
+	size_t tx_len; /* set by the worker; 0 = no reply */
+} udp_pkt_t;
+
+/*
+ * A receive strategy. @c recv blocks until at least one datagram arrived or its timeout
+ * (UDP_RCVTIMEO_MS) expired, and returns the number of usable packets filled into its own
+ * array (0 on timeout or when every datagram was unusable, counting those into @p stats).
+ * @c send transmits the replies (tx_len > 0) of the last batch.
+ */
+typedef struct {
+	const char *name;
+	int (*recv)(void *io, udp_pkt_t **pkts, steer_stats_t *stats);
+	void (*send)(void *io, udp_pkt_t *pkts, int n, steer_stats_t *stats);
+} udp_api_t;
+
+/* How often an idle worker wakes to check for stop: bounds the shutdown delay. */
+#define UDP_RCVTIMEO_MS 200
+
+/**
+ * A worker for listen address @p addr_idx of @p net. Its socket is bound at once.
+ * Returns 0 and the worker in @p out, or a negative steer_err with a message in @p err.
+ */
+int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_t **out, char *err,
+                   size_t errlen) STEER_NONNULL(1, 4, 5) STEER_WUR;
+
+/** Start the worker's thread. Returns 0 or a negative errno. */
+int udp_worker_start(udp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
+
+/** Wait for the thread to exit (after net->stopping was set); no-op if never started. */
+void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
+
+/** The worker's counters, read by the control thread. */
+const steer_stats_t *udp_worker_stats(const udp_worker_t *w) STEER_NONNULL(1);
+
+/** Close the socket and free. NULL is ignored. */
+void udp_worker_free(udp_worker_t *w);
