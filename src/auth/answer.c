@@ -16,7 +16,7 @@
 /* Longest CNAME chain followed inside a zone; longer chains are answered as far as this. */
 #define CNAME_HOPS_MAX 12
 /* Distinct target names collected for additional-section processing. */
-#define ADDITIONAL_MAX 16
+#define ADDITIONAL_MAX 64
 
 typedef struct {
 	dns_msg_t msg;
@@ -123,6 +123,28 @@ static const zone_node_t *find_wildcard(const zone_t *zone, const zone_node_t *e
 	return zone_find_node(zone, name, len + 2);
 }
 
+/*
+ * NSEC3 records hang at hashed owner names outside the ordinary namespace (RFC 5155 7.2.8): a
+ * node holding nothing else does not exist for lookups, as in every NSEC3-aware server.
+ */
+static bool is_nsec3_only(const zone_node_t *node)
+{
+	bool nsec3 = false;
+	for (uint16_t i = 0; i < node->n_rrsets; i++) {
+		uint16_t type = node->rrsets[i].type;
+		if (type != DNS_TYPE_NSEC3 && type != DNS_TYPE_RRSIG)
+			return false;
+		nsec3 = nsec3 || type == DNS_TYPE_NSEC3;
+	}
+	return nsec3;
+}
+
+static const zone_node_t *find_visible(const zone_t *zone, const uint8_t *name)
+{
+	const zone_node_t *node = zone_find_node(zone, name, dname_len(name));
+	return node && node->n_rrsets > 0 && is_nsec3_only(node) ? NULL : node;
+}
+
 void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res)
 {
 	res->exact = NULL;
@@ -131,7 +153,7 @@ void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res)
 	const uint8_t *cur = name;
 	const zone_node_t *node;
 	/* Strip labels until a node exists; the apex always does, so this ends there. */
-	while ((node = zone_find_node(zone, cur, dname_len(cur))) == NULL) {
+	while ((node = find_visible(zone, cur)) == NULL) {
 		cur = dname_parent(cur);
 		if (!cur)
 			return;
@@ -230,7 +252,9 @@ static const uint8_t *answer_node(answer_t *a, const uint8_t *owner, const zone_
 		put_answer(a, owner, rrset);
 		return NULL;
 	}
-	const zone_rrset_t *cname = zone_node_rrset(node, DNS_TYPE_CNAME);
+	/* RRSIG and NSEC may sit beside a CNAME (RFC 4035 2.5): asked for, they end the chain. */
+	bool follows_cname = qtype != DNS_TYPE_RRSIG && qtype != DNS_TYPE_NSEC;
+	const zone_rrset_t *cname = follows_cname ? zone_node_rrset(node, DNS_TYPE_CNAME) : NULL;
 	if (cname) {
 		if (!put_answer(a, owner, cname))
 			return NULL;
@@ -345,21 +369,10 @@ static uint8_t status_rcode(dns_query_status_t status)
 	return DNS_RCODE_NOERROR;
 }
 
-/* Query types that cannot be asked for in a question section. */
-static bool qtype_is_invalid(uint16_t qtype)
-{
-	return qtype == DNS_TYPE_OPT || qtype == DNS_TYPE_TSIG || qtype == DNS_TYPE_TKEY ||
-	       qtype == 0;
-}
-
 static void answer_query(answer_t *a, const auth_view_t *view, const auth_client_t *client,
                          auth_axfr_t *axfr, steer_stats_t *stats)
 {
 	const dns_query_t *q = a->q;
-	if (qtype_is_invalid(q->qtype)) {
-		a->rcode = DNS_RCODE_FORMERR;
-		return;
-	}
 	const zone_set_entry_t *entry = NULL;
 	if (q->qclass == DNS_CLASS_IN || q->qclass == DNS_CLASS_ANY)
 		entry = find_zone(view->zones, q);
@@ -368,6 +381,10 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 		return;
 	}
 	a->zone = entry->zone;
+	if (q->qtype == 0) {
+		a->rcode = DNS_RCODE_NOTIMP; /* type 0 is reserved (RFC 6895 3.1) */
+		return;
+	}
 	if (q->qtype == DNS_TYPE_AXFR || q->qtype == DNS_TYPE_IXFR) {
 		a->rcode = auth_xfr_start(a->zone, entry, q, client, axfr, &a->msg, stats);
 		return;

@@ -99,17 +99,18 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 {
 	if (!dname_equal(q->qname, zone->apex))
 		return DNS_RCODE_NOTAUTH;
-	if (!client->tcp) {
-		if (q->qtype == DNS_TYPE_AXFR)
-			return DNS_RCODE_FORMERR; /* RFC 5936 4.2: AXFR is TCP only */
-		dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
-		put_soa(zone, msg);
-		return DNS_RCODE_NOERROR;
-	}
-	if (!axfr ||
-	    !steer_prefix_list_match(entry->xfr_allow, entry->n_xfr_allow, client->remote)) {
+	if (!client->tcp && q->qtype == DNS_TYPE_AXFR)
+		return DNS_RCODE_NOTIMP; /* RFC 5936 4.2: AXFR over UDP is not defined */
+	if (!steer_prefix_list_match(entry->xfr_allow, entry->n_xfr_allow, client->remote)) {
 		STATS_INC(stats->axfr_refused);
 		return DNS_RCODE_REFUSED;
+	}
+	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
+	if (!client->tcp || !axfr) {
+		/* RFC 1995 2: over UDP an IXFR we cannot serve incrementally gets our SOA, which
+		 * tells the client to retry over TCP if it is behind. */
+		put_soa(zone, msg);
+		return DNS_RCODE_NOERROR;
 	}
 	STATS_INC(stats->axfr);
 	memset(axfr, 0, sizeof(*axfr));
@@ -119,7 +120,6 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 	memcpy(axfr->question, q->question, q->question_len);
 	axfr->question_len = (uint16_t)q->question_len;
 	axfr->phase = PHASE_FIRST_SOA;
-	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
 	fill(axfr, msg);
 	return DNS_RCODE_NOERROR;
 }

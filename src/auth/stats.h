@@ -15,7 +15,7 @@
 typedef struct {
 	_Atomic uint64_t udp_queries;
 	_Atomic uint64_t tcp_queries;
-	_Atomic uint64_t udp6_queries; /* subset of UDP+TCP that arrived over IPv6 */
+	_Atomic uint64_t ipv6_queries; /* subset of UDP+TCP that arrived over IPv6 */
 	_Atomic uint64_t edns;         /* queries with an OPT record */
 	_Atomic uint64_t edns_do;      /* ... and the DO bit */
 	_Atomic uint64_t truncated;    /* responses sent with TC=1 */

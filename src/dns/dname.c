@@ -26,8 +26,9 @@ int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[
 			if (pos + 1 >= msglen)
 				return STEER_ETRUNC;
 			size_t target = (size_t)(len & 0x3f) << 8 | msg[pos + 1];
-			/* Only strictly backward pointers: termination without a hop counter. */
-			if (target >= pos)
+			/* Only strictly backward pointers: termination without a hop counter.
+			 * Nothing in the header is a name. */
+			if (target >= pos || target < DNS_HEADER_LEN)
 				return STEER_EMALF;
 			if (!jumped)
 				resume = pos + 2;

@@ -39,10 +39,21 @@ const uint8_t *dns_rdata_target(uint16_t type, const uint8_t *rdata, uint16_t rd
 	case DNS_TYPE_SRV:
 		skip = 6; /* priority, weight, port */
 		break;
+	case DNS_TYPE_SVCB:
+	case DNS_TYPE_HTTPS:
+		skip = 2; /* priority; the parameters follow the target (RFC 9460 4.2) */
+		break;
 	default:
 		return NULL;
 	}
-	if (rdlen <= skip || !dname_is_valid(rdata + skip, rdlen - skip))
+	if (rdlen <= skip)
 		return NULL;
-	return rdata + skip;
+	const uint8_t *name = rdata + skip;
+	size_t max = rdlen - skip, len = 0;
+	/* Walk the labels within the rdata: the name may be followed by other fields. */
+	while (len < max && name[len] != 0 && name[len] <= DNS_LABEL_MAXLEN)
+		len += 1 + (size_t)name[len];
+	if (len >= max || name[len] != 0 || len + 1 > DNS_DNAME_MAXLEN)
+		return NULL;
+	return len == 0 ? NULL : name; /* "." means "the owner" in SVCB: nothing to add */
 }

@@ -24,22 +24,22 @@
 
 static int failures, checks;
 
-#define CHECK(cond, ...)                                                                         \
-	do {                                                                                     \
-		checks++;                                                                        \
-		if (cond) {                                                                      \
-			printf("ok    ");                                                        \
-		} else {                                                                         \
-			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                             \
-			failures++;                                                              \
-		}                                                                                \
-		printf(__VA_ARGS__);                                                             \
-		putchar('\n');                                                                   \
-		fflush(stdout);                                                                  \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (cond) {                                                                        \
+			printf("ok    ");                                                          \
+		} else {                                                                           \
+			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                               \
+			failures++;                                                                \
+		}                                                                                  \
+		printf(__VA_ARGS__);                                                               \
+		putchar('\n');                                                                     \
+		fflush(stdout);                                                                    \
 	} while (0)
 
 static int handler(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
-		   void *ctx)
+                   void *ctx)
 {
 	(void)ctx;
 	if (strcmp(cmd, "echo") == 0) {
@@ -58,10 +58,10 @@ static int handler(const char *cmd, json_t *args, json_t **data, char *err, size
 		return STEER_ENOENT;
 	if (strcmp(cmd, "status") == 0) {
 		*data = json_pack("{s:s, s:i, s:i, s:i, s:i, s:[s,s], s:i, s:s, s:{s:i, s:b, s:n}}",
-				  "version", "0.1.0", "pid", 4242, "uptime_s", 93784, "workers", 2,
-				  "tcp_workers", 1, "listen", "127.0.0.1:5353", "[::1]:5353", "zones",
-				  2, "config", "/etc/steer/steer.yaml", "last_reload", "at",
-				  1700000000, "ok", 1, "error");
+		                  "version", "0.1.0", "pid", 4242, "uptime_s", 93784, "workers", 2,
+		                  "tcp_workers", 1, "listen", "127.0.0.1:5353", "[::1]:5353",
+		                  "zones", 2, "config", "/etc/steer/steer.yaml", "last_reload",
+		                  "at", 1700000000, "ok", 1, "error");
 		return 0;
 	}
 	if (strcmp(cmd, "reload") == 0 && getenv("STEER_TEST_FAIL_RELOAD")) {
@@ -70,25 +70,25 @@ static int handler(const char *cmd, json_t *args, json_t **data, char *err, size
 	}
 	if (strcmp(cmd, "reload") == 0) {
 		*data = json_pack("{s:[s], s:i, s:[s,s]}", "zones_reloaded", "example.test",
-				  "zones_unchanged", 3, "restart_needed", "listen", "workers");
+		                  "zones_unchanged", 3, "restart_needed", "listen", "workers");
 		return 0;
 	}
 	if (strcmp(cmd, "zones") == 0) {
-		*data = json_pack("[{s:s, s:I, s:i, s:i, s:s, s:i}, {s:s, s:I, s:i, s:i, s:s, s:i}]",
-				  "name", "example.test", "serial", (json_int_t)2024010101,
-				  "records", 120, "nodes", 40, "file", "zones/example.test.zone",
-				  "loaded_at", 1700000000, "name", "a-much-longer-name.example",
-				  "serial", (json_int_t)1, "records", 5, "nodes", 3, "file",
-				  "/var/lib/steer/long.zone", "loaded_at", 1700000500);
+		*data = json_pack(
+		    "[{s:s, s:I, s:i, s:i, s:s, s:i}, {s:s, s:I, s:i, s:i, s:s, s:i}]", "name",
+		    "example.test", "serial", (json_int_t)2024010101, "records", 120, "nodes", 40,
+		    "file", "zones/example.test.zone", "loaded_at", 1700000000, "name",
+		    "a-much-longer-name.example", "serial", (json_int_t)1, "records", 5, "nodes", 3,
+		    "file", "/var/lib/steer/long.zone", "loaded_at", 1700000500);
 		return 0;
 	}
 	if (strcmp(cmd, "stats") == 0) {
-		*data = json_pack("{s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:{s:i, s:i}, s:i, s:i, s:i, "
-				  "s:i, s:i, s:i}",
-				  "queries", "udp", 100, "tcp", 3, "udp6", 7, "rcode", "NOERROR",
-				  90, "NXDOMAIN", 20, "qtype", "A", 80, "AAAA", 30, "edns", 50,
-				  "edns_do", 2, "truncated", 1, "dropped", 0, "axfr", 1,
-				  "axfr_refused", 4);
+		*data =
+		    json_pack("{s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:{s:i, s:i}, s:i, s:i, s:i, "
+		              "s:i, s:i, s:i}",
+		              "queries", "udp", 100, "tcp", 3, "udp6", 7, "rcode", "NOERROR", 90,
+		              "NXDOMAIN", 20, "qtype", "A", 80, "AAAA", 30, "edns", 50, "edns_do",
+		              2, "truncated", 1, "dropped", 0, "axfr", 1, "axfr_refused", 4);
 		return 0;
 	}
 	snprintf(err, errlen, "unknown command '%s'", cmd);
@@ -188,7 +188,7 @@ static void test_calls(const char *path)
 	json_t *args = json_pack("[s, i]", "a", 1);
 	int ret = ctl_client_call(path, "echo", args, 2000, &reply, err, sizeof(err));
 	CHECK(ret == 0 && json_is_true(json_object_get(reply, "ok")) &&
-		      json_equal(json_object_get(reply, "data"), args),
+	          json_equal(json_object_get(reply, "data"), args),
 	      "echo round trip (%s)", err);
 	CHECK(args->refcount == 1, "the caller keeps its args reference");
 	json_decref(reply);
@@ -196,34 +196,34 @@ static void test_calls(const char *path)
 
 	ret = ctl_client_call(path, "echo", NULL, 2000, &reply, err, sizeof(err));
 	CHECK(ret == 0 && json_is_array(json_object_get(reply, "data")) &&
-		      json_array_size(json_object_get(reply, "data")) == 0,
+	          json_array_size(json_object_get(reply, "data")) == 0,
 	      "NULL args arrive as []");
 	json_decref(reply);
 
 	ret = ctl_client_call(path, "fail", NULL, 2000, &reply, err, sizeof(err));
 	CHECK(ret == 0 && json_is_false(json_object_get(reply, "ok")) &&
-		      strcmp(json_string_value(json_object_get(reply, "error")),
-			     "zones/example.test.zone:12: bad record") == 0,
+	          strcmp(json_string_value(json_object_get(reply, "error")),
+	                 "zones/example.test.zone:12: bad record") == 0,
 	      "handler error text is returned");
 	json_decref(reply);
 
 	ret = ctl_client_call(path, "fail-latin1", NULL, 2000, &reply, err, sizeof(err));
 	CHECK(ret == 0 && strcmp(json_string_value(json_object_get(reply, "error")),
-				 "zones/caf?.zone:1: bad") == 0,
+	                         "zones/caf?.zone:1: bad") == 0,
 	      "non-UTF-8 error text is made printable");
 	json_decref(reply);
 
 	ret = ctl_client_call(path, "fail-silent", NULL, 2000, &reply, err, sizeof(err));
 	CHECK(ret == 0 && strcmp(json_string_value(json_object_get(reply, "error")),
-				 "No such file or directory") == 0,
+	                         "No such file or directory") == 0,
 	      "handler error without text uses steer_strerror");
 	json_decref(reply);
 
 	ret = ctl_client_call("/nonexistent/steer.sock", "status", NULL, 500, &reply, err,
-			      sizeof(err));
+	                      sizeof(err));
 	CHECK(ret == STEER_ENOENT && !reply &&
-		      strcmp(err, "cannot connect to /nonexistent/steer.sock: No such file or "
-				  "directory") == 0,
+	          strcmp(err, "cannot connect to /nonexistent/steer.sock: No such file or "
+	                      "directory") == 0,
 	      "missing socket: %d %s", ret, err);
 }
 
@@ -232,15 +232,15 @@ static void test_malformed(const char *path)
 	static const struct {
 		const char *req, *reply;
 	} rows[] = {
-		{"not json\n", "{\"ok\":false,\"error\":\"invalid JSON request: "},
-		{"[1,2]\n", "{\"ok\":false,\"error\":\"the request must be an object with a string "
-			    "\\\"cmd\\\"\"}\n"},
-		{"{\"cmd\":5}\n", "{\"ok\":false,\"error\":\"the request must be an object"},
-		{"{\"cmd\":\"echo\",\"args\":{}}\n",
-		 "{\"ok\":false,\"error\":\"\\\"args\\\" must be an array\"}\n"},
-		{"{\"cmd\":\"echo\",\"args\":null}\n", "{\"ok\":true,\"data\":[]}\n"},
-		{"{\"cmd\":\"echo\",\"args\":[\"x\"]}", "{\"ok\":true,\"data\":[\"x\"]}\n"},
-		{"{\"cmd\":\"nope\"}\n", "{\"ok\":false,\"error\":\"unknown command 'nope'\"}\n"},
+	    {"not json\n", "{\"ok\":false,\"error\":\"invalid JSON request: "},
+	    {"[1,2]\n", "{\"ok\":false,\"error\":\"the request must be an object with a string "
+	                "\\\"cmd\\\"\"}\n"},
+	    {"{\"cmd\":5}\n", "{\"ok\":false,\"error\":\"the request must be an object"},
+	    {"{\"cmd\":\"echo\",\"args\":{}}\n",
+	     "{\"ok\":false,\"error\":\"\\\"args\\\" must be an array\"}\n"},
+	    {"{\"cmd\":\"echo\",\"args\":null}\n", "{\"ok\":true,\"data\":[]}\n"},
+	    {"{\"cmd\":\"echo\",\"args\":[\"x\"]}", "{\"ok\":true,\"data\":[\"x\"]}\n"},
+	    {"{\"cmd\":\"nope\"}\n", "{\"ok\":false,\"error\":\"unknown command 'nope'\"}\n"},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		int fd = -1;
@@ -267,7 +267,7 @@ static void test_malformed(const char *path)
 	memset(huge, ' ', big);
 	const char *got = raw_call(path, huge, big);
 	CHECK(got && strcmp(got, "{\"ok\":false,\"error\":\"request too large (limit 65536 "
-				 "bytes)\"}\n") == 0,
+	                         "bytes)\"}\n") == 0,
 	      "oversized request refused: %s", got ? got : "(none)");
 	free(huge);
 }
