@@ -18,7 +18,7 @@
  *           configuration and zones keep serving.
  *   zones   [{"name": "example.test", "serial": 2024010101, "records": 120, "nodes": 40,
  *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
- *   stats   {"queries": {"udp": n, "udp6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
+ *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
  *            "axfr": n, "axfr_refused": n}
  *

@@ -160,7 +160,7 @@ static json_t *cmd_stats(const server_t *s)
 	steer_stats_t st;
 	net_stats(s->net, &st);
 	json_t *queries = json_pack("{s:I, s:I, s:I}", "udp", COUNTER(&st, udp_queries), "tcp",
-	                            COUNTER(&st, tcp_queries), "udp6", COUNTER(&st, udp6_queries));
+	                            COUNTER(&st, tcp_queries), "ipv6", COUNTER(&st, ipv6_queries));
 	return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "queries", queries,
 	                 "rcode", counter_map(st.rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"),
 	                 "qtype", counter_map(st.qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"),

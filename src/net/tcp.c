@@ -163,7 +163,7 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	const uint8_t *msg = c->in + c->in_start + 2;
 	STATS_INC(w->stats.tcp_queries);
 	if (c->v6)
-		STATS_INC(w->stats.udp6_queries);
+		STATS_INC(w->stats.ipv6_queries);
 	c->axfr.zone = NULL;
 	rcu_read_lock();
 	const auth_view_t *view = rcu_dereference(w->net->view);

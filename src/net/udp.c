@@ -113,7 +113,7 @@ static int mmsg_recv(void *ctx, udp_pkt_t **pkts, steer_stats_t *stats)
 	io->last_n = n;
 	STATS_ADD(stats->udp_queries, (uint64_t)n);
 	if (io->v6)
-		STATS_ADD(stats->udp6_queries, (uint64_t)n);
+		STATS_ADD(stats->ipv6_queries, (uint64_t)n);
 	int k = 0;
 	for (int i = 0; i < n; i++) {
 		if (io->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
