@@ -60,7 +60,9 @@ static dns_query_status_t parse_question(const uint8_t *pkt, size_t len, size_t 
 {
 	size_t start = *pos;
 	int ret = dname_unpack(pkt, len, pos, q->qname);
-	if (ret < 0 || *pos + 4 > len)
+	/* No name precedes the question, so a compression pointer in it can only point at the
+	 * header or into the name itself (RFC 1035 4.1.4): either way it is malformed. */
+	if (ret < 0 || *pos - start != (size_t)ret || *pos + 4 > len)
 		return DNS_QUERY_FORMERR;
 	q->qname_len = (uint8_t)ret;
 	dname_lower(q->qname);

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Writes the seed corpus of the fuzz targets: tests/fuzz/corpus/<target>/seed-*.
+
+Deterministic (fixed seed), so re-running it changes nothing unless this file changed. Inputs
+found by libFuzzer live next to the seeds under their SHA-1 names and are left alone.
+
+    /usr/bin/python3 tests/fuzz/make_corpus.py
+"""
+
+import random
+import struct
+from pathlib import Path
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.name
+import dns.rrset
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+NAMES = ["diff.test.", "www.diff.test.", "foo.wild.diff.test.", "a.b.wc.diff.test.",
+         "x.y.ent.diff.test.", "y.ent.diff.test.", "host.deleg.diff.test.", "c1.diff.test.",
+         "loop1.diff.test.", "big.diff.test.", "huge.diff.test.", "manymx.diff.test.",
+         "www.child.diff.test.", "nx.other.test.", "80.2.0.192.in-addr.arpa.",
+         "unknown.diff.test.", "example.net.", "."]
+TYPES = ["A", "AAAA", "MX", "NS", "SOA", "TXT", "CNAME", "SRV", "DS", "DNSKEY", "RRSIG",
+         "HTTPS", "SVCB", "TYPE65280", "ANY", "NSEC3", "PTR", "CAA"]
+
+
+def header(qid=0x1234, flags=0, qd=1, an=0, ns=0, ar=0):
+    return struct.pack("!6H", qid, flags, qd, an, ns, ar)
+
+
+def question(name="www.diff.test.", qtype=1, qclass=1):
+    return dns.name.from_text(name).to_wire() + struct.pack("!HH", qtype, qclass)
+
+
+def opt(payload=1232, version=0, do=False, options=b"", owner=b"\x00"):
+    ttl = version << 16 | (0x8000 if do else 0)
+    return owner + struct.pack("!HHIH", 41, payload, ttl, len(options)) + options
+
+
+def option(code, data):
+    return struct.pack("!HH", code, len(data)) + data
+
+
+def query_seeds(rng):
+    """Queries for query_parse and answer: real ones, odd ones and broken ones."""
+    seeds = {}
+    for i, name in enumerate(NAMES):
+        qtype = TYPES[i % len(TYPES)]
+        edns = [-1, 0, 0][i % 3]
+        q = dns.message.make_query(name, qtype, use_edns=edns,
+                                   payload=rng.choice([512, 1232, 4096]),
+                                   want_dnssec=(i % 4 == 0) and edns >= 0)
+        q.id = i
+        seeds[f"query-{name.rstrip('.') or 'root'}-{qtype}"] = q.to_wire()
+    ecs = option(8, struct.pack("!HBB", 1, 24, 0) + bytes([192, 0, 2]))
+    ecs6 = option(8, struct.pack("!HBB", 2, 56, 0) + bytes.fromhex("20010db80001ff"))
+    seeds["edns-ecs"] = header(ar=1) + question() + opt(options=ecs)
+    seeds["edns-ecs6-cookie-unknown"] = (header(ar=1) + question() + opt(
+        options=ecs6 + option(10, bytes(range(8))) + option(65001, b"x" * 20)))
+    seeds["edns-version1"] = header(ar=1) + question() + opt(version=1)
+    seeds["edns-payload-100-do"] = header(ar=1) + question("big.diff.test.", 28) + opt(100, do=True)
+    seeds["edns-payload-65535"] = header(ar=1) + question("huge.diff.test.", 1) + opt(65535)
+    seeds["edns-two-opt"] = header(ar=2) + question() + opt() + opt()
+    seeds["edns-opt-owner"] = header(ar=1) + question() + opt(owner=b"\x01a\x00")
+    seeds["edns-option-overrun"] = (header(ar=1) + question() + b"\x00"
+                                    + struct.pack("!HHIH", 41, 1232, 0, 4)
+                                    + struct.pack("!HH", 8, 40))
+    seeds["edns-opt-compressed-owner"] = header(ar=1) + question() + b"\xc0\x0c" + opt()[1:]
+    seeds["axfr"] = header() + question("diff.test.", 252)
+    seeds["axfr-child"] = header() + question("child.diff.test.", 252)
+    soa = b"\x00\x00" + struct.pack("!5I", 1, 0, 0, 0, 0)  # root MNAME and RNAME, serial 1
+    seeds["ixfr"] = (header(ns=1) + question("diff.test.", 251) + b"\xc0\x0c"
+                     + struct.pack("!HHIH", 6, 1, 0, len(soa)) + soa)
+    seeds["class-ch-txt"] = header() + question("version.bind.", 16, 3)
+    seeds["class-any"] = header() + question(qclass=255)
+    seeds["opcode-notify"] = header(flags=4 << 11) + question("diff.test.", 6)
+    seeds["opcode-update"] = header(flags=5 << 11) + question("diff.test.", 6)
+    seeds["opcode-status"] = header(flags=2 << 11) + question()
+    seeds["qr-set"] = header(flags=0x8000) + question()
+    seeds["qdcount-0"] = header(qd=0)
+    seeds["qdcount-2"] = header(qd=2) + question() + question("mail.diff.test.")
+    seeds["qname-pointer-self"] = header() + b"\xc0\x0c" + struct.pack("!HH", 1, 1)
+    seeds["qname-pointer-to-flags"] = header(flags=0x0100) + b"\xc0\x02" + struct.pack("!HH", 1, 1)
+    seeds["qname-pointer-into-itself"] = header() + bytes.fromhex("020741c00d00010001") + b"\x00"
+    seeds["qname-pointer-forward"] = header() + b"\x03www\xc0\x20" + struct.pack("!HH", 1, 1)
+    seeds["qname-label-64"] = header() + b"\x40" + b"a" * 64 + b"\x00" + struct.pack("!HH", 1, 1)
+    seeds["qname-256-octets"] = (header() + b"".join(b"\x3f" + b"a" * 63 for _ in range(4))
+                                 + b"\x00" + struct.pack("!HH", 1, 1))
+    seeds["qname-binary"] = header() + b"\x03w\x00w\x04DIFF\x04TEST\x00" + struct.pack("!HH", 1, 1)
+    seeds["qname-wildcard"] = header() + question("*.wild.diff.test.", 1)
+    seeds["answer-record-compressed"] = (header(an=1) + question() + b"\xc0\x0c"
+                                         + struct.pack("!HHIH", 1, 1, 60, 4)
+                                         + bytes([192, 0, 2, 1]))
+    seeds["trailing-garbage"] = header() + question() + b"\xde\xad\xbe\xef"
+    seeds["runt-5"] = header()[:5]
+    base = header(ar=1) + question("manymx.diff.test.", 15) + opt(options=ecs)
+    for cut in (13, 20, len(base) - 15, len(base) - 3):
+        seeds[f"truncated-at-{cut}"] = base[:cut]
+    for i in range(4):
+        seeds[f"random-{i}"] = bytes(rng.randrange(256) for _ in range(rng.randint(12, 80)))
+    return seeds
+
+
+def dname_seeds():
+    """First byte: offset of a name in the rest; the rest read as text is the second case."""
+    seeds = {}
+    texts = ["www.example.test", "www.example.test.", ".", "", "a..b", ".a", "*.wild.diff.test.",
+             "a\\.b.c.", "\\000\\255\\046x.", "\\999.x", "tab\\\tend.", "\\",
+             "A" * 63 + ".b.", "a" * 64 + ".b.", ".".join(["abcdefg"] * 32) + ".",
+             "\\065\\066C.Diff.TEST", "x\\", "\"quoted\".name"]
+    for i, text in enumerate(texts):
+        seeds[f"text-{i:02d}"] = b"\xff" + text.encode()
+    wire = dns.name.from_text("www.diff.test.").to_wire()
+    seeds["wire-plain"] = b"\x00" + wire
+    seeds["wire-root"] = b"\x00\x00"
+    seeds["wire-binary-label"] = b"\x00\x04a.\x00b\x03\\\\x\x00"
+    r = dns.message.make_response(dns.message.make_query("www.diff.test.", "MX"))
+    r.answer.append(dns.rrset.from_text("www.diff.test.", 60, "IN", "MX", "10 mail.diff.test.",
+                                        "20 mx.www.diff.test."))
+    msg = r.to_wire()
+    for off in (12, 31, len(msg) - 4, len(msg) - 2):  # question, answer owner, pointers
+        seeds[f"wire-compressed-at-{off}"] = bytes([off]) + msg
+    seeds["wire-pointer-loop"] = b"\x02" + b"\x01a\xc0\x02"
+    seeds["wire-pointer-self"] = b"\x00" + b"\xc0\x00"
+    seeds["wire-extended-label"] = b"\x00" + b"\x41abc\x00"
+    seeds["wire-cut"] = b"\x00" + wire[:7]
+    three = b"".join(b"\x3f" + b"b" * 63 for _ in range(3))  # 192 octets
+    seeds["wire-255"] = b"\x00" + three + b"\x3d" + b"c" * 61 + b"\x00"
+    seeds["wire-256"] = b"\x00" + three + b"\x3e" + b"c" * 62 + b"\x00"
+    return seeds
+
+
+def write(target, seeds):
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    for old in d.glob("seed-*"):
+        old.unlink()
+    for name, data in seeds.items():
+        (d / f"seed-{name}").write_bytes(data)
+
+
+def main():
+    queries = query_seeds(random.Random(2))
+    write("query_parse", queries)
+    write("answer", queries)
+    write("dname", dname_seeds())
+
+
+if __name__ == "__main__":
+    main()
