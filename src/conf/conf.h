@@ -25,7 +25,7 @@ typedef struct {
 	char *path; /* the config file, NULL in quick mode (command-line zones) */
 
 	/* server: */
-	steer_sockaddr_t *listen;  /* UDP and TCP listen addresses */
+	steer_sockaddr_t *listen; /* UDP and TCP listen addresses */
 	size_t n_listen;
 	bool listen_is_default;    /* still the built-in default: conf_add_listen() replaces it */
 	unsigned workers;          /* UDP worker threads; 0 = one per CPU */
@@ -55,18 +55,18 @@ conf_t *conf_new_default(void);
  * "file:line: message" into @p err. Unknown keys are errors. Control thread only.
  */
 int conf_load_file(const char *path, conf_t **out, char *err, size_t errlen)
-	STEER_NONNULL(1, 2, 3) STEER_WUR;
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /**
  * Add a listen address given as "1.2.3.4:53" or "[::1]:53" (quick mode); default port 53.
  * Returns 0 or STEER_EINVAL with a message in @p err.
  */
 int conf_add_listen(conf_t *conf, const char *text, char *err, size_t errlen)
-	STEER_NONNULL(1, 2, 3) STEER_WUR;
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /** Add a zone given as "example.test=path/to/file" (quick mode). Returns 0 or STEER_EINVAL. */
 int conf_add_zone_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
-	STEER_NONNULL(1, 2, 3) STEER_WUR;
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /** Final checks shared by both modes (at least one listen address and zone, ...). */
 int conf_validate(const conf_t *conf, char *err, size_t errlen) STEER_NONNULL(1, 2) STEER_WUR;
@@ -79,7 +79,7 @@ const conf_zone_t *conf_find_zone(const conf_t *conf, const char *domain) STEER_
  * (listen, workers, user, ...), comma-separated into @p buf; empty when none.
  */
 void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
-	STEER_NONNULL(1, 2, 3);
+    STEER_NONNULL(1, 2, 3);
 
 /** Write the configuration reference (Markdown) generated from the schema table. */
 void conf_write_reference(FILE *out) STEER_NONNULL(1);

@@ -20,14 +20,14 @@ typedef struct ctl_server ctl_server_t;
  * Runs on the control thread.
  */
 typedef int (*ctl_handler_cb)(const char *cmd, json_t *args, json_t **data, char *err,
-			      size_t errlen, void *ctx);
+                              size_t errlen, void *ctx);
 
 /**
  * Create the socket at @p path (replacing a stale one), and serve it on @p loop.
  * Returns 0 or a negative steer_err (logged).
  */
 int ctl_server_start(ctl_server_t **out, struct ev_loop *loop, const char *path,
-		     ctl_handler_cb handler, void *ctx) STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
+                     ctl_handler_cb handler, void *ctx) STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
 
 /** Stop serving, close clients and unlink the socket. NULL is ignored. */
 void ctl_server_stop(ctl_server_t *server);
@@ -37,5 +37,5 @@ void ctl_server_stop(ctl_server_t *server);
  * socket at @p path and return the parsed reply object in @p reply (caller owns it).
  * Waits at most @p timeout_ms. Returns 0 or a negative steer_err with a message in @p err.
  */
-int ctl_client_call(const char *path, const char *cmd, json_t *args, int timeout_ms,
-		    json_t **reply, char *err, size_t errlen) STEER_NONNULL(1, 2, 5, 6) STEER_WUR;
+int ctl_client_call(const char *path, const char *cmd, json_t *args, int timeout_ms, json_t **reply,
+                    char *err, size_t errlen) STEER_NONNULL(1, 2, 5, 6) STEER_WUR;

@@ -1,0 +1,64 @@
+# Thin wrapper over Meson/Ninja and the scripts in scripts/ and qa/. The real build is
+# meson.build; everything here can also be run by hand (see README.md).
+#
+#   make run     install build/run dependencies if missing, build, run steerd on 127.0.0.1:5353
+#   make test    install test dependencies if missing, build, run the whole suite
+#   make bench   side-by-side benchmark against gdnsd, Knot and NSD (bench/run.py)
+#   make clean   remove the build directories
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PYTHON     ?= /usr/bin/python3
+PORT       ?= 5353
+ZONE       ?= examples/zones/example.test.zone
+
+STEERD   = $(BUILD)/src/daemon/steerd
+STEERCTL = $(BUILD)/tools/steerctl
+CTL_SOCK = $(BUILD)/steerd.sock
+
+.PHONY: all run test bench build asan deps-run deps-test format format-fix clean help
+
+all: build
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+deps-run:
+	@scripts/setup-deps.sh run
+
+deps-test:
+	@scripts/setup-deps.sh test
+
+build: deps-run
+	@scripts/build.sh $(BUILD)
+
+asan: deps-test
+	@scripts/build.sh $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false
+
+run: build
+	@echo
+	@echo "steerd is starting on 127.0.0.1:$(PORT), serving $(ZONE). Try:"
+	@echo "    kdig @127.0.0.1 -p $(PORT) www.example.test"
+	@echo "    kdig @127.0.0.1 -p $(PORT) +tcp example.test MX"
+	@echo "    $(STEERCTL) -s $(CTL_SOCK) status"
+	@echo "Stop it with Ctrl-C."
+	@echo
+	exec $(STEERD) --listen 127.0.0.1:$(PORT) --zone example.test=$(ZONE) \
+		--control-socket $(CTL_SOCK)
+
+test: deps-test
+	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) PYTHON=$(PYTHON) scripts/test-all.sh
+
+# BENCH_ARGS passes options to bench/run.py, e.g. make bench BENCH_ARGS="--rounds 1 --no-memory".
+bench: deps-test build
+	$(PYTHON) bench/run.py --steerd $(STEERD) --loadgen $(BUILD)/bench/loadgen \
+		--echo $(BUILD)/bench/echo $(BENCH_ARGS)
+
+format:
+	@qa/format-check.sh
+
+format-fix:
+	@qa/format-check.sh --fix
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,92 @@
+#!/bin/sh
+# Install the Debian packages Steer needs, only those that are missing.
+#
+#   scripts/setup-deps.sh run    build and run steerd (make run)
+#   scripts/setup-deps.sh test   everything: the above plus the test suite, sanitizer and fuzz
+#                                builds and the benchmark peers (make test, make bench)
+#
+# Idempotent: when everything is installed it only checks and exits, without touching apt or the
+# network. Runs as root, or through sudo when that is available. Target: Debian 12 (bookworm).
+set -eu
+
+RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev libyaml-dev
+	libev-dev libjansson-dev knot-dnsutils"
+# The tests: clang for the libFuzzer targets, the reference server and clients of the
+# differential and integration tests, iproute2 for the network-namespace test; the benchmark
+# peers (knot is also the differential reference).
+TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
+	python3-dnspython iproute2 nsd gdnsd dnsperf"
+
+level=${1:-}
+case "$level" in
+run) pkgs=$RUN_PKGS ;;
+test) pkgs="$RUN_PKGS $TEST_PKGS" ;;
+*)
+	echo "usage: $0 run|test" >&2
+	exit 2
+	;;
+esac
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+missing=""
+for p in $pkgs; do
+	installed "$p" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+	echo "setup-deps: all $level dependencies are installed"
+	exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "setup-deps: missing packages:$missing" >&2
+	echo "setup-deps: this script needs apt-get (Debian 12); install them by hand" >&2
+	exit 1
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "setup-deps: missing packages:$missing" >&2
+	echo "setup-deps: not root and sudo is not available; run as root" >&2
+	exit 1
+fi
+
+echo "setup-deps: installing:$missing"
+
+# The DNS servers installed for the tests (knot, nsd, gdnsd) would be started by their
+# maintainer scripts and fight over port 53; the tests and the benchmark start their own
+# instances. A temporary policy-rc.d (see invoke-rc.d(8)) keeps services from starting during
+# this install only; an existing policy file is left alone.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+	$SUDO sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+	own_policy=1
+fi
+cleanup() {
+	if [ "$own_policy" -eq 1 ]; then
+		$SUDO rm -f "$policy"
+	fi
+}
+trap cleanup EXIT INT TERM
+
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+
+still=""
+for p in $pkgs; do
+	installed "$p" || still="$still $p"
+done
+if [ -n "$still" ]; then
+	echo "setup-deps: still missing after install:$still" >&2
+	exit 1
+fi
+echo "setup-deps: done"
