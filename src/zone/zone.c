@@ -158,15 +158,6 @@ void zone_arena_free(zone_arena_t *arena)
 	arena->pos = arena->end = NULL;
 }
 
-static void index_put(uint64_t *tab, unsigned bits, uint64_t entry)
-{
-	size_t mask = ((size_t)1 << bits) - 1;
-	size_t slot = (uint32_t)(entry >> 32) >> (32 - bits);
-	while (tab[slot] != 0)
-		slot = (slot + 1) & mask;
-	tab[slot] = entry;
-}
-
 static void index_grow(struct zone_priv *priv)
 {
 	unsigned bits = priv->index_bits ? priv->index_bits + 1 : INDEX_MIN_BITS;
@@ -176,7 +167,7 @@ static void index_grow(struct zone_priv *priv)
 	const uint64_t *old = (const uint64_t *)priv->index.data;
 	for (size_t i = 0; priv->index_bits && i < ((size_t)1 << priv->index_bits); i++) {
 		if (old[i] != 0)
-			index_put((uint64_t *)grown.data, bits, old[i]);
+			zone_index_put((uint64_t *)grown.data, bits, old[i]);
 	}
 	zone_vec_free(&priv->index);
 	priv->index = grown;
@@ -188,8 +179,8 @@ void zone_index_insert(struct zone_priv *priv, uint64_t hash, uint32_t idx)
 	/* Grow past 2/3 full: linear probing stays short, also for names that are absent. */
 	if (priv->index_bits == 0 || (priv->index_used + 1) * 3 > ((size_t)2 << priv->index_bits))
 		index_grow(priv);
-	index_put((uint64_t *)priv->index.data, priv->index_bits,
-	          (hash & 0xffffffff00000000ULL) | ((uint64_t)idx + 1));
+	zone_index_put((uint64_t *)priv->index.data, priv->index_bits,
+	               (hash & 0xffffffff00000000ULL) | ((uint64_t)idx + 1));
 	priv->index_used++;
 }
 

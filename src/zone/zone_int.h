@@ -117,6 +117,20 @@ void *zone_arena_alloc(zone_arena_t *arena, size_t size, size_t align);
 /** Unmap every chunk of @p arena. */
 void zone_arena_free(zone_arena_t *arena);
 
+/**
+ * Put @p entry (hash tag in the upper 32 bits, 1-based position in the lower) into the
+ * open-addressing table @p tab of 2^@p bits slots, which must have a free slot. Shared by the
+ * node index and the zone set's apex index.
+ */
+static inline void zone_index_put(uint64_t *tab, unsigned bits, uint64_t entry)
+{
+	size_t mask = ((size_t)1 << bits) - 1;
+	size_t slot = (uint32_t)(entry >> 32) >> (32 - bits);
+	while (tab[slot] != 0)
+		slot = (slot + 1) & mask;
+	tab[slot] = entry;
+}
+
 /** Index node @p idx under @p hash, growing the table as needed. The name must be new. */
 void zone_index_insert(struct zone_priv *priv, uint64_t hash, uint32_t idx);
 

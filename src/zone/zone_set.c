@@ -64,15 +64,6 @@ static const zone_set_entry_t *lookup(const zone_set_t *set, const uint8_t *apex
 	}
 }
 
-static void index_put(uint64_t *tab, unsigned bits, uint64_t entry)
-{
-	size_t mask = ((size_t)1 << bits) - 1;
-	size_t slot = (uint32_t)(entry >> 32) >> (32 - bits);
-	while (tab[slot] != 0)
-		slot = (slot + 1) & mask;
-	tab[slot] = entry;
-}
-
 /* Rebuilt at half full: a set holds at most a few thousand zones, rebuilding is cheap. */
 static void index_add(zone_set_t *set, size_t idx)
 {
@@ -82,7 +73,7 @@ static void index_add(zone_set_t *set, size_t idx)
 		for (size_t i = 0; i < set->n; i++) {
 			const zone_t *z = set->entries[i].zone;
 			uint64_t h = zone_name_hash(z->apex, z->apex_len);
-			index_put(tab, bits, (h & 0xffffffff00000000ULL) | (i + 1));
+			zone_index_put(tab, bits, (h & 0xffffffff00000000ULL) | (i + 1));
 		}
 		free(set->index);
 		set->index = tab;
@@ -90,7 +81,7 @@ static void index_add(zone_set_t *set, size_t idx)
 	}
 	const zone_t *z = set->entries[idx].zone;
 	uint64_t h = zone_name_hash(z->apex, z->apex_len);
-	index_put(set->index, set->index_bits, (h & 0xffffffff00000000ULL) | (idx + 1));
+	zone_index_put(set->index, set->index_bits, (h & 0xffffffff00000000ULL) | (idx + 1));
 }
 
 int zone_set_add(zone_set_t *set, zone_t *zone, const steer_prefix_t *xfr_allow, size_t n)
