@@ -404,7 +404,14 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 		STATS_INC(stats->dropped);
 		return 0;
 	}
-	answer_t a = {.q = &q, .tcp = client->tcp};
+	/* Not "= {0}": the buffers inside are large and need no clearing. */
+	answer_t a;
+	a.q = &q;
+	a.zone = NULL;
+	a.tcp = client->tcp;
+	a.truncated = false;
+	a.rcode = DNS_RCODE_NOERROR;
+	a.n_extra = 0;
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;

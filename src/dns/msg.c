@@ -22,6 +22,8 @@ void dns_msg_init(dns_msg_t *msg, uint8_t *buf, size_t limit)
 	msg->reserved = 0;
 	msg->count[0] = msg->count[1] = msg->count[2] = 0;
 	msg->n_compr = 0;
+	msg->last_owner = NULL;
+	msg->last_owner_off = 0;
 }
 
 static inline uint8_t ascii_lower(uint8_t c)
@@ -67,24 +69,42 @@ static void remember(dns_msg_t *msg, size_t off)
 		msg->compr[msg->n_compr++] = (uint16_t)off;
 }
 
-/* Writes @p name, compressed against earlier names, and remembers its new label starts. */
-static void write_name(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *name)
+/*
+ * Writes @p name, compressed against earlier names, and remembers its new label starts.
+ * Returns the offset a later pointer to the whole name can use.
+ */
+static size_t write_name(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *name)
 {
+	size_t start = wire_ctx_offset(ctx);
 	const uint8_t *label = name;
 	while (*label) {
 		int ptr = find_compression(msg, label);
 		if (ptr >= 0) {
 			wire_ctx_write_u16(ctx, (uint16_t)(0xc000 | ptr));
-			return;
+			return label == name ? (size_t)ptr : start;
 		}
 		size_t off = wire_ctx_offset(ctx);
 		wire_ctx_write(ctx, label, 1 + (size_t)*label);
 		if (ctx->err)
-			return;
+			return start;
 		remember(msg, off);
 		label += 1 + *label;
 	}
 	wire_ctx_write_u8(ctx, 0);
+	return start;
+}
+
+static void write_owner(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *owner)
+{
+	if (owner == msg->last_owner) {
+		wire_ctx_write_u16(ctx, (uint16_t)(0xc000 | msg->last_owner_off));
+		return;
+	}
+	size_t off = write_name(msg, ctx, owner);
+	if (ctx->err == 0 && off <= COMPR_OFFSET_MAX) {
+		msg->last_owner = owner;
+		msg->last_owner_off = (uint16_t)off;
+	}
 }
 
 int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode)
@@ -161,7 +181,7 @@ int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owne
 	wire_ctx_t ctx = wire_ctx_init(msg->buf, end);
 	ctx.pos += msg->len;
 
-	write_name(msg, &ctx, owner);
+	write_owner(msg, &ctx, owner);
 	wire_ctx_write_u16(&ctx, type);
 	wire_ctx_write_u16(&ctx, rclass);
 	wire_ctx_write_u32(&ctx, ttl);
@@ -170,6 +190,8 @@ int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owne
 	write_rdata(msg, &ctx, type, rdata, rdlen);
 	if (ctx.err) {
 		msg->n_compr = saved_compr;
+		if (msg->last_owner && msg->last_owner_off >= msg->len)
+			msg->last_owner = NULL;
 		return ctx.err == STEER_EMALF ? STEER_EMALF : STEER_ESPACE;
 	}
 	size_t written = wire_ctx_offset(&ctx) - rdlen_at - 2;
@@ -216,6 +238,8 @@ void dns_msg_rewind(dns_msg_t *msg, size_t len, const uint16_t count[3])
 			msg->compr[kept++] = msg->compr[i];
 	}
 	msg->n_compr = kept;
+	if (msg->last_owner_off >= len)
+		msg->last_owner = NULL;
 }
 
 size_t dns_msg_finish(dns_msg_t *msg)

@@ -26,6 +26,10 @@ typedef struct {
 	size_t reserved;   /* bytes kept free at the end for the OPT record */
 	uint16_t count[3]; /* answer, authority, additional */
 	uint16_t n_compr;
+	/* The owner of the previous record and where it sits, so the records of one RRset point
+	 * at it without searching. */
+	const uint8_t *last_owner;
+	uint16_t last_owner_off;
 	uint16_t compr[DNS_MSG_COMPR_MAX]; /* offsets of names and name suffixes in buf */
 } dns_msg_t;
 

@@ -100,7 +100,15 @@ static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t p
 
 dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *q)
 {
-	memset(q, 0, sizeof(*q));
+	/* Field by field: zeroing the 255-byte name buffer would cost more than the parse. */
+	q->has_question = false;
+	q->question = NULL;
+	q->question_len = 0;
+	q->qname_len = 0;
+	q->qtype = q->qclass = 0;
+	q->has_edns = q->edns_do = false;
+	q->edns_version = 0;
+	q->edns_payload = 0;
 	if (len < DNS_HEADER_LEN)
 		return DNS_QUERY_DROP;
 
