@@ -25,6 +25,7 @@ typedef struct {
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
+	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
 } answer_t;
@@ -345,8 +346,13 @@ static size_t finish(answer_t *a, const auth_view_t *view, steer_stats_t *stats)
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
 	if (q->has_edns) {
+		uint8_t options[4 + DNS_ECS_MAXLEN];
+		size_t options_len = 0;
+		/* RFC 7871 7.2.1: answers from zone data do not depend on the client: scope 0. */
+		if (q->has_ecs)
+			options_len = dns_ecs_write(&q->ecs, a->ecs_scope, options);
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
-		                          q->edns_do);
+		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
 	}
 	count(stats, q, rcode);
@@ -411,13 +417,15 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 	a.tcp = client->tcp;
 	a.truncated = false;
 	a.rcode = DNS_RCODE_NOERROR;
+	a.ecs_scope = 0;
 	a.n_extra = 0;
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;
 	dns_msg_init(&a.msg, resp, limit);
 	if (q.has_edns)
-		dns_msg_reserve(&a.msg, DNS_OPT_RR_LEN);
+		dns_msg_reserve(&a.msg,
+		                DNS_OPT_RR_LEN + (q.has_ecs ? dns_ecs_option_len(&q.ecs) : 0));
 	if (dns_msg_begin(&a.msg, &q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
 		q.has_question = false;

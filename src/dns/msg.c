@@ -201,17 +201,20 @@ int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owne
 	return 0;
 }
 
-int dns_msg_put_opt(dns_msg_t *msg, uint16_t payload, uint8_t ext_rcode, bool do_bit)
+int dns_msg_put_opt(dns_msg_t *msg, uint16_t payload, uint8_t ext_rcode, bool do_bit,
+                    const uint8_t *options, uint16_t options_len)
 {
-	if (msg->len + DNS_OPT_RR_LEN > msg->limit)
+	if (msg->len + DNS_OPT_RR_LEN + options_len > msg->limit)
 		return STEER_ESPACE;
 	uint8_t *p = msg->buf + msg->len;
 	p[0] = 0; /* root owner */
 	wire_write_u16(p + 1, DNS_TYPE_OPT);
 	wire_write_u16(p + 3, payload);
 	wire_write_u32(p + 5, (uint32_t)ext_rcode << 24 | (do_bit ? DNS_EDNS_DO : 0));
-	wire_write_u16(p + 9, 0);
-	msg->len += DNS_OPT_RR_LEN;
+	wire_write_u16(p + 9, options_len);
+	if (options_len)
+		memcpy(p + DNS_OPT_RR_LEN, options, options_len);
+	msg->len += DNS_OPT_RR_LEN + (size_t)options_len;
 	msg->count[DNS_SEC_ADDITIONAL]++;
 	msg->reserved = 0;
 	return 0;

@@ -57,11 +57,12 @@ int dns_msg_put_rr(dns_msg_t *msg, enum dns_section section, const uint8_t *owne
 
 /**
  * Append the OPT record (uses the reserved space, which is then released): @p payload is our
- * UDP size, @p ext_rcode the upper 8 bits of the rcode, @p do_bit echoes DO.
+ * UDP size, @p ext_rcode the upper 8 bits of the rcode, @p do_bit echoes DO, @p options
+ * (@p options_len bytes, may be NULL when 0) are the already encoded EDNS options.
  * Returns 0 or STEER_ESPACE.
  */
-int dns_msg_put_opt(dns_msg_t *msg, uint16_t payload, uint8_t ext_rcode, bool do_bit)
-    STEER_NONNULL(1);
+int dns_msg_put_opt(dns_msg_t *msg, uint16_t payload, uint8_t ext_rcode, bool do_bit,
+                    const uint8_t *options, uint16_t options_len) STEER_NONNULL(1);
 
 /** Set or clear header flag bits (DNS_FLAG_*). */
 void dns_msg_set_flags(dns_msg_t *msg, uint16_t set, uint16_t clear) STEER_NONNULL(1);

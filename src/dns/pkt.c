@@ -31,14 +31,25 @@ static int skip_rr(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *rclass
 	return type;
 }
 
-/* EDNS options must tile the rdata exactly (RFC 6891 6.1.2). Unknown ones are ignored. */
-static bool edns_options_valid(const uint8_t *rdata, uint16_t rdlen)
+/*
+ * EDNS options must tile the rdata exactly (RFC 6891 6.1.2); unknown ones are ignored. An ECS
+ * option is parsed strictly, and more than one is an error (RFC 7871 6).
+ */
+static bool parse_edns_options(dns_query_t *q, const uint8_t *rdata, uint16_t rdlen)
 {
 	wire_ctx_t ctx = wire_ctx_init_const(rdata, rdlen);
 	while (wire_ctx_available(&ctx) > 0) {
-		(void)wire_ctx_read_u16(&ctx);
+		uint16_t code = wire_ctx_read_u16(&ctx);
 		uint16_t optlen = wire_ctx_read_u16(&ctx);
+		const uint8_t *data = ctx.pos;
 		wire_ctx_skip(&ctx, optlen);
+		if (ctx.err)
+			return false;
+		if (code == DNS_EDNS_OPT_ECS) {
+			if (q->has_ecs || dns_ecs_parse(data, optlen, &q->ecs) != 0)
+				return false;
+			q->has_ecs = true;
+		}
 	}
 	return ctx.err == 0;
 }
@@ -46,7 +57,7 @@ static bool edns_options_valid(const uint8_t *rdata, uint16_t rdlen)
 static dns_query_status_t parse_opt(dns_query_t *q, uint16_t rclass, uint32_t ttl,
                                     const uint8_t *rdata, uint16_t rdlen, bool root_owner)
 {
-	if (q->has_edns || !root_owner || !edns_options_valid(rdata, rdlen))
+	if (q->has_edns || !root_owner || !parse_edns_options(q, rdata, rdlen))
 		return DNS_QUERY_FORMERR;
 	q->has_edns = true;
 	q->edns_payload = rclass < DNS_UDP_MINLEN ? DNS_UDP_MINLEN : rclass;
@@ -107,6 +118,7 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->qname_len = 0;
 	q->qtype = q->qclass = 0;
 	q->has_edns = q->edns_do = false;
+	q->has_ecs = false;
 	q->edns_version = 0;
 	q->edns_payload = 0;
 	if (len < DNS_HEADER_LEN)

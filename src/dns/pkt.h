@@ -10,6 +10,7 @@
 
 #include "base/compiler.h"
 #include "dns/const.h"
+#include "dns/ecs.h"
 
 typedef enum {
 	DNS_QUERY_OK,      /* answerable */
@@ -37,6 +38,9 @@ typedef struct {
 	uint8_t edns_version;
 	uint16_t edns_payload; /* advertised UDP payload size, raised to 512 when smaller */
 	bool edns_do;
+
+	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
+	dns_ecs_t ecs;
 } dns_query_t;
 
 /**

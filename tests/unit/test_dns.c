@@ -3,6 +3,7 @@
 
 #include "base/err.h"
 #include "dns/dname.h"
+#include "dns/ecs.h"
 #include "dns/msg.h"
 #include "dns/pkt.h"
 #include "dns/wire.h"
@@ -214,7 +215,44 @@ static void test_msg_compression(void)
 	CHECK(dns_msg_put_rr(&msg, DNS_SEC_ANSWER, q.qname, DNS_TYPE_TXT, DNS_CLASS_IN, 1, big,
 	                     14) == STEER_ESPACE,
 	      "reserved space is kept");
-	CHECK(dns_msg_put_opt(&msg, 1232, 0, true) == 0, "OPT fits in reserved space");
+	CHECK(dns_msg_put_opt(&msg, 1232, 0, true, NULL, 0) == 0, "OPT fits in reserved space");
+}
+
+static void test_ecs(void)
+{
+	static const struct {
+		const char *what;
+		uint8_t data[24];
+		uint16_t len;
+		int ret;
+	} rows[] = {
+	    {"IPv4 /24", {0, 1, 24, 0, 192, 0, 2}, 7, 0},
+	    {"IPv4 /0", {0, 1, 0, 0}, 4, 0},
+	    {"IPv4 /32", {0, 1, 32, 0, 192, 0, 2, 1}, 8, 0},
+	    {"IPv6 /56", {0, 2, 56, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 1, 0}, 11, 0},
+	    {"IPv4 /23 odd bits", {0, 1, 23, 0, 192, 0, 3}, 7, STEER_EMALF},
+	    {"IPv4 /22 clean", {0, 1, 22, 0, 192, 0, 4}, 7, 0},
+	    {"family 3", {0, 3, 0, 0}, 4, STEER_EMALF},
+	    {"IPv4 /33", {0, 1, 33, 0, 1, 2, 3, 4, 0}, 9, STEER_EMALF},
+	    {"IPv6 /129", {0, 2, 129, 0}, 4, STEER_EMALF},
+	    {"address too long", {0, 1, 8, 0, 10, 0}, 6, STEER_EMALF},
+	    {"address too short", {0, 1, 24, 0, 10, 0}, 6, STEER_EMALF},
+	    {"non-zero scope", {0, 1, 24, 24, 192, 0, 2}, 7, STEER_EMALF},
+	    {"short option", {0, 1, 24}, 3, STEER_EMALF},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		dns_ecs_t ecs;
+		int ret = dns_ecs_parse(rows[i].data, rows[i].len, &ecs);
+		CHECK(ret == rows[i].ret, "ECS %s: %d, want %d", rows[i].what, ret, rows[i].ret);
+		if (ret != 0)
+			continue;
+		uint8_t out[4 + DNS_ECS_MAXLEN];
+		size_t n = dns_ecs_write(&ecs, 16, out);
+		CHECK(n == dns_ecs_option_len(&ecs) && n == 4u + rows[i].len,
+		      "ECS %s: written %zu bytes", rows[i].what, n);
+		CHECK(out[7] == 16 && memcmp(out + 8, rows[i].data + 4, rows[i].len - 4u) == 0,
+		      "ECS %s: scope set, address echoed", rows[i].what);
+	}
 }
 
 int main(void)
@@ -224,5 +262,6 @@ int main(void)
 	test_dname_unpack();
 	test_query_parse();
 	test_msg_compression();
+	test_ecs();
 	return unit_finish("test_dns");
 }
