@@ -134,5 +134,5 @@ fi
 
 banner "summary ($(($(date +%s) - start)) s; logs in $LOGDIR/)"
 printf '%s\n' "${summary[@]}"
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed" | tee "$LOGDIR/result"
 [ "$total_fail" -eq 0 ]
