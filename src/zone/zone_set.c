@@ -64,6 +64,21 @@ static const zone_set_entry_t *lookup(const zone_set_t *set, const uint8_t *apex
 	}
 }
 
+/* Up to this many zones a straight compare beats hashing each candidate suffix. */
+#define LINEAR_SCAN_MAX 8
+
+static const zone_set_entry_t *find_apex(const zone_set_t *set, const uint8_t *apex, size_t len)
+{
+	if (set->n > LINEAR_SCAN_MAX)
+		return lookup(set, apex, len);
+	for (size_t i = 0; i < set->n; i++) {
+		const zone_t *zone = set->entries[i].zone;
+		if (zone->apex_len == len && memcmp(zone->apex, apex, len) == 0)
+			return &set->entries[i];
+	}
+	return NULL;
+}
+
 /* Rebuilt at half full: a set holds at most a few thousand zones, rebuilding is cheap. */
 static void index_add(zone_set_t *set, size_t idx)
 {
@@ -128,7 +143,7 @@ const zone_set_entry_t *zone_set_find(const zone_set_t *set, const uint8_t *qnam
 		if (!(set->label_mask & (1ULL << label_bit(suffix_labels))))
 			continue;
 		size_t start = i < labels ? offs[i] : off;
-		const zone_set_entry_t *e = lookup(set, qname + start, len - start);
+		const zone_set_entry_t *e = find_apex(set, qname + start, len - start);
 		if (e != NULL)
 			return e;
 	}
