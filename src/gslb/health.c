@@ -1,0 +1,493 @@
+/*
+ * The availability table and the admin override list (see health.h). Everything here runs on
+ * the control thread except the read-only accessors, which any thread may call on a frozen
+ * table.
+ */
+#include "gslb/health.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+/* Longest pattern we accept: target names are at most "service/" + a 253-octet name + a
+ * datacenter name + an IPv6 address, so 1 KiB leaves room without letting a state file carry
+ * megabyte lines. */
+#define OVERRIDE_PATTERN_MAX 1024
+/* A state-file line: the pattern, blanks and a state word. */
+#define OVERRIDE_LINE_MAX (OVERRIDE_PATTERN_MAX + 64)
+
+gslb_health_t *gslb_health_new(uint32_t count)
+{
+	gslb_health_t *h = xcalloc(1, sizeof(*h));
+	h->count = count;
+	/* calloc of 0 elements may return NULL; keep every array a valid pointer. */
+	size_t n = count ? count : 1;
+	h->eff = xcalloc(n, sizeof(*h->eff));
+	h->monitor = xcalloc(n, sizeof(*h->monitor));
+	h->rule = xmalloc(n * sizeof(*h->rule));
+	h->names = xcalloc(n, sizeof(*h->names));
+	for (uint32_t i = 0; i < count; i++)
+		h->rule[i] = -1;
+	return h;
+}
+
+static void rules_copy(gslb_health_t *h, const gslb_override_t *rules, size_t n)
+{
+	h->rules = n ? xcalloc(n, sizeof(*h->rules)) : NULL;
+	h->n_rules = n;
+	for (size_t i = 0; i < n; i++) {
+		h->rules[i] = rules[i];
+		h->rules[i].pattern = xstrdup(rules[i].pattern);
+	}
+}
+
+static void rules_free(gslb_health_t *h)
+{
+	for (size_t i = 0; i < h->n_rules; i++)
+		free(h->rules[i].pattern);
+	free(h->rules);
+	h->rules = NULL;
+	h->n_rules = 0;
+}
+
+gslb_health_t *gslb_health_dup(const gslb_health_t *h, uint32_t count)
+{
+	if (count < h->count)
+		count = h->count;
+	gslb_health_t *d = gslb_health_new(count);
+	memcpy(d->eff, h->eff, h->count * sizeof(*h->eff));
+	memcpy(d->monitor, h->monitor, h->count * sizeof(*h->monitor));
+	memcpy(d->rule, h->rule, h->count * sizeof(*h->rule));
+	for (uint32_t i = 0; i < h->count; i++)
+		d->names[i] = xstrdup(h->names[i]);
+	rules_copy(d, h->rules, h->n_rules);
+	return d;
+}
+
+void gslb_health_free(gslb_health_t *h)
+{
+	if (!h)
+		return;
+	for (uint32_t i = 0; i < h->count; i++)
+		free(h->names[i]);
+	rules_free(h);
+	free(h->names);
+	free(h->rule);
+	free(h->monitor);
+	free(h->eff);
+	free(h);
+}
+
+/* Names and patterns go into a whitespace-separated state file, so neither may hold blanks. */
+static bool token_is_clean(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c <= ' ' || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+int gslb_health_set_name(gslb_health_t *h, uint32_t id, const char *name)
+{
+	if (id >= h->count)
+		return STEER_ERANGE;
+	if (!token_is_clean(name) || strlen(name) > OVERRIDE_PATTERN_MAX)
+		return STEER_EINVAL;
+	free(h->names[id]);
+	h->names[id] = xstrdup(name);
+	return 0;
+}
+
+/* The effective word of target @p i from its monitor state and forcing rule. */
+static void recompute(gslb_health_t *h, uint32_t i)
+{
+	gslb_sttl_t mon = h->monitor[i];
+	if (h->rule[i] < 0) {
+		h->eff[i] = mon;
+		return;
+	}
+	bool down = h->rules[h->rule[i]].down;
+	h->eff[i] = gslb_sttl_make(down, gslb_sttl_ttl(mon)) | GSLB_STTL_FORCED;
+}
+
+int gslb_health_set_monitor(gslb_health_t *h, uint32_t id, gslb_sttl_t sttl)
+{
+	if (id >= h->count)
+		return STEER_ERANGE;
+	h->monitor[id] = sttl & ~GSLB_STTL_FORCED;
+	recompute(h, id);
+	return 0;
+}
+
+static bool rule_matches(const gslb_override_t *r, const char *name)
+{
+	return fnmatch(r->pattern, name, FNM_CASEFOLD) == 0;
+}
+
+void gslb_health_apply_overrides(gslb_health_t *h, const gslb_overrides_t *ov, uint32_t *matches)
+{
+	rules_free(h);
+	rules_copy(h, ov->rules, ov->count);
+	if (matches)
+		memset(matches, 0, ov->count * sizeof(*matches));
+	for (uint32_t i = 0; i < h->count; i++) {
+		h->rule[i] = -1;
+		for (size_t r = 0; h->names[i] && r < ov->count; r++) {
+			if (!rule_matches(&ov->rules[r], h->names[i]))
+				continue;
+			h->rule[i] = (int32_t)r; /* later rules overwrite: the last match wins */
+			if (matches)
+				matches[r]++;
+		}
+		recompute(h, i);
+	}
+}
+
+int gslb_health_entry(const gslb_health_t *h, uint32_t id, gslb_health_entry_t *out)
+{
+	if (id >= h->count)
+		return STEER_ERANGE;
+	int32_t r = h->rule[id];
+	*out = (gslb_health_entry_t){
+	    .id = id,
+	    .name = h->names[id],
+	    .eff = h->eff[id],
+	    .monitor = h->monitor[id],
+	    .forced = r >= 0,
+	    .pattern = r >= 0 ? h->rules[r].pattern : NULL,
+	    .rule_line = r >= 0 ? h->rules[r].line : 0,
+	};
+	return 0;
+}
+
+static const char *state_word(gslb_sttl_t s)
+{
+	return gslb_sttl_down(s) ? "DOWN" : "UP";
+}
+
+int gslb_health_reason(const gslb_health_entry_t *e, char *buf, size_t len)
+{
+	if (!e->forced)
+		return snprintf(buf, len, "monitor: %s", state_word(e->monitor));
+	if (e->rule_line)
+		return snprintf(buf, len, "forced %s by override '%s' (line %u); monitor: %s",
+		                state_word(e->eff), e->pattern, e->rule_line,
+		                state_word(e->monitor));
+	return snprintf(buf, len, "forced %s by override '%s'; monitor: %s", state_word(e->eff),
+	                e->pattern, state_word(e->monitor));
+}
+
+int gslb_health_list(const gslb_health_t *h, gslb_health_list_cb cb, void *ctx)
+{
+	for (uint32_t i = 0; i < h->count; i++) {
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, i, &e) == 0) {
+			int ret = cb(&e, ctx);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* ---- override list ---- */
+
+void gslb_overrides_init(gslb_overrides_t *ov)
+{
+	*ov = (gslb_overrides_t){0};
+}
+
+void gslb_overrides_deinit(gslb_overrides_t *ov)
+{
+	for (size_t i = 0; i < ov->count; i++)
+		free(ov->rules[i].pattern);
+	free(ov->rules);
+	gslb_overrides_init(ov);
+}
+
+/*
+ * glibc's fnmatch() treats an unclosed '[' as a literal, so "*[telecom" would silently match
+ * nothing useful. Reject it: every '[' needs a ']' after its first member ("[]" and "[!]"
+ * start with a literal ']').
+ */
+static bool brackets_closed(const char *p)
+{
+	for (; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p != '[')
+			continue;
+		const char *q = p + 1;
+		if (*q == '!' || *q == '^')
+			q++;
+		if (*q == ']')
+			q++;
+		while (*q && *q != ']')
+			q++;
+		if (!*q)
+			return false;
+		p = q;
+	}
+	return true;
+}
+
+static int pattern_check(const char *pattern, char *err, size_t errlen)
+{
+	if (!*pattern) {
+		snprintf(err, errlen, "empty pattern");
+		return STEER_EINVAL;
+	}
+	if (strlen(pattern) > OVERRIDE_PATTERN_MAX) {
+		snprintf(err, errlen, "pattern longer than %d bytes", OVERRIDE_PATTERN_MAX);
+		return STEER_EINVAL;
+	}
+	if (!token_is_clean(pattern)) {
+		snprintf(err, errlen, "pattern contains whitespace or control characters");
+		return STEER_EINVAL;
+	}
+	if (strchr(pattern, '#')) {
+		snprintf(err, errlen, "'#' in pattern (it starts a comment in the state file)");
+		return STEER_EINVAL;
+	}
+	if (!brackets_closed(pattern)) {
+		snprintf(err, errlen, "unclosed '[' in pattern '%s'", pattern);
+		return STEER_EINVAL;
+	}
+	return 0;
+}
+
+static ssize_t rule_find(const gslb_overrides_t *ov, const char *pattern)
+{
+	for (size_t i = 0; i < ov->count; i++)
+		if (strcmp(ov->rules[i].pattern, pattern) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void rule_delete(gslb_overrides_t *ov, size_t i)
+{
+	free(ov->rules[i].pattern);
+	memmove(&ov->rules[i], &ov->rules[i + 1], (ov->count - i - 1) * sizeof(ov->rules[0]));
+	ov->count--;
+}
+
+int gslb_overrides_set(gslb_overrides_t *ov, const char *pattern, bool down, uint32_t line,
+                       char *err, size_t errlen)
+{
+	int ret = pattern_check(pattern, err, errlen);
+	if (ret)
+		return ret;
+	ssize_t old = rule_find(ov, pattern);
+	if (old >= 0)
+		rule_delete(ov, (size_t)old);
+	if (ov->count == ov->cap) {
+		ov->cap = ov->cap ? ov->cap * 2 : 8;
+		ov->rules = xrealloc(ov->rules, ov->cap * sizeof(*ov->rules));
+	}
+	ov->rules[ov->count++] = (gslb_override_t){xstrdup(pattern), down, line};
+	return 0;
+}
+
+int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern)
+{
+	ssize_t i = rule_find(ov, pattern);
+	if (i < 0)
+		return STEER_ENOENT;
+	rule_delete(ov, (size_t)i);
+	return 0;
+}
+
+static int parse_state(const char *word, bool *down)
+{
+	if (strcasecmp(word, "DOWN") == 0)
+		*down = true;
+	else if (strcasecmp(word, "UP") == 0)
+		*down = false;
+	else
+		return STEER_ESYNTAX;
+	return 0;
+}
+
+/*
+ * One state-file line into @p ov. Blank lines and comments are fine; anything else must be
+ * exactly a pattern and a state. @p msg receives the reason on error (no file:line prefix).
+ */
+static int parse_line(gslb_overrides_t *ov, char *line, uint32_t lineno, char *msg, size_t len)
+{
+	char *hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	char *save = NULL;
+	const char *pattern = strtok_r(line, " \t\r\n\v\f", &save);
+	if (!pattern)
+		return 0;
+	const char *state = strtok_r(NULL, " \t\r\n\v\f", &save);
+	if (!state) {
+		snprintf(msg, len, "missing state after '%s' (want UP or DOWN)", pattern);
+		return STEER_ESYNTAX;
+	}
+	const char *extra = strtok_r(NULL, " \t\r\n\v\f", &save);
+	if (extra) {
+		snprintf(msg, len, "unexpected '%s' after the state", extra);
+		return STEER_ESYNTAX;
+	}
+	bool down;
+	if (parse_state(state, &down)) {
+		snprintf(msg, len, "bad state '%s' (want UP or DOWN)", state);
+		return STEER_ESYNTAX;
+	}
+	if (gslb_overrides_set(ov, pattern, down, lineno, msg, len))
+		return STEER_ESYNTAX;
+	return 0;
+}
+
+/* Reads lines of @p f into @p ov; on error @p msg and @p lineno say where. */
+static int parse_file(FILE *f, gslb_overrides_t *ov, uint32_t *lineno, char *msg, size_t len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int ret = 0;
+	*lineno = 0;
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		(*lineno)++;
+		if (n > OVERRIDE_LINE_MAX) {
+			snprintf(msg, len, "line longer than %d bytes", OVERRIDE_LINE_MAX);
+			ret = STEER_ESYNTAX;
+			break;
+		}
+		/* A NUL would silently cut the line short: this is not a text file. */
+		if (strlen(line) != (size_t)n) {
+			snprintf(msg, len, "NUL byte in line");
+			ret = STEER_ESYNTAX;
+			break;
+		}
+		ret = parse_line(ov, line, *lineno, msg, len);
+		if (ret)
+			break;
+	}
+	if (!ret && ferror(f)) {
+		ret = errno ? -errno : STEER_EINVAL;
+		snprintf(msg, len, "read error: %s", steer_strerror(ret));
+	}
+	free(line);
+	return ret;
+}
+
+int gslb_overrides_load(gslb_overrides_t *ov, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, steer_strerror(ret));
+		return ret;
+	}
+	gslb_overrides_t next;
+	gslb_overrides_init(&next);
+	char msg[256];
+	uint32_t lineno;
+	int ret = parse_file(f, &next, &lineno, msg, sizeof(msg));
+	fclose(f);
+	if (ret) {
+		/* A read error before the first line (a folder, an I/O error) has no line to name.
+		 */
+		if (lineno)
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, msg);
+		else
+			snprintf(err, errlen, "%s: %s", path, msg);
+		gslb_overrides_deinit(&next);
+		return ret;
+	}
+	gslb_overrides_deinit(ov);
+	*ov = next;
+	return 0;
+}
+
+static int write_rules(int fd, const gslb_overrides_t *ov)
+{
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int ret = -errno;
+		close(fd);
+		return ret;
+	}
+	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN, the last matching line wins\n");
+	for (size_t i = 0; i < ov->count; i++)
+		fprintf(f, "%s %s\n", ov->rules[i].pattern, ov->rules[i].down ? "DOWN" : "UP");
+	int ret = 0;
+	if (ferror(f))
+		ret = STEER_EINVAL; /* fprintf does not say why; fflush below usually will */
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		ret = -errno;
+	if (fclose(f) != 0 && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * Make the rename durable: the new directory entry is only on disk once the folder is synced.
+ * Best effort: a failure here leaves a complete file that may revert to the old one on power
+ * loss, which is no reason to report the save as failed.
+ */
+static void sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = xstrdup(slash ? path : ".");
+	if (slash)
+		dir[slash == path ? 1 : slash - path] = '\0'; /* "/f" lives in "/" */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+int gslb_overrides_save(const gslb_overrides_t *ov, const char *path, char *err, size_t errlen)
+{
+	size_t plen = strlen(path);
+	char *tmp = xmalloc(plen + sizeof(".tmpXXXXXX"));
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmpXXXXXX", sizeof(".tmpXXXXXX"));
+	int ret = 0;
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	/* mkstemp makes 0600; a state file is not secret and operators read it. */
+	if (fchmod(fd, 0644) != 0) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	ret = write_rules(fd, ov);
+	if (!ret && rename(tmp, path) != 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	else
+		sync_parent(path);
+out:
+	if (ret)
+		snprintf(err, errlen, "%s: %s", path, steer_strerror(ret));
+	free(tmp);
+	return ret;
+}

@@ -1,0 +1,444 @@
+/* Unit tests of src/gslb/health: the packed state table, admin overrides and the state file. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "gslb/health.h"
+#include "unit.h"
+
+#define STEER_EISDIR_FOR_TEST (-EISDIR) /* no steer_err name: passed through as -errno */
+
+static void test_sttl_packing(void)
+{
+	static const struct {
+		bool down;
+		uint32_t ttl;
+		uint32_t want_ttl;
+	} rows[] = {
+	    {false, 0, 0},
+	    {true, 0, 0},
+	    {false, 30, 30},
+	    {true, 86400, 86400},
+	    {false, GSLB_STTL_TTL_MAX, GSLB_STTL_TTL_MAX},
+	    {true, UINT32_MAX, GSLB_STTL_TTL_MAX}, /* clamped, must not bleed into the flags */
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_sttl_t s = gslb_sttl_make(rows[i].down, rows[i].ttl);
+		CHECK(gslb_sttl_down(s) == rows[i].down, "row %zu: down", i);
+		CHECK(!gslb_sttl_forced(s), "row %zu: not forced", i);
+		CHECK(gslb_sttl_ttl(s) == rows[i].want_ttl, "row %zu: ttl %u", i, gslb_sttl_ttl(s));
+	}
+}
+
+static const char *const names[] = {
+    "service/vpn.example.test/telecom/198.51.100.10",  /* 0 */
+    "service/vpn.example.test/telecom/2001:db8:1::10", /* 1 */
+    "service/vpn.example.test/unicom/203.0.113.10",    /* 2 */
+    "service/vpn.example.test/edu/192.0.2.10",         /* 3 */
+    "service/www.example.test/telecom/198.51.100.20",  /* 4 */
+    "service/www.example.test/unicom/2001:db8:2::10",  /* 5 */
+    "service/www.example.test/edu/192.0.2.20",         /* 6 */
+    "service/telecom/edu/192.0.2.30",                  /* 7: a service named like a DC */
+};
+#define N_TARGETS STEER_ARRAY_LEN(names)
+
+static gslb_health_t *named_table(void)
+{
+	gslb_health_t *h = gslb_health_new(N_TARGETS);
+	for (uint32_t i = 0; i < N_TARGETS; i++)
+		CHECK(gslb_health_set_name(h, i, names[i]) == 0, "name %u", i);
+	return h;
+}
+
+/* "D" for forced DOWN, "U" for forced UP, "-" for monitor state UP, per target. */
+static void states_str(const gslb_health_t *h, char *out)
+{
+	for (uint32_t i = 0; i < h->count; i++) {
+		gslb_sttl_t s = gslb_health_sttl(h, i);
+		out[i] = gslb_sttl_forced(s) ? (gslb_sttl_down(s) ? 'D' : 'U')
+		                             : (gslb_sttl_down(s) ? 'd' : '-');
+	}
+	out[h->count] = '\0';
+}
+
+static void test_table_basics(void)
+{
+	gslb_health_t *h = gslb_health_new(3);
+	CHECK(h->count == 3, "count");
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK(gslb_health_sttl(h, i) == 0, "target %u UP, no cap by default", i);
+	CHECK(gslb_health_sttl(h, 3) == 0 && gslb_health_sttl(h, UINT32_MAX) == 0,
+	      "ids beyond the table read as UP");
+	CHECK(gslb_health_set_monitor(h, 3, GSLB_STTL_DOWN) == STEER_ERANGE, "set beyond");
+	CHECK(gslb_health_set_name(h, 3, "x") == STEER_ERANGE, "name beyond");
+	CHECK(gslb_health_set_name(h, 0, "") == STEER_EINVAL, "empty name");
+	CHECK(gslb_health_set_name(h, 0, "a b") == STEER_EINVAL, "name with a blank");
+	CHECK(gslb_health_set_name(h, 0, "a\nb") == STEER_EINVAL, "name with a newline");
+	CHECK(gslb_health_set_monitor(h, 1, gslb_sttl_make(true, 20) | GSLB_STTL_FORCED) == 0,
+	      "set monitor");
+	gslb_sttl_t s = gslb_health_sttl(h, 1);
+	CHECK(gslb_sttl_down(s) && !gslb_sttl_forced(s) && gslb_sttl_ttl(s) == 20,
+	      "monitor state read back, FORCED bit not accepted from a monitor");
+	gslb_health_entry_t e;
+	CHECK(gslb_health_entry(h, 3, &e) == STEER_ERANGE, "entry beyond");
+
+	gslb_health_t *d = gslb_health_dup(h, 5);
+	CHECK(d->count == 5, "dup grows");
+	CHECK(gslb_health_sttl(d, 1) == gslb_health_sttl(h, 1), "dup keeps states");
+	CHECK(gslb_health_sttl(d, 4) == 0, "new target UP");
+	CHECK(gslb_health_set_monitor(d, 1, 0) == 0 && gslb_health_sttl(h, 1) != 0,
+	      "dup is independent of the original");
+	gslb_health_t *same = gslb_health_dup(h, 1);
+	CHECK(same->count == 3, "dup never shrinks");
+	gslb_health_free(same);
+	gslb_health_free(d);
+	gslb_health_free(h);
+	gslb_health_free(NULL);
+
+	gslb_health_t *z = gslb_health_new(0);
+	CHECK(z->count == 0 && gslb_health_sttl(z, 0) == 0, "empty table");
+	gslb_health_free(z);
+}
+
+static void test_override_globs(void)
+{
+	static const struct {
+		const char *what;
+		const char *rules[4]; /* "PATTERN STATE" */
+		const char *want;     /* per target, see states_str() */
+	} rows[] = {
+	    {"no rules", {NULL}, "--------"},
+	    {"datacenter everywhere", {"*/*/telecom/* DOWN"}, "DD--D---"},
+	    {"whole service", {"service/vpn.example.test/* DOWN"}, "DDDD----"},
+	    {"one address", {"service/www.example.test/edu/192.0.2.20 DOWN"}, "------D-"},
+	    {"last rule wins", {"service/vpn.example.test/* DOWN", "*/*/edu/* UP"}, "DDDU--UU"},
+	    {"order matters", {"*/*/edu/* UP", "service/vpn.example.test/* DOWN"}, "DDDD--UU"},
+	    {"case-insensitive", {"SERVICE/WWW.Example.TEST/* DOWN"}, "----DDD-"},
+	    {"character class", {"*/*/[tu]*/* DOWN"}, "DDD-DD--"},
+	    {"negated class", {"*/*/[!e]*/* DOWN"}, "DDD-DD--"},
+	    {"IPv6 only", {"*:* DOWN"}, "-D---D--"},
+	    {"everything", {"* DOWN"}, "DDDDDDDD"},
+	    {"service named telecom is not a DC", {"service/telecom/* DOWN"}, "-------D"},
+	    {"matches nothing", {"service/nope/* DOWN"}, "--------"},
+	    {"forced UP looks UP", {"* UP"}, "UUUUUUUU"},
+	};
+	for (size_t r = 0; r < STEER_ARRAY_LEN(rows); r++) {
+		gslb_health_t *h = named_table();
+		gslb_overrides_t ov;
+		gslb_overrides_init(&ov);
+		for (size_t i = 0; i < 4 && rows[r].rules[i]; i++) {
+			char pat[128], state[16], err[256];
+			CHECK(sscanf(rows[r].rules[i], "%127s %15s", pat, state) == 2, "row");
+			int ret = gslb_overrides_set(&ov, pat, strcmp(state, "DOWN") == 0, 0, err,
+			                             sizeof(err));
+			CHECK(ret == 0, "%s: rule '%s': %s", rows[r].what, pat, err);
+		}
+		gslb_health_apply_overrides(h, &ov, NULL);
+		char got[N_TARGETS + 1];
+		states_str(h, got);
+		CHECK(strcmp(got, rows[r].want) == 0, "%s: got %s, want %s", rows[r].what, got,
+		      rows[r].want);
+		gslb_overrides_deinit(&ov);
+		gslb_health_free(h);
+	}
+}
+
+static void test_override_semantics(void)
+{
+	gslb_health_t *h = named_table();
+	gslb_overrides_t ov;
+	gslb_overrides_init(&ov);
+	char err[256];
+	/* Monitor: target 0 DOWN with a 7 s cap, target 2 UP with a 9 s cap. */
+	CHECK(gslb_health_set_monitor(h, 0, gslb_sttl_make(true, 7)) == 0, "mon 0");
+	CHECK(gslb_health_set_monitor(h, 2, gslb_sttl_make(false, 9)) == 0, "mon 2");
+	CHECK(gslb_overrides_set(&ov, "*/*/telecom/*", false, 3, err, sizeof(err)) == 0, "up");
+	CHECK(gslb_overrides_set(&ov, "*/*/unicom/*", true, 0, err, sizeof(err)) == 0, "down");
+	uint32_t matches[2];
+	gslb_health_apply_overrides(h, &ov, matches);
+	CHECK(matches[0] == 3 && matches[1] == 2, "match counts %u %u", matches[0], matches[1]);
+	gslb_sttl_t s0 = gslb_health_sttl(h, 0), s2 = gslb_health_sttl(h, 2);
+	CHECK(!gslb_sttl_down(s0) && gslb_sttl_forced(s0) && gslb_sttl_ttl(s0) == 7,
+	      "forced UP wins over a DOWN monitor, keeps its TTL cap");
+	CHECK(gslb_sttl_down(s2) && gslb_sttl_forced(s2) && gslb_sttl_ttl(s2) == 9,
+	      "forced DOWN wins over an UP monitor, keeps its TTL cap");
+
+	/* A monitor update under an override changes the monitor column only. */
+	CHECK(gslb_health_set_monitor(h, 0, gslb_sttl_make(true, 4)) == 0, "mon 0 again");
+	s0 = gslb_health_sttl(h, 0);
+	CHECK(!gslb_sttl_down(s0) && gslb_sttl_ttl(s0) == 4, "still forced UP, new cap");
+
+	gslb_health_entry_t e;
+	char reason[256];
+	CHECK(gslb_health_entry(h, 0, &e) == 0, "entry 0");
+	CHECK(e.forced && e.rule_line == 3 && strcmp(e.pattern, "*/*/telecom/*") == 0 &&
+	          gslb_sttl_down(e.monitor) && !gslb_sttl_down(e.eff),
+	      "entry 0 fields");
+	gslb_health_reason(&e, reason, sizeof(reason));
+	CHECK(strcmp(reason, "forced UP by override '*/*/telecom/*' (line 3); monitor: DOWN") == 0,
+	      "reason 0: %s", reason);
+	CHECK(gslb_health_entry(h, 2, &e) == 0, "entry 2");
+	gslb_health_reason(&e, reason, sizeof(reason));
+	CHECK(strcmp(reason, "forced DOWN by override '*/*/unicom/*'; monitor: UP") == 0,
+	      "reason 2: %s", reason);
+	CHECK(gslb_health_entry(h, 3, &e) == 0 && !e.forced && !e.pattern, "entry 3");
+	gslb_health_reason(&e, reason, sizeof(reason));
+	CHECK(strcmp(reason, "monitor: UP") == 0, "reason 3: %s", reason);
+
+	/* Reasons survive the list they came from: the table keeps its own copy. */
+	gslb_overrides_t other;
+	gslb_overrides_init(&other);
+	gslb_health_t *next = gslb_health_dup(h, h->count);
+	gslb_overrides_deinit(&ov);
+	CHECK(gslb_health_entry(next, 0, &e) == 0 && e.pattern &&
+	          strcmp(e.pattern, "*/*/telecom/*") == 0,
+	      "dup keeps the rule text after the list is gone");
+
+	/* Clearing the overrides returns every target to its monitor state. */
+	gslb_health_apply_overrides(next, &other, NULL);
+	s0 = gslb_health_sttl(next, 0);
+	s2 = gslb_health_sttl(next, 2);
+	CHECK(gslb_sttl_down(s0) && !gslb_sttl_forced(s0), "back to monitor DOWN");
+	CHECK(!gslb_sttl_down(s2) && !gslb_sttl_forced(s2), "back to monitor UP");
+
+	/* Unnamed targets match nothing, even "*". */
+	gslb_health_t *grown = gslb_health_dup(next, next->count + 1);
+	CHECK(gslb_overrides_set(&other, "*", true, 0, err, sizeof(err)) == 0, "star");
+	gslb_health_apply_overrides(grown, &other, NULL);
+	CHECK(gslb_sttl_down(gslb_health_sttl(grown, 1)), "named target forced");
+	CHECK(!gslb_sttl_down(gslb_health_sttl(grown, N_TARGETS)), "unnamed target untouched");
+	gslb_overrides_deinit(&other);
+	gslb_health_free(grown);
+	gslb_health_free(next);
+	gslb_health_free(h);
+}
+
+static int count_cb(const gslb_health_entry_t *e, void *ctx)
+{
+	unsigned *n = ctx;
+	if (e->id != *n)
+		return -1; /* out of order */
+	(*n)++;
+	return *n == 5 ? 42 : 0;
+}
+
+static void test_list(void)
+{
+	gslb_health_t *h = named_table();
+	unsigned n = 0;
+	CHECK(gslb_health_list(h, count_cb, &n) == 42 && n == 5, "list stops at non-zero (%u)", n);
+	gslb_health_free(h);
+}
+
+static void test_override_list(void)
+{
+	static const struct {
+		const char *pattern;
+		const char *err; /* substring, NULL if accepted */
+	} rows[] = {
+	    {"*/*/telecom/*", NULL},
+	    {"service/[ab]*", NULL},
+	    {"service/[]]*", NULL},
+	    {"service/[!]]*", NULL},
+	    {"service/\\[x", NULL},
+	    {"", "empty"},
+	    {"a b", "whitespace"},
+	    {"a\tb", "whitespace"},
+	    {"a#b", "'#'"},
+	    {"service/*[telecom", "unclosed '['"},
+	    {"service/[!", "unclosed '['"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_overrides_t ov;
+		gslb_overrides_init(&ov);
+		char err[256] = "";
+		int ret = gslb_overrides_set(&ov, rows[i].pattern, true, 0, err, sizeof(err));
+		if (!rows[i].err)
+			CHECK(ret == 0 && ov.count == 1, "'%s' accepted (%s)", rows[i].pattern,
+			      err);
+		else
+			CHECK(ret == STEER_EINVAL && ov.count == 0 && strstr(err, rows[i].err),
+			      "'%s' rejected with '%s': %d '%s'", rows[i].pattern, rows[i].err, ret,
+			      err);
+		gslb_overrides_deinit(&ov);
+	}
+	char big[1100];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	gslb_overrides_t ov;
+	gslb_overrides_init(&ov);
+	char err[256];
+	CHECK(gslb_overrides_set(&ov, big, true, 0, err, sizeof(err)) == STEER_EINVAL,
+	      "over-long pattern");
+
+	/* Setting a pattern again moves it last, so the newest command wins. */
+	CHECK(gslb_overrides_set(&ov, "a/*", true, 0, err, sizeof(err)) == 0, "a");
+	CHECK(gslb_overrides_set(&ov, "b/*", true, 0, err, sizeof(err)) == 0, "b");
+	CHECK(gslb_overrides_set(&ov, "a/*", false, 0, err, sizeof(err)) == 0, "a again");
+	CHECK(ov.count == 2 && strcmp(ov.rules[0].pattern, "b/*") == 0 &&
+	          strcmp(ov.rules[1].pattern, "a/*") == 0 && !ov.rules[1].down,
+	      "re-set moves the rule last with its new state");
+	CHECK(gslb_overrides_remove(&ov, "b/*") == 0 && ov.count == 1, "remove");
+	CHECK(gslb_overrides_remove(&ov, "b/*") == STEER_ENOENT, "remove twice");
+	/* Many rules force the array to grow. */
+	for (int i = 0; i < 100; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "p%d/*", i);
+		CHECK(gslb_overrides_set(&ov, p, i % 2, 0, err, sizeof(err)) == 0, "%s", p);
+	}
+	CHECK(ov.count == 101, "101 rules");
+	gslb_overrides_deinit(&ov);
+	CHECK(ov.count == 0 && !ov.rules, "deinit empties");
+}
+
+static void test_state_file_load(void)
+{
+	static const struct {
+		const char *file;
+		int ret;
+		const char *err; /* exact message */
+	} rows[] = {
+	    {"gslb/state/good.state", 0, NULL},
+	    {"gslb/state/empty.state", 0, NULL},
+	    {"gslb/state/crlf.state", 0, NULL},
+	    {"gslb/state/bad_missing_state.state", STEER_ESYNTAX,
+	     "gslb/state/bad_missing_state.state:2: missing state after "
+	     "'service/vpn.example.test/*' (want UP or DOWN)"},
+	    {"gslb/state/bad_state_word.state", STEER_ESYNTAX,
+	     "gslb/state/bad_state_word.state:4: bad state 'SIDEWAYS' (want UP or DOWN)"},
+	    {"gslb/state/bad_extra_word.state", STEER_ESYNTAX,
+	     "gslb/state/bad_extra_word.state:1: unexpected 'now' after the state"},
+	    {"gslb/state/bad_bracket.state", STEER_ESYNTAX,
+	     "gslb/state/bad_bracket.state:3: unclosed '[' in pattern 'service/*[telecom/*'"},
+	    {"gslb/state/bad_nul.state", STEER_ESYNTAX,
+	     "gslb/state/bad_nul.state:2: NUL byte in line"},
+	    {"gslb/state", STEER_EISDIR_FOR_TEST, "gslb/state: read error: Is a directory"},
+	    {"gslb/state/missing.state", STEER_ENOENT,
+	     "gslb/state/missing.state: No such file or directory"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_overrides_t ov;
+		gslb_overrides_init(&ov);
+		char err[512] = "";
+		/* A rule loaded before must survive a failed load. */
+		CHECK(gslb_overrides_set(&ov, "keep/*", true, 0, err, sizeof(err)) == 0, "keep");
+		int ret = gslb_overrides_load(&ov, rows[i].file, err, sizeof(err));
+		CHECK(ret == rows[i].ret, "%s: ret %d, want %d (%s)", rows[i].file, ret,
+		      rows[i].ret, err);
+		if (rows[i].err) {
+			CHECK(strcmp(err, rows[i].err) == 0, "%s: error '%s'", rows[i].file, err);
+			CHECK(ov.count == 1 && strcmp(ov.rules[0].pattern, "keep/*") == 0,
+			      "%s: failed load leaves the list unchanged", rows[i].file);
+		} else {
+			CHECK(ov.count == 0 || strcmp(ov.rules[0].pattern, "keep/*") != 0,
+			      "%s: load replaces the list", rows[i].file);
+		}
+		gslb_overrides_deinit(&ov);
+	}
+
+	gslb_overrides_t ov;
+	gslb_overrides_init(&ov);
+	char err[512];
+	CHECK(gslb_overrides_load(&ov, "gslb/state/good.state", err, sizeof(err)) == 0, "good");
+	static const struct {
+		const char *pattern;
+		bool down;
+		uint32_t line;
+	} want[] = {
+	    {"*/*/telecom/*", true, 3},
+	    {"service/vpn.example.test/*", true, 5},
+	    {"service/vpn.example.test/edu/192.0.2.10", false, 6},
+	    {"service/WWW.example.test/unicom/2001:db8:2::10", true, 8},
+	};
+	CHECK(ov.count == STEER_ARRAY_LEN(want), "good: %zu rules", ov.count);
+	for (size_t i = 0; i < ov.count && i < STEER_ARRAY_LEN(want); i++)
+		CHECK(strcmp(ov.rules[i].pattern, want[i].pattern) == 0 &&
+		          ov.rules[i].down == want[i].down && ov.rules[i].line == want[i].line,
+		      "good rule %zu: '%s' %d line %u", i, ov.rules[i].pattern, ov.rules[i].down,
+		      ov.rules[i].line);
+	gslb_health_t *h = named_table();
+	gslb_health_apply_overrides(h, &ov, NULL);
+	char got[N_TARGETS + 1];
+	states_str(h, got);
+	CHECK(strcmp(got, "DDDUDD--") == 0, "good file applied: %s", got);
+	gslb_health_free(h);
+	gslb_overrides_deinit(&ov);
+
+	CHECK(gslb_overrides_load(&ov, "gslb/state/crlf.state", err, sizeof(err)) == 0 &&
+	          ov.count == 2 && strcmp(ov.rules[1].pattern, "b/*") == 0 && ov.rules[1].down,
+	      "CRLF line ends");
+	gslb_overrides_deinit(&ov);
+}
+
+static bool dir_has_only(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *de;
+	bool ok = true;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, name))
+			ok = false;
+	closedir(d);
+	return ok;
+}
+
+static void test_state_file_save(void)
+{
+	char dir[] = "/tmp/steer-test-health-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	char path[128], err[512];
+	snprintf(path, sizeof(path), "%s/overrides.state", dir);
+
+	gslb_overrides_t ov, back;
+	gslb_overrides_init(&ov);
+	gslb_overrides_init(&back);
+	CHECK(gslb_overrides_load(&ov, "gslb/state/good.state", err, sizeof(err)) == 0, "load");
+	CHECK(gslb_overrides_set(&ov, "service/x/[ab]*/*", false, 0, err, sizeof(err)) == 0,
+	      "add one through the API");
+	CHECK(gslb_overrides_save(&ov, path, err, sizeof(err)) == 0, "save: %s", err);
+	CHECK(gslb_overrides_load(&back, path, err, sizeof(err)) == 0, "reload: %s", err);
+	CHECK(back.count == ov.count, "round trip keeps %zu rules", back.count);
+	for (size_t i = 0; i < back.count && i < ov.count; i++)
+		CHECK(strcmp(back.rules[i].pattern, ov.rules[i].pattern) == 0 &&
+		          back.rules[i].down == ov.rules[i].down,
+		      "round trip rule %zu", i);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644, "mode 0644");
+	CHECK(dir_has_only(dir, "overrides.state"), "no temporary file left behind");
+
+	/* Saving again replaces the file in place. */
+	CHECK(gslb_overrides_remove(&ov, "*/*/telecom/*") == 0, "remove");
+	CHECK(gslb_overrides_save(&ov, path, err, sizeof(err)) == 0, "save again");
+	CHECK(gslb_overrides_load(&back, path, err, sizeof(err)) == 0 && back.count == ov.count,
+	      "reload again");
+	CHECK(dir_has_only(dir, "overrides.state"), "still one file");
+
+	char bad[160];
+	snprintf(bad, sizeof(bad), "%s/no/such/dir/x.state", dir);
+	int ret = gslb_overrides_save(&ov, bad, err, sizeof(err));
+	CHECK(ret == STEER_ENOENT && strstr(err, bad) && strstr(err, "No such file"),
+	      "save into a missing folder: %d %s", ret, err);
+
+	gslb_overrides_deinit(&ov);
+	gslb_overrides_deinit(&back);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	test_sttl_packing();
+	test_table_basics();
+	test_override_globs();
+	test_override_semantics();
+	test_list();
+	test_override_list();
+	test_state_file_load();
+	test_state_file_save();
+	return unit_finish("test_health");
+}
