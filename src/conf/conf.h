@@ -21,6 +21,89 @@ typedef struct {
 	size_t n_xfr_allow;
 } conf_zone_t;
 
+/* ---- GSLB (issue 3): datacenters, maps, services. Names are resolved to indices by the
+ * parser; semantic checks that need gslb/ knowledge (policy names, all-down names, address
+ * families per policy) run in the GSLB builder, which reports errors with @c line. ---- */
+
+typedef struct {
+	char *name;
+	bool has_coords;
+	double lat, lon; /* degrees, -90..90 / -180..180 */
+	unsigned line;
+} conf_datacenter_t;
+
+/* An ordered list of datacenters, as indices into conf_t.datacenters. */
+typedef struct {
+	size_t *dc;
+	size_t n;
+} conf_dclist_t;
+
+typedef struct {
+	char *file;           /* a nets file (resolved path) or NULL for inline prefixes */
+	steer_prefix_t *cidr; /* inline prefixes */
+	size_t n_cidr;
+	conf_dclist_t datacenters;
+	unsigned line;
+} conf_nets_t;
+
+typedef struct {
+	char *match; /* "AS", "AS/CN", "AS/CN/31", "AS/CN/31/Shanghai"; NULL for ASN rules */
+	uint32_t *asn;
+	size_t n_asn;
+	conf_dclist_t datacenters;
+	unsigned line;
+} conf_geoip_rule_t;
+
+typedef struct {
+	char *name;
+	conf_nets_t *nets;
+	size_t n_nets;
+	char *geoip_database; /* resolved path, NULL = no mmdb */
+	bool auto_distance;   /* order by great-circle distance when no rule matches */
+	conf_geoip_rule_t *rules;
+	size_t n_rules;
+	conf_dclist_t default_dcs;  /* when nothing matches; empty = the service's own order */
+	bool ignore_ecs;            /* decide on the resolver's address even when ECS is present */
+	bool ecs_private_is_absent; /* ECS with a private/loopback/link-local address = no ECS */
+	unsigned line;
+} conf_map_t;
+
+typedef struct {
+	sa_family_t family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	uint32_t weight; /* 1..65535, default 1 */
+} conf_address_t;
+
+typedef struct {
+	size_t datacenter; /* index into conf_t.datacenters */
+	conf_address_t *addresses;
+	size_t n_addresses;
+	char *policy;   /* in-datacenter policy name, NULL = all UP addresses */
+	unsigned multi; /* for policy multi: at most this many addresses */
+	unsigned line;
+} conf_service_dc_t;
+
+typedef struct {
+	char *name;   /* owner name, presentation form; must lie inside a served zone */
+	char *policy; /* datacenter-level policy name (failover, geo, weighted, ...) */
+	size_t map;   /* index into conf_t.maps, SIZE_MAX = none */
+	uint32_t ttl;
+	conf_service_dc_t *dcs; /* in the configured (failover) order */
+	size_t n_dcs;
+	char *all_down;           /* first-datacenter | fallback | nodata | servfail */
+	conf_address_t *fallback; /* for all_down fallback */
+	size_t n_fallback;
+	char *fallback_cname;                      /* or a CNAME target for all_down fallback */
+	unsigned persist_prefix4, persist_prefix6; /* client prefix hashed by persist (24 / 56) */
+	unsigned line;
+} conf_service_t;
+
+typedef struct {
+	char *pattern; /* glob over "service/<name>/<datacenter>/<address>" */
+	bool up;
+	unsigned line;
+} conf_override_t;
+
 typedef struct {
 	char *path; /* the config file, NULL in quick mode (command-line zones) */
 
@@ -45,6 +128,19 @@ typedef struct {
 
 	conf_zone_t *zones;
 	size_t n_zones;
+
+	/* GSLB: */
+	conf_datacenter_t *datacenters;
+	size_t n_datacenters;
+	conf_map_t *maps;
+	size_t n_maps;
+	conf_service_t *services;
+	size_t n_services;
+	char **whoami; /* names answering the resolver's and the ECS address */
+	size_t n_whoami;
+	char *state_file; /* admin overrides persisted here (read at start, written on change) */
+	conf_override_t *overrides; /* from the config, applied before the state file's */
+	size_t n_overrides;
 } conf_t;
 
 /** A configuration with every default and no zones (quick mode starts from this). */
