@@ -21,13 +21,14 @@
 
 static_assert(sizeof(log_target_t) == sizeof(int), "enums are stored as int");
 static_assert(sizeof(log_level_t) == sizeof(int), "enums are stored as int");
+static_assert(sizeof(uint32_t) == sizeof(unsigned), "uint32_t fields are parsed as unsigned");
 
 /* Room for a value error before the "file:line: section.key: " prefix is added. */
 #define MSG_MAX 512
 
 /* ---- schema lookups ---------------------------------------------------------------------- */
 
-static const conf_key_t *find_key(const char *section, const char *name)
+const conf_key_t *conf_find_key(const char *section, const char *name)
 {
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		if (strcmp(conf_keys[i].section, section) == 0 &&
@@ -129,10 +130,13 @@ static int parse_uint(const conf_key_t *key, void *base, const char *text, char 
 static int parse_enum(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
 {
 	for (const conf_enum_t *e = key->enums; e->name; e++) {
-		if (strcmp(e->name, text) == 0) {
+		if (strcmp(e->name, text) != 0)
+			continue;
+		if (key->size == sizeof(bool))
+			*(bool *)field(base, key) = e->value != 0;
+		else
 			*(int *)field(base, key) = e->value;
-			return 0;
-		}
+		return 0;
 	}
 	int n = snprintf(msg, len, "expected one of");
 	for (const conf_enum_t *e = key->enums; e->name && n >= 0 && (size_t)n < len; e++)
@@ -144,7 +148,7 @@ static int parse_enum(const conf_key_t *key, void *base, const char *text, char 
 }
 
 /* Relative paths are relative to the config file's folder; @p dir is NULL for the cwd. */
-static char *resolve_path(const char *dir, const char *text)
+char *conf_resolve_path(const char *dir, const char *text)
 {
 	if (!dir || text[0] == '/')
 		return xstrdup(text);
@@ -180,7 +184,7 @@ static int parse_string(const conf_key_t *key, void *base, const char *text, con
 			return -1;
 		}
 	}
-	char *value = key->type == CONF_TYPE_PATH ? resolve_path(dir, text) : xstrdup(text);
+	char *value = key->type == CONF_TYPE_PATH ? conf_resolve_path(dir, text) : xstrdup(text);
 	if (key->max && strlen(value) > key->max) {
 		snprintf(msg, len, "'%s' is %zu bytes long, at most %u are allowed", value,
 		         strlen(value), key->max);
@@ -230,6 +234,21 @@ static int parse_prefix(const conf_key_t *key, void *base, const char *text, cha
 	return 0;
 }
 
+/* YAML 1.2 core schema booleans. */
+static int parse_bool(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	static const char *const yes[] = {"true", "True", "TRUE"}, *const no[] = {"false", "False",
+	                                                                          "FALSE"};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(yes); i++) {
+		if (strcmp(text, yes[i]) == 0 || strcmp(text, no[i]) == 0) {
+			*(bool *)field(base, key) = strcmp(text, yes[i]) == 0;
+			return 0;
+		}
+	}
+	snprintf(msg, len, "expected true or false, got '%s'", text);
+	return -1;
+}
+
 /*
  * Parse @p text into the field of @p key in @p base (lists: append one item). Returns 0 or -1
  * with a message (no location) in @p msg.
@@ -250,17 +269,21 @@ static int value_parse(const conf_key_t *key, void *base, const char *text, cons
 		return parse_addr(key, base, text, msg, len);
 	case CONF_TYPE_PREFIX_LIST:
 		return parse_prefix(key, base, text, msg, len);
+	case CONF_TYPE_BOOL:
+		return parse_bool(key, base, text, msg, len);
+	case CONF_TYPE_NODE:
+		break;
 	}
 	snprintf(msg, len, "unsupported type");
 	return -1;
 }
 
-static void apply_defaults(const char *section, void *base)
+void conf_apply_defaults(const char *section, void *base)
 {
 	char msg[MSG_MAX], item[256];
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (strcmp(key->section, section) != 0 || !key->def)
+		if (strcmp(key->section, section) != 0 || !key->def || key->type == CONF_TYPE_NODE)
 			continue;
 		if (!is_list_type(key->type)) {
 			STEER_ASSERT(value_parse(key, base, key->def, NULL, msg, sizeof(msg)) == 0);
@@ -277,7 +300,7 @@ static void apply_defaults(const char *section, void *base)
 	}
 }
 
-static void free_fields(const char *section, void *base)
+void conf_free_fields(const char *section, void *base)
 {
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
@@ -358,29 +381,17 @@ static void zone_append(conf_t *conf, const conf_zone_t *zone)
 static void zone_drop_last(conf_t *conf)
 {
 	STEER_ASSERT(conf->n_zones > 0);
-	free_fields("zones", &conf->zones[--conf->n_zones]);
+	conf_free_fields("zones", &conf->zones[--conf->n_zones]);
 }
 
 /* ---- YAML walking ------------------------------------------------------------------------- */
 
-typedef struct {
-	const char *file; /* as given, for messages */
-	FILE *in;
-	char *dir; /* folder of file for relative paths; NULL = cwd */
-	yaml_document_t *doc;
-	conf_t *conf;
-	size_t *zone_lines; /* line of each zone's mapping, for duplicate messages */
-	char *err;
-	size_t errlen;
-} loader_t;
-
-static size_t node_line(const yaml_node_t *node)
+size_t conf_node_line(const yaml_node_t *node)
 {
 	return node->start_mark.line + 1;
 }
 
-STEER_PRINTF(3, 4)
-static int fail(loader_t *ld, size_t line, const char *fmt, ...)
+int conf_fail(conf_loader_t *ld, size_t line, const char *fmt, ...)
 {
 	va_list ap;
 	int n = snprintf(ld->err, ld->errlen, "%s:%zu: ", ld->file, line);
@@ -392,7 +403,7 @@ static int fail(loader_t *ld, size_t line, const char *fmt, ...)
 	return STEER_ECONF;
 }
 
-static const char *kind_name(const yaml_node_t *node)
+const char *conf_kind_name(const yaml_node_t *node)
 {
 	switch (node->type) {
 	case YAML_MAPPING_NODE:
@@ -407,7 +418,7 @@ static const char *kind_name(const yaml_node_t *node)
 	return "nothing";
 }
 
-static bool is_null(const yaml_node_t *node)
+bool conf_is_null(const yaml_node_t *node)
 {
 	if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
@@ -416,81 +427,86 @@ static bool is_null(const yaml_node_t *node)
 	       strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
 }
 
-static yaml_node_t *get_node(loader_t *ld, int id)
+yaml_node_t *conf_node(conf_loader_t *ld, int id)
 {
 	return yaml_document_get_node(ld->doc, id);
 }
 
 /* Mapping keys must be plain text without NUL bytes; returns the text or NULL (error set). */
-static const char *key_text(loader_t *ld, const yaml_node_t *key, int *ret)
+const char *conf_key_text(conf_loader_t *ld, const yaml_node_t *key, int *ret)
 {
 	if (key->type != YAML_SCALAR_NODE) {
-		*ret = fail(ld, node_line(key), "keys must be plain names, not %s", kind_name(key));
+		*ret = conf_fail(ld, conf_node_line(key), "keys must be plain names, not %s",
+		                 conf_kind_name(key));
 		return NULL;
 	}
 	const char *text = (const char *)key->data.scalar.value;
 	if (strlen(text) != key->data.scalar.length) {
-		*ret = fail(ld, node_line(key), "key contains a NUL byte");
+		*ret = conf_fail(ld, conf_node_line(key), "key contains a NUL byte");
 		return NULL;
 	}
 	return text;
 }
 
 /* YAML leaves duplicate keys to the application; a repeated key is almost always a mistake. */
-static int check_duplicate_key(loader_t *ld, const yaml_node_t *map, const yaml_node_pair_t *pair,
-                               const char *text, const char *section)
+int conf_check_duplicate_key(conf_loader_t *ld, const yaml_node_t *map,
+                             const yaml_node_pair_t *pair, const char *text, const char *section)
 {
 	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < pair; p++) {
-		const yaml_node_t *k = get_node(ld, p->key);
+		const yaml_node_t *k = conf_node(ld, p->key);
 		if (k->type == YAML_SCALAR_NODE &&
 		    strcmp((const char *)k->data.scalar.value, text) == 0)
 			return section
-			           ? fail(ld, node_line(get_node(ld, pair->key)),
-			                  "duplicate key '%s' in section '%s' (first at line %zu)",
-			                  text, section, node_line(k))
-			           : fail(ld, node_line(get_node(ld, pair->key)),
-			                  "duplicate section '%s' (first at line %zu)", text,
-			                  node_line(k));
+			           ? conf_fail(
+			                 ld, conf_node_line(conf_node(ld, pair->key)),
+			                 "duplicate key '%s' in section '%s' (first at line %zu)",
+			                 text, section, conf_node_line(k))
+			           : conf_fail(ld, conf_node_line(conf_node(ld, pair->key)),
+			                       "duplicate section '%s' (first at line %zu)", text,
+			                       conf_node_line(k));
 	}
 	return 0;
 }
 
-static int scalar_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+static int scalar_value(conf_loader_t *ld, const conf_key_t *key, void *base,
+                        const yaml_node_t *node)
 {
 	char msg[MSG_MAX];
 	const char *text = (const char *)node->data.scalar.value;
 	if (strlen(text) != node->data.scalar.length)
-		return fail(ld, node_line(node), "%s.%s: value contains a NUL byte", key->section,
-		            key->name);
+		return conf_fail(ld, conf_node_line(node), "%s.%s: value contains a NUL byte",
+		                 key->section, key->name);
 	if (value_parse(key, base, text, ld->dir, msg, sizeof(msg)) != 0)
-		return fail(ld, node_line(node), "%s.%s: %s", key->section, key->name, msg);
+		return conf_fail(ld, conf_node_line(node), "%s.%s: %s", key->section, key->name,
+		                 msg);
 	return 0;
 }
 
-static int list_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+static int list_value(conf_loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
 {
 	list_clear(base, key);
-	if (node->type == YAML_SCALAR_NODE && is_null(node)) {
+	if (node->type == YAML_SCALAR_NODE && conf_is_null(node)) {
 		if (key->flags & CONF_F_NONEMPTY)
-			return fail(ld, node_line(node), "%s.%s: needs at least one value",
-			            key->section, key->name);
+			return conf_fail(ld, conf_node_line(node),
+			                 "%s.%s: needs at least one value", key->section,
+			                 key->name);
 		return 0;
 	}
 	if (node->type == YAML_SCALAR_NODE)
 		return scalar_value(ld, key, base, node);
 	if (node->type != YAML_SEQUENCE_NODE)
-		return fail(ld, node_line(node), "%s.%s: expected a list, got %s", key->section,
-		            key->name, kind_name(node));
+		return conf_fail(ld, conf_node_line(node), "%s.%s: expected a list, got %s",
+		                 key->section, key->name, conf_kind_name(node));
 	const yaml_node_item_t *start = node->data.sequence.items.start;
 	const yaml_node_item_t *top = node->data.sequence.items.top;
 	if (start == top && (key->flags & CONF_F_NONEMPTY))
-		return fail(ld, node_line(node), "%s.%s: needs at least one value", key->section,
-		            key->name);
+		return conf_fail(ld, conf_node_line(node), "%s.%s: needs at least one value",
+		                 key->section, key->name);
 	for (const yaml_node_item_t *it = start; it < top; it++) {
-		const yaml_node_t *item = get_node(ld, *it);
-		if (item->type != YAML_SCALAR_NODE || is_null(item))
-			return fail(
-			    ld, node_line(item), "%s.%s: list items must be single values%s",
+		const yaml_node_t *item = conf_node(ld, *it);
+		if (item->type != YAML_SCALAR_NODE || conf_is_null(item))
+			return conf_fail(
+			    ld, conf_node_line(item), "%s.%s: list items must be single values%s",
 			    key->section, key->name,
 			    key->type == CONF_TYPE_ADDR_LIST && item->type != YAML_SCALAR_NODE
 			        ? " (quote IPv6 addresses: \"[::1]:53\")"
@@ -502,17 +518,17 @@ static int list_value(loader_t *ld, const conf_key_t *key, void *base, const yam
 	return 0;
 }
 
-static int key_value(loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
+static int key_value(conf_loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *node)
 {
 	if (is_list_type(key->type))
 		return list_value(ld, key, base, node);
 	if (node->type != YAML_SCALAR_NODE)
-		return fail(ld, node_line(node), "%s.%s: expected a single value, got %s",
-		            key->section, key->name, kind_name(node));
-	if (is_null(node)) {
+		return conf_fail(ld, conf_node_line(node), "%s.%s: expected a single value, got %s",
+		                 key->section, key->name, conf_kind_name(node));
+	if (conf_is_null(node)) {
 		if (key->def || (key->flags & CONF_F_REQUIRED) || !is_string_type(key->type))
-			return fail(ld, node_line(node), "%s.%s: needs a value", key->section,
-			            key->name);
+			return conf_fail(ld, conf_node_line(node), "%s.%s: needs a value",
+			                 key->section, key->name);
 		char **slot = field(base, key);
 		free(*slot);
 		*slot = NULL;
@@ -521,11 +537,11 @@ static int key_value(loader_t *ld, const conf_key_t *key, void *base, const yaml
 	return scalar_value(ld, key, base, node);
 }
 
-static bool mapping_has_key(loader_t *ld, const yaml_node_t *map, const char *name)
+static bool mapping_has_key(conf_loader_t *ld, const yaml_node_t *map, const char *name)
 {
 	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
 	     p < map->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = get_node(ld, p->key);
+		const yaml_node_t *k = conf_node(ld, p->key);
 		if (k->type == YAML_SCALAR_NODE &&
 		    strcmp((const char *)k->data.scalar.value, name) == 0)
 			return true;
@@ -533,146 +549,201 @@ static bool mapping_has_key(loader_t *ld, const yaml_node_t *map, const char *na
 	return false;
 }
 
-static int check_required(loader_t *ld, const char *section, const yaml_node_t *map)
+static int check_required(conf_loader_t *ld, const char *section, const yaml_node_t *map)
 {
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
 		if (strcmp(key->section, section) != 0 || !(key->flags & CONF_F_REQUIRED))
 			continue;
 		if (!mapping_has_key(ld, map, key->name))
-			return fail(ld, node_line(map), "missing required key '%s' in section '%s'",
-			            key->name, section);
+			return conf_fail(ld, conf_node_line(map),
+			                 "missing required key '%s' in section '%s'", key->name,
+			                 section);
 	}
 	return 0;
 }
 
-/* One mapping of keys of @p section into @p base (conf_t, or conf_zone_t for zones). */
-static int load_mapping(loader_t *ld, const char *section, void *base, const yaml_node_t *map)
+int conf_scalar_text(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
+                     const char **out)
+{
+	if (node->type != YAML_SCALAR_NODE)
+		return conf_fail(ld, conf_node_line(node), "%s.%s: expected a single value, got %s",
+		                 key->section, key->name, conf_kind_name(node));
+	if (conf_is_null(node))
+		return conf_fail(ld, conf_node_line(node), "%s.%s: needs a value", key->section,
+		                 key->name);
+	const char *text = (const char *)node->data.scalar.value;
+	if (strlen(text) != node->data.scalar.length)
+		return conf_fail(ld, conf_node_line(node), "%s.%s: value contains a NUL byte",
+		                 key->section, key->name);
+	*out = text;
+	return 0;
+}
+
+int conf_load_keys(conf_loader_t *ld, const char *section, void *base, const yaml_node_t *map,
+                   conf_node_cb cb, void *ctx)
 {
 	int ret = 0;
 	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
 	     p < map->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = get_node(ld, p->key);
-		const char *name = key_text(ld, k, &ret);
+		const yaml_node_t *k = conf_node(ld, p->key);
+		const char *name = conf_key_text(ld, k, &ret);
 		if (!name)
 			return ret;
-		ret = check_duplicate_key(ld, map, p, name, section);
+		ret = conf_check_duplicate_key(ld, map, p, name, section);
 		if (ret != 0)
 			return ret;
-		const conf_key_t *key = find_key(section, name);
+		const conf_key_t *key = conf_find_key(section, name);
 		if (!key)
-			return fail(ld, node_line(k), "unknown key '%s' in section '%s'", name,
-			            section);
-		ret = key_value(ld, key, base, get_node(ld, p->value));
+			return conf_fail(ld, conf_node_line(k), "unknown key '%s' in section '%s'",
+			                 name, section);
+		const yaml_node_t *value = conf_node(ld, p->value);
+		if (key->type == CONF_TYPE_NODE) {
+			STEER_ASSERT(cb);
+			ret = cb(ld, key, base, value, ctx);
+		} else {
+			ret = key_value(ld, key, base, value);
+		}
 		if (ret != 0)
 			return ret;
-		if (key == find_key("server", "listen"))
+		if (key == conf_find_key("server", "listen"))
 			ld->conf->listen_is_default = false;
 	}
 	return check_required(ld, section, map);
 }
 
-static int load_zone(loader_t *ld, const yaml_node_t *item, size_t index)
+static int load_mapping(conf_loader_t *ld, const char *section, void *base, const yaml_node_t *map)
+{
+	return conf_load_keys(ld, section, base, map, NULL, NULL);
+}
+
+static int load_zone(conf_loader_t *ld, const yaml_node_t *item, size_t index)
 {
 	conf_zone_t zone = {0};
 	if (item->type != YAML_MAPPING_NODE)
-		return fail(
-		    ld, node_line(item),
+		return conf_fail(
+		    ld, conf_node_line(item),
 		    "zones: each zone must be a mapping (- domain: NAME, file: PATH), got %s",
-		    kind_name(item));
-	apply_defaults("zones", &zone);
+		    conf_kind_name(item));
+	conf_apply_defaults("zones", &zone);
 	int ret = load_mapping(ld, "zones", &zone, item);
 	if (ret != 0) {
-		free_fields("zones", &zone);
+		conf_free_fields("zones", &zone);
 		return ret;
 	}
 	zone_append(ld->conf, &zone);
-	ld->zone_lines[index] = node_line(item);
+	ld->zone_lines[index] = conf_node_line(item);
 	return 0;
 }
 
-static int load_zones(loader_t *ld, const conf_section_t *sec, const yaml_node_t *node)
+static int load_zones(conf_loader_t *ld, const conf_section_t *sec, const yaml_node_t *node)
 {
-	if (node->type != YAML_SEQUENCE_NODE && !is_null(node))
-		return fail(ld, node_line(node),
-		            "section 'zones' must be a list of zones (- domain: NAME), got %s",
-		            kind_name(node));
+	if (node->type != YAML_SEQUENCE_NODE && !conf_is_null(node))
+		return conf_fail(ld, conf_node_line(node),
+		                 "section 'zones' must be a list of zones (- domain: NAME), got %s",
+		                 conf_kind_name(node));
 	const yaml_node_item_t *start = NULL, *top = NULL;
 	if (node->type == YAML_SEQUENCE_NODE) {
 		start = node->data.sequence.items.start;
 		top = node->data.sequence.items.top;
 	}
 	if (start == top && (sec->flags & CONF_F_NONEMPTY))
-		return fail(ld, node_line(node), "section 'zones' needs at least one zone");
+		return conf_fail(ld, conf_node_line(node),
+		                 "section 'zones' needs at least one zone");
 	ld->zone_lines = xcalloc((size_t)(top - start), sizeof(size_t));
 	for (const yaml_node_item_t *it = start; it < top; it++) {
-		int ret = load_zone(ld, get_node(ld, *it), (size_t)(it - start));
+		int ret = load_zone(ld, conf_node(ld, *it), (size_t)(it - start));
 		if (ret != 0)
 			return ret;
 	}
 	size_t first, dup;
 	if (find_duplicate_zone(ld->conf, &first, &dup))
-		return fail(ld, ld->zone_lines[dup],
-		            "duplicate zone '%s' (first defined at line %zu)",
-		            ld->conf->zones[dup].domain, ld->zone_lines[first]);
+		return conf_fail(ld, ld->zone_lines[dup],
+		                 "duplicate zone '%s' (first defined at line %zu)",
+		                 ld->conf->zones[dup].domain, ld->zone_lines[first]);
 	return 0;
 }
 
-static int load_section(loader_t *ld, const yaml_node_t *k, const yaml_node_t *v)
+static int load_section(conf_loader_t *ld, const yaml_node_t *k, const yaml_node_t *v)
 {
 	const char *name = (const char *)k->data.scalar.value;
 	const conf_section_t *sec = find_section(name);
-	if (!sec) {
-		char expected[128] = "";
+	if (!sec || sec->nested) {
+		char expected[256] = "";
 		size_t used = 0;
-		for (size_t i = 0; i < conf_n_sections && used < sizeof(expected); i++)
-			used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%s%s",
-			                         i ? ", " : "", conf_sections[i].name);
-		return fail(ld, node_line(k), "unknown section '%s' (expected %s)", name, expected);
+		for (size_t i = 0; i < conf_n_sections && used < sizeof(expected); i++) {
+			if (!conf_sections[i].nested)
+				used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+				                         "%s%s", used ? ", " : "",
+				                         conf_sections[i].name);
+		}
+		return conf_fail(ld, conf_node_line(k), "unknown section '%s' (expected %s)", name,
+		                 expected);
 	}
+	if (sec->load)
+		return 0; /* after every other section: see load_root() */
 	if (sec->is_list)
 		return load_zones(ld, sec, v);
-	if (is_null(v))
+	if (conf_is_null(v))
 		return 0;
 	if (v->type != YAML_MAPPING_NODE)
-		return fail(ld, node_line(v), "section '%s' must be a mapping of keys, got %s",
-		            name, kind_name(v));
+		return conf_fail(ld, conf_node_line(v),
+		                 "section '%s' must be a mapping of keys, got %s", name,
+		                 conf_kind_name(v));
 	return load_mapping(ld, name, ld->conf, v);
 }
 
-static int check_required_sections(loader_t *ld, const yaml_node_t *root)
+static int check_required_sections(conf_loader_t *ld, const yaml_node_t *root)
 {
 	for (size_t i = 0; i < conf_n_sections; i++) {
 		const conf_section_t *sec = &conf_sections[i];
 		if (!(sec->flags & CONF_F_REQUIRED))
 			continue;
 		if (!root || !mapping_has_key(ld, root, sec->name))
-			return fail(ld, root ? node_line(root) : 1, "missing required section '%s'",
-			            sec->name);
+			return conf_fail(ld, root ? conf_node_line(root) : 1,
+			                 "missing required section '%s'", sec->name);
 	}
 	return 0;
 }
 
-static int load_root(loader_t *ld, const yaml_node_t *root)
+static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 {
 	int ret = 0;
-	if (!root || is_null(root))
+	if (!root || conf_is_null(root))
 		return check_required_sections(ld, NULL);
 	if (root->type != YAML_MAPPING_NODE)
-		return fail(ld, node_line(root),
-		            "the top level must be a mapping of sections, got %s", kind_name(root));
+		return conf_fail(ld, conf_node_line(root),
+		                 "the top level must be a mapping of sections, got %s",
+		                 conf_kind_name(root));
 	for (const yaml_node_pair_t *p = root->data.mapping.pairs.start;
 	     p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = get_node(ld, p->key);
-		if (!key_text(ld, k, &ret))
+		const yaml_node_t *k = conf_node(ld, p->key);
+		if (!conf_key_text(ld, k, &ret))
 			return ret;
-		ret = check_duplicate_key(ld, root, p, (const char *)k->data.scalar.value, NULL);
+		ret =
+		    conf_check_duplicate_key(ld, root, p, (const char *)k->data.scalar.value, NULL);
 		if (ret == 0)
-			ret = load_section(ld, k, get_node(ld, p->value));
+			ret = load_section(ld, k, conf_node(ld, p->value));
 		if (ret != 0)
 			return ret;
 	}
-	return check_required_sections(ld, root);
+	ret = check_required_sections(ld, root);
+	/*
+	 * Sections with their own loader (GSLB) refer to zones and to each other by name, so they
+	 * load last, in table order (datacenters, maps, services, ...), wherever they stand.
+	 */
+	for (size_t i = 0; i < conf_n_sections && ret == 0; i++) {
+		const conf_section_t *sec = &conf_sections[i];
+		if (!sec->load || sec->nested)
+			continue;
+		for (const yaml_node_pair_t *p = root->data.mapping.pairs.start;
+		     p < root->data.mapping.pairs.top && ret == 0; p++) {
+			const yaml_node_t *k = conf_node(ld, p->key);
+			if (strcmp((const char *)k->data.scalar.value, sec->name) == 0)
+				ret = sec->load(ld, conf_node(ld, p->value));
+		}
+	}
+	return ret;
 }
 
 /* libyaml reports reader (encoding) errors as a byte offset only. */
@@ -727,18 +798,18 @@ static const char *syntax_hint(FILE *in, size_t line)
 	return "";
 }
 
-static int yaml_error(loader_t *ld, const yaml_parser_t *parser)
+static int yaml_error(conf_loader_t *ld, const yaml_parser_t *parser)
 {
 	const char *problem = parser->problem ? parser->problem : "unreadable input";
 	size_t line = parser->problem_mark.line + 1;
 	if (parser->error == YAML_READER_ERROR)
-		return fail(ld, line_of_offset(ld->in, parser->problem_offset), "invalid YAML: %s",
-		            problem);
+		return conf_fail(ld, line_of_offset(ld->in, parser->problem_offset),
+		                 "invalid YAML: %s", problem);
 	const char *hint = syntax_hint(ld->in, line);
 	if (parser->context)
-		return fail(ld, line, "invalid YAML: %s %s that started at line %zu%s", problem,
-		            parser->context, parser->context_mark.line + 1, hint);
-	return fail(ld, line, "invalid YAML: %s%s", problem, hint);
+		return conf_fail(ld, line, "invalid YAML: %s %s that started at line %zu%s",
+		                 problem, parser->context, parser->context_mark.line + 1, hint);
+	return conf_fail(ld, line, "invalid YAML: %s%s", problem, hint);
 }
 
 static char *dir_of(const char *path)
@@ -755,7 +826,7 @@ static char *dir_of(const char *path)
 }
 
 /* Parse the first document; a second one is refused since it would be silently ignored. */
-static int load_document(loader_t *ld, yaml_parser_t *parser)
+static int load_document(conf_loader_t *ld, yaml_parser_t *parser)
 {
 	yaml_document_t doc, extra;
 	if (!yaml_parser_load(parser, &doc))
@@ -770,14 +841,15 @@ static int load_document(loader_t *ld, yaml_parser_t *parser)
 		return yaml_error(ld, parser);
 	yaml_node_t *more = yaml_document_get_root_node(&extra);
 	if (more)
-		ret = fail(ld, node_line(more), "only one YAML document is allowed per file");
+		ret = conf_fail(ld, conf_node_line(more),
+		                "only one YAML document is allowed per file");
 	yaml_document_delete(&extra);
 	return ret;
 }
 
 int conf_load_file(const char *path, conf_t **out, char *err, size_t errlen)
 {
-	loader_t ld = {.file = path, .err = err, .errlen = errlen};
+	conf_loader_t ld = {.file = path, .err = err, .errlen = errlen};
 	yaml_parser_t parser;
 	int ret;
 
@@ -824,15 +896,15 @@ int conf_load_file(const char *path, conf_t **out, char *err, size_t errlen)
 conf_t *conf_new_default(void)
 {
 	conf_t *conf = xcalloc(1, sizeof(*conf));
-	apply_defaults("server", conf);
-	apply_defaults("log", conf);
+	conf_apply_defaults("server", conf);
+	conf_apply_defaults("log", conf);
 	conf->listen_is_default = true;
 	return conf;
 }
 
 int conf_add_listen(conf_t *conf, const char *text, char *err, size_t errlen)
 {
-	const conf_key_t *key = find_key("server", "listen");
+	const conf_key_t *key = conf_find_key("server", "listen");
 	STEER_ASSERT(key);
 	if (conf->listen_is_default) {
 		list_clear(conf, key);
@@ -855,11 +927,13 @@ int conf_add_zone_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
 
 	conf_zone_t zone = {0};
 	int ret = 0;
-	apply_defaults("zones", &zone);
-	if (value_parse(find_key("zones", "domain"), &zone, domain, NULL, msg, sizeof(msg)) != 0 ||
-	    value_parse(find_key("zones", "file"), &zone, eq + 1, NULL, msg, sizeof(msg)) != 0) {
+	conf_apply_defaults("zones", &zone);
+	if (value_parse(conf_find_key("zones", "domain"), &zone, domain, NULL, msg, sizeof(msg)) !=
+	        0 ||
+	    value_parse(conf_find_key("zones", "file"), &zone, eq + 1, NULL, msg, sizeof(msg)) !=
+	        0) {
 		snprintf(err, errlen, "%s", msg);
-		free_fields("zones", &zone);
+		conf_free_fields("zones", &zone);
 		ret = STEER_EINVAL;
 		goto out;
 	}
@@ -923,6 +997,9 @@ static bool value_equal(const conf_key_t *key, const void *a, const void *b)
 		return *(const uint16_t *)cfield(a, key) == *(const uint16_t *)cfield(b, key);
 	if (key->type == CONF_TYPE_UINT)
 		return *(const unsigned *)cfield(a, key) == *(const unsigned *)cfield(b, key);
+	if (key->type == CONF_TYPE_BOOL ||
+	    (key->type == CONF_TYPE_ENUM && key->size == sizeof(bool)))
+		return *(const bool *)cfield(a, key) == *(const bool *)cfield(b, key);
 	return *(const int *)cfield(a, key) == *(const int *)cfield(b, key);
 }
 
@@ -933,8 +1010,9 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 		buf[0] = '\0';
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (!(key->flags & CONF_F_RESTART) || strcmp(key->section, "zones") == 0)
-			continue;
+		if (!(key->flags & CONF_F_RESTART) ||
+		    (strcmp(key->section, "server") != 0 && strcmp(key->section, "log") != 0))
+			continue; /* other sections are not keys of conf_t; GSLB reloads */
 		if (value_equal(key, old, new))
 			continue;
 		int n = snprintf(buf + used, size - used, "%s%s", used ? "," : "", key->name);
@@ -951,10 +1029,11 @@ void conf_free(conf_t *conf)
 	if (!conf)
 		return;
 	for (size_t i = 0; i < conf->n_zones; i++)
-		free_fields("zones", &conf->zones[i]);
+		conf_free_fields("zones", &conf->zones[i]);
 	free(conf->zones);
-	free_fields("server", conf);
-	free_fields("log", conf);
+	conf_free_fields("server", conf);
+	conf_free_fields("log", conf);
+	conf_gslb_free(conf);
 	free(conf->path);
 	free(conf);
 }

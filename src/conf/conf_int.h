@@ -1,23 +1,29 @@
 /*
- * Internal to src/conf: the schema table (conf_schema.c) and the types that describe it. The
- * parser (conf.c) and the reference generator only walk this table, so adding a setting means
- * adding one row here, one field in conf_t and one test.
+ * Internal to src/conf: the schema table (conf_schema.c), the types that describe it, and the
+ * YAML-walking helpers shared by the generic loader (conf.c) and the GSLB sections
+ * (conf_gslb.c). The parser and the reference generator only walk the table, so adding a
+ * setting means adding one row here, one field in conf_t and one test. Control thread only.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <yaml.h>
 
+#include "base/compiler.h"
 #include "conf/conf.h"
 
 typedef enum {
 	CONF_TYPE_UINT,        /* unsigned or uint16_t (see size), bounded by min..max */
 	CONF_TYPE_STRING,      /* char *, non-empty */
 	CONF_TYPE_PATH,        /* char *, relative paths resolved against the config folder */
-	CONF_TYPE_ENUM,        /* int-sized enum, names in enums[] */
+	CONF_TYPE_ENUM,        /* int-sized enum (or bool when size is sizeof(bool)), enums[] */
 	CONF_TYPE_DNAME,       /* char *, a domain name kept as written, validated */
 	CONF_TYPE_ADDR_LIST,   /* steer_sockaddr_t array + size_t count */
 	CONF_TYPE_PREFIX_LIST, /* steer_prefix_t array + size_t count */
+	CONF_TYPE_BOOL,        /* bool: true or false */
+	CONF_TYPE_NODE,        /* structured value parsed by the section's own code; type_doc */
 } conf_type_t;
 
 /* Key flags. */
@@ -31,26 +37,115 @@ typedef struct {
 } conf_enum_t;
 
 typedef struct {
-	const char *section; /* "server", "log" or "zones" (a key of one item of the list) */
+	const char *section; /* "server", "zones", "services.datacenters", ... */
 	const char *name;    /* as written in YAML */
 	conf_type_t type;
-	size_t offset;     /* of the value in conf_t, or in conf_zone_t for "zones" */
-	size_t size;       /* UINT: sizeof the field; lists: offset of the size_t count */
+	size_t offset;     /* of the value in the section's struct (conf_t, conf_zone_t, ...) */
+	size_t size;       /* UINT/ENUM: sizeof the field; lists: offset of the size_t count */
 	unsigned min, max; /* UINT bounds; STRING/PATH: max is the longest length (0 = any) */
 	const conf_enum_t *enums; /* ENUM: terminated by a NULL name */
 	const char *def;          /* default in YAML text (lists: space-separated), NULL = none */
 	unsigned flags;           /* CONF_F_* */
+	const char *type_doc;     /* NODE: the value's shape for the reference */
 	const char *doc;          /* Markdown, one paragraph */
 } conf_key_t;
 
-typedef struct {
+typedef struct conf_loader conf_loader_t;
+typedef struct conf_section conf_section_t;
+
+/* Loads a whole top-level section from its YAML value. */
+typedef int (*conf_section_load_cb)(conf_loader_t *ld, const yaml_node_t *node);
+
+struct conf_section {
 	const char *name;
 	bool is_list;   /* a sequence of mappings (zones) rather than one mapping */
 	unsigned flags; /* CONF_F_REQUIRED, CONF_F_NONEMPTY */
 	const char *doc;
-} conf_section_t;
+	bool nested;               /* documents keys inside another section; not top level */
+	conf_section_load_cb load; /* NULL: the generic loader (keys of conf_t, or zones) */
+};
 
 extern const conf_section_t conf_sections[];
 extern const size_t conf_n_sections;
 extern const conf_key_t conf_keys[];
 extern const size_t conf_n_keys;
+
+/* ---- loader state and helpers (conf.c) ---------------------------------------------------- */
+
+struct conf_loader {
+	const char *file; /* as given, for messages */
+	FILE *in;
+	char *dir; /* folder of file for relative paths; NULL = cwd */
+	yaml_document_t *doc;
+	conf_t *conf;
+	size_t *zone_lines; /* line of each zone's mapping, for duplicate messages */
+	char *err;
+	size_t errlen;
+};
+
+/* Called by conf_load_keys() for each CONF_TYPE_NODE key found in the mapping. */
+typedef int (*conf_node_cb)(conf_loader_t *ld, const conf_key_t *key, void *base,
+                            const yaml_node_t *value, void *ctx);
+
+/** Write "file:line: message" into the loader's error buffer; returns STEER_ECONF. */
+int conf_fail(conf_loader_t *ld, size_t line, const char *fmt, ...) STEER_PRINTF(3, 4);
+
+/** 1-based line where @p node starts. */
+size_t conf_node_line(const yaml_node_t *node) STEER_NONNULL(1);
+
+/** "a mapping", "a list", "a single value": for type errors. */
+const char *conf_kind_name(const yaml_node_t *node) STEER_NONNULL(1);
+
+/** True for a plain empty, "~" or "null" scalar. */
+bool conf_is_null(const yaml_node_t *node) STEER_NONNULL(1);
+
+/** The node with id @p id of the document being loaded. */
+yaml_node_t *conf_node(conf_loader_t *ld, int id) STEER_NONNULL(1);
+
+/** Text of mapping key @p key, or NULL with an error written (*@p ret = STEER_ECONF). */
+const char *conf_key_text(conf_loader_t *ld, const yaml_node_t *key, int *ret)
+    STEER_NONNULL(1, 2, 3);
+
+/** STEER_ECONF when @p text was already a key of @p map before @p pair, else 0. */
+int conf_check_duplicate_key(conf_loader_t *ld, const yaml_node_t *map,
+                             const yaml_node_pair_t *pair, const char *text, const char *section)
+    STEER_NONNULL(1, 2, 3, 4);
+
+/**
+ * The text of scalar @p node for key @p key (section.key in messages). A non-scalar, a null
+ * or a NUL byte is an error (STEER_ECONF, *@p out untouched).
+ */
+int conf_scalar_text(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
+                     const char **out) STEER_NONNULL(1, 2, 3, 4);
+
+/**
+ * Load the keys of mapping @p map (already checked to be a mapping) as keys of @p section
+ * into @p base: unknown and duplicate keys are errors, scalar and list keys go through the
+ * generic value parsers, CONF_TYPE_NODE keys through @p cb, then required keys are checked.
+ */
+int conf_load_keys(conf_loader_t *ld, const char *section, void *base, const yaml_node_t *map,
+                   conf_node_cb cb, void *ctx) STEER_NONNULL(1, 2, 3, 4);
+
+/** Apply the table defaults of the scalar keys of @p section to @p base. */
+void conf_apply_defaults(const char *section, void *base) STEER_NONNULL(1, 2);
+
+/** Free the strings and lists of @p section's table keys in @p base. */
+void conf_free_fields(const char *section, void *base) STEER_NONNULL(1, 2);
+
+/** @p text resolved against @p dir (NULL = kept as is); caller frees. */
+char *conf_resolve_path(const char *dir, const char *text) STEER_NONNULL(2);
+
+/** The schema row of @p section.@p name, or NULL. */
+const conf_key_t *conf_find_key(const char *section, const char *name) STEER_NONNULL(1, 2);
+
+/* ---- GSLB sections (conf_gslb.c) ---------------------------------------------------------- */
+
+/** Section loaders for datacenters, maps, services, whoami and gslb. */
+int conf_gslb_load_datacenters(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_gslb_load_maps(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_gslb_load_services(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_gslb_load_whoami(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_gslb_load_gslb(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Free every GSLB field of @p conf and reset them to empty. */
+void conf_gslb_free(conf_t *conf) STEER_NONNULL(1);

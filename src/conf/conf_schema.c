@@ -28,15 +28,98 @@ static const conf_enum_t log_levels[] = {
     {"info", LOG_LEVEL_INFO}, {"debug", LOG_LEVEL_DEBUG},     {NULL, 0},
 };
 
+static const conf_enum_t override_states[] = {
+    {"up", 1},
+    {"down", 0},
+    {NULL, 0},
+};
+
 /* sun_path holds 108 bytes including the terminating NUL. */
 #define UNIX_PATH_MAXLEN 107
 
 const conf_section_t conf_sections[] = {
-    {"server", false, 0, "Listening sockets, threads, limits and process settings."},
-    {"log", false, 0, "Where log messages go and how many."},
+    {"server", false, 0, "Listening sockets, threads, limits and process settings.", false, NULL},
+    {"log", false, 0, "Where log messages go and how many.", false, NULL},
     {"zones", true, CONF_F_REQUIRED | CONF_F_NONEMPTY,
      "The zones to serve: a list with one mapping per zone. At least one zone is required. "
-     "Zone files are re-read on reload only when they changed."},
+     "Zone files are re-read on reload only when they changed.",
+     false, NULL},
+    {"datacenters", true, 0,
+     "GSLB: the sites (or ISP links) that services answer from, one mapping per datacenter. "
+     "Maps and services refer to them by name. All GSLB sections take effect on reload; a "
+     "name that refers to something not configured is an error with its `file:line`.",
+     false, conf_gslb_load_datacenters},
+    {"maps", false, 0,
+     "GSLB: client address -> ordered list of datacenters, used by `geo` services. A mapping "
+     "of map name -> the keys below. The most specific source wins: `nets` prefixes (longest "
+     "match), then the `geoip` database, then `default`. The client is the EDNS Client Subnet "
+     "address when the query carries one (RFC 7871), else the resolver's address.",
+     false, conf_gslb_load_maps},
+    {"maps.nets", true, 0,
+     "Each item of a map's `nets` list: address prefixes, inline or from a file, and the "
+     "datacenters to prefer for them. Give exactly one of `file` and `cidr`.",
+     true, NULL},
+    {"maps.geoip", false, 0,
+     "A map's `geoip` mapping: a MaxMind database (mmdb, e.g. GeoLite2-City or GeoLite2-ASN) "
+     "consulted for clients no `nets` prefix matched.",
+     true, NULL},
+    {"maps.geoip.rules", true, 0,
+     "Each item of `geoip.rules`: a location or ASN rule and its datacenters. ASN rules win "
+     "over location rules; among location rules the deepest match wins. Give exactly one of "
+     "`match` and `asn`.",
+     true, NULL},
+    {"services", true, 0,
+     "GSLB: names answered per client. A list with one mapping per service; each name must "
+     "lie inside a served zone and may be listed once. A service answers A and AAAA queries "
+     "with the addresses of the datacenter its `policy` picks, skipping datacenters with no "
+     "address up. Example:\n\n"
+     "```yaml\n"
+     "datacenters:\n"
+     "  - { name: telecom, coords: [31.23, 121.47] }\n"
+     "  - { name: edu }\n"
+     "maps:\n"
+     "  isp:\n"
+     "    nets:\n"
+     "      - { file: nets/chinanet.txt, datacenters: [telecom, edu] }\n"
+     "      - { cidr: [202.120.0.0/16, \"2001:da8::/32\"], datacenters: [edu, telecom] }\n"
+     "    default: [telecom, edu]\n"
+     "services:\n"
+     "  - name: www.example.test\n"
+     "    policy: geo\n"
+     "    map: isp\n"
+     "    datacenters:\n"
+     "      telecom: { addresses: [198.51.100.10, \"2001:db8:1::10\"] }\n"
+     "      edu: { addresses: [192.0.2.10, 192.0.2.11], policy: weighted, weights: [3, 1] }\n"
+     "    all-down: fallback\n"
+     "    fallback: [192.0.2.99]\n"
+     "whoami: [whoami.example.test]\n"
+     "gslb:\n"
+     "  overrides:\n"
+     "    - { pattern: \"service/*/edu/*\", state: down }\n"
+     "```",
+     false, conf_gslb_load_services},
+    {"services.datacenters", false, 0,
+     "A service's `datacenters`: an ordered mapping of datacenter name -> the keys below. The "
+     "order is the failover order (and the `geo` order for clients no map entry prefers).",
+     true, NULL},
+    {"services.datacenters.addresses", false, 0,
+     "An item of `addresses` written as a mapping, to give one address its own weight: "
+     "`{ address: 192.0.2.10, weight: 2 }`. A plain address has weight 1.",
+     true, NULL},
+    {"whoami", false, 0,
+     "GSLB: a list of names (each inside a served zone) that answer with the address of the "
+     "resolver that asked and the EDNS Client Subnet it sent (A/AAAA and TXT). For debugging what "
+     "a resolver passes on.",
+     false, conf_gslb_load_whoami},
+    {"gslb", false, 0,
+     "GSLB administration: forced up/down states (overrides) and where they persist. Health "
+     "targets are named `service/<service name without trailing dot>/<datacenter>/<address>`, "
+     "e.g. `service/www.example.test/edu/192.0.2.10`.",
+     false, conf_gslb_load_gslb},
+    {"gslb.overrides", true, 0,
+     "Each item of `gslb.overrides`: force the targets matching a glob up or down. Later "
+     "rules win; rules from the state file apply after these.",
+     true, NULL},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
 
@@ -140,6 +223,233 @@ const conf_key_t conf_keys[] = {
      .doc = "Clients allowed to transfer the zone with AXFR over TCP: addresses or prefixes "
             "such as `192.0.2.1`, `10.0.0.0/8`, `\"2001:db8::/32\"`. Host bits beyond the prefix "
             "length are an error, which catches typos. Unset or empty: nobody."},
+    /* ---- GSLB ---- */
+    {.section = "datacenters",
+     .name = "name",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_datacenter_t, name),
+     .max = 63,
+     .flags = CONF_F_REQUIRED,
+     .doc = "The datacenter's name, unique: letters, digits, `-`, `_` and `.`."},
+    {.section = "datacenters",
+     .name = "coords",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "`[latitude, longitude]` in degrees (-90 to 90, -180 to 180)",
+     .doc = "Where the datacenter is, for `geoip.auto-distance`. Unset: the datacenter is "
+            "never chosen by distance."},
+    {.section = "maps",
+     .name = "nets",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of mappings (see `maps.nets`)",
+     .doc = "Address prefixes and their datacenter lists; the longest prefix matching the "
+            "client wins."},
+    {.section = "maps",
+     .name = "geoip",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `maps.geoip`)",
+     .doc = "A MaxMind database for clients no `nets` prefix matched. Unset: no database."},
+    {.section = "maps",
+     .name = "default",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of datacenter names",
+     .doc = "Datacenters for clients nothing else matched. Unset or empty: the service's own "
+            "datacenter order."},
+    {.section = "maps",
+     .name = "ignore-ecs",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_map_t, ignore_ecs),
+     .def = "false",
+     .doc = "Decide on the resolver's address even when the query carries an EDNS Client "
+            "Subnet option (answers then have scope 0)."},
+    {.section = "maps",
+     .name = "ecs-private-is-absent",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_map_t, ecs_private_is_absent),
+     .def = "false",
+     .doc = "Treat an ECS address that is private (RFC 1918, RFC 4193), loopback or link-local "
+            "as no ECS, and decide on the resolver's address instead."},
+    {.section = "maps.nets",
+     .name = "file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_nets_t, file),
+     .doc = "A nets file: one prefix per line (`202.96.0.0/11`, `2001:db8::/32`), `#` starts a "
+            "comment. Read at start and on every reload."},
+    {.section = "maps.nets",
+     .name = "cidr",
+     .type = CONF_TYPE_PREFIX_LIST,
+     .offset = offsetof(conf_nets_t, cidr),
+     .size = offsetof(conf_nets_t, n_cidr),
+     .flags = CONF_F_NONEMPTY,
+     .doc = "Inline prefixes. Quote IPv6 prefixes in flow lists: `\"2001:da8::/32\"`."},
+    {.section = "maps.nets",
+     .name = "datacenters",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of datacenter names",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The datacenters to prefer for these prefixes, best first."},
+    {.section = "maps.geoip",
+     .name = "database",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_map_t, geoip_database),
+     .flags = CONF_F_REQUIRED,
+     .doc = "The mmdb file (GeoLite2/GeoIP2 City, Country or ASN)."},
+    {.section = "maps.geoip",
+     .name = "auto-distance",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_map_t, auto_distance),
+     .def = "false",
+     .doc = "When no rule matches a located client, order the datacenters that have `coords` "
+            "by great-circle distance from the client."},
+    {.section = "maps.geoip",
+     .name = "rules",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of mappings (see `maps.geoip.rules`)",
+     .doc = "Location and ASN rules. Unset: only `auto-distance` (if on) and `default`."},
+    {.section = "maps.geoip.rules",
+     .name = "match",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_geoip_rule_t, match),
+     .doc = "A location: continent code, then country (ISO 3166), subdivision and city, "
+            "separated by `/`: `AS`, `AS/CN`, `AS/CN/31`, `AS/CN/31/Shanghai`."},
+    {.section = "maps.geoip.rules",
+     .name = "asn",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of AS numbers (a single number is accepted too)",
+     .doc = "Autonomous system numbers, e.g. `[4134, 4812]`; needs a database with ASN data."},
+    {.section = "maps.geoip.rules",
+     .name = "datacenters",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of datacenter names",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The datacenters for clients the rule matches, best first."},
+    {.section = "services",
+     .name = "name",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_service_t, name),
+     .flags = CONF_F_REQUIRED,
+     .doc = "The name answered, e.g. `www.example.test`; it must lie inside a served zone."},
+    {.section = "services",
+     .name = "policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_t, policy),
+     .def = "failover",
+     .doc = "How the datacenter is picked: `failover` (the first in `datacenters` with an "
+            "address up), `geo` (the same in the order `map` gives for the client), "
+            "`weighted` (weighted random), `persist` (a consistent hash of the client "
+            "subnet, so a client keeps its datacenter while it is up) or `round-robin`."},
+    {.section = "services",
+     .name = "map",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "map name",
+     .doc = "The map ordering datacenters per client, for `geo`. Unset: none."},
+    {.section = "services",
+     .name = "ttl",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, ttl),
+     .size = sizeof(((conf_service_t *)0)->ttl),
+     .min = 0,
+     .max = 2147483647,
+     .def = "30",
+     .doc = "TTL of the answers in seconds (RFC 2181 limit). Short, so clients move when a "
+            "datacenter goes down."},
+    {.section = "services",
+     .name = "datacenters",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "ordered mapping of datacenter name -> mapping (see `services.datacenters`)",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The datacenters serving the name and their addresses, in failover order."},
+    {.section = "services",
+     .name = "all-down",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_t, all_down),
+     .def = "first-datacenter",
+     .doc = "What to answer when no datacenter has an address up: `first-datacenter` (all "
+            "addresses of the first one, as if up), `fallback` (the `fallback` addresses or "
+            "the `fallback-cname`), `nodata` or `servfail`."},
+    {.section = "services",
+     .name = "fallback",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of IP addresses (a single address is accepted too)",
+     .doc = "Addresses answered for `all-down: fallback`. Unset: none."},
+    {.section = "services",
+     .name = "fallback-cname",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_service_t, fallback_cname),
+     .doc = "Or a CNAME target answered for `all-down: fallback` (not both with `fallback`)."},
+    {.section = "services",
+     .name = "persist-prefix",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "`[IPv4 length, IPv6 length]`, 0 to 32 and 0 to 128",
+     .def = "[24, 56]",
+     .doc = "How much of the client address `persist` hashes: clients in one such subnet "
+            "share a datacenter."},
+    {.section = "services.datacenters",
+     .name = "addresses",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of IP addresses or mappings (see `services.datacenters.addresses`)",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The datacenter's addresses, IPv4 and IPv6 mixed: A queries get the IPv4 ones, "
+            "AAAA queries the IPv6 ones. Each may be listed once."},
+    {.section = "services.datacenters",
+     .name = "weights",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of unsigned integers, 1 to 65535",
+     .doc = "Weights of `addresses`, one per address in the same order, for `weighted` (not "
+            "together with per-address weights). Unset: weight 1 each."},
+    {.section = "services.datacenters",
+     .name = "policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_dc_t, policy),
+     .doc = "How addresses are picked inside the datacenter: `weighted`, `round-robin`, "
+            "`persist` or `multi`. Unset: every address that is up."},
+    {.section = "services.datacenters",
+     .name = "multi",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_dc_t, multi),
+     .size = sizeof(((conf_service_dc_t *)0)->multi),
+     .min = 1,
+     .max = 64,
+     .doc = "For `policy: multi`: answer at most this many addresses that are up."},
+    {.section = "services.datacenters.addresses",
+     .name = "address",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "IP address",
+     .flags = CONF_F_REQUIRED,
+     .doc = "An IPv4 or IPv6 address."},
+    {.section = "services.datacenters.addresses",
+     .name = "weight",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_address_t, weight),
+     .size = sizeof(((conf_address_t *)0)->weight),
+     .min = 1,
+     .max = 65535,
+     .def = "1",
+     .doc = "The address's weight for `weighted`."},
+    {.section = "gslb",
+     .name = "state-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_t, state_file),
+     .doc = "Admin overrides set with `steerctl` are saved here (one `PATTERN up|down` per "
+            "line) and read back at start and on reload. Unset: they last until restart."},
+    {.section = "gslb",
+     .name = "overrides",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of mappings (see `gslb.overrides`)",
+     .doc = "Forced states from the configuration. Unset: none."},
+    {.section = "gslb.overrides",
+     .name = "pattern",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_override_t, pattern),
+     .flags = CONF_F_REQUIRED,
+     .doc = "A glob over target names (`*`, `?`, `[...]`), e.g. `service/*/edu/*`."},
+    {.section = "gslb.overrides",
+     .name = "state",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_override_t, up),
+     .size = sizeof(((conf_override_t *)0)->up),
+     .enums = override_states,
+     .flags = CONF_F_REQUIRED,
+     .doc = "The forced state."},
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 
@@ -196,6 +506,10 @@ static const char *type_text(const conf_key_t *key)
 		return "list of addresses (a single address is accepted too)";
 	case CONF_TYPE_PREFIX_LIST:
 		return "list of address prefixes (a single prefix is accepted too)";
+	case CONF_TYPE_BOOL:
+		return "boolean (`true` or `false`)";
+	case CONF_TYPE_NODE:
+		return key->type_doc;
 	}
 	return "?";
 }

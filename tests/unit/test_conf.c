@@ -115,6 +115,205 @@ static void test_valid(void)
 	conf_free(c);
 }
 
+static const char *ip_str(const conf_address_t *a)
+{
+	static char buf[INET6_ADDRSTRLEN];
+	return inet_ntop(a->family, a->addr, buf, sizeof(buf)) ? buf : "?";
+}
+
+/* The datacenter names of @p l joined by ',' (e.g. "telecom,edu"). */
+static const char *dcs_str(const conf_t *c, const conf_dclist_t *l)
+{
+	static char buf[256];
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < l->n && used < sizeof(buf); i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "",
+		                         l->dc[i] < c->n_datacenters ? c->datacenters[l->dc[i]].name
+		                                                     : "?");
+	return buf;
+}
+
+/* "address/weight" items of an address list joined by ' '. */
+static const char *addrs_str(const conf_address_t *a, size_t n)
+{
+	static char buf[512];
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < sizeof(buf); i++) {
+		char ip[INET6_ADDRSTRLEN];
+		inet_ntop(a[i].family, a[i].addr, ip, sizeof(ip));
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s/%u", i ? " " : "",
+		                         ip, a[i].weight);
+	}
+	return buf;
+}
+
+static void test_gslb_maps(const conf_t *c)
+{
+	CHECK(c->n_maps == 2, "two maps: %zu", c->n_maps);
+	if (c->n_maps != 2)
+		return;
+	const conf_map_t *m = &c->maps[0];
+	CHECK(str_eq(m->name, "isp") && m->line == 37, "map 0 isp at line 37: %s %u", m->name,
+	      m->line);
+	CHECK(m->n_nets == 3, "isp has three nets items: %zu", m->n_nets);
+	if (m->n_nets == 3) {
+		const conf_nets_t *n = m->nets;
+		CHECK(str_eq(n[0].file, "conf/nets/chinanet.txt") && n[0].n_cidr == 0 &&
+		          n[0].line == 39,
+		      "nets 0: file resolved against the config folder: %s, line %u", n[0].file,
+		      n[0].line);
+		CHECK(strcmp(dcs_str(c, &n[0].datacenters), "telecom,edu,unicom") == 0,
+		      "nets 0 datacenters in order: %s", dcs_str(c, &n[0].datacenters));
+		CHECK(!n[1].file && n[1].n_cidr == 2 && n[1].line == 40,
+		      "nets 1: two inline prefixes");
+		if (n[1].n_cidr == 2)
+			CHECK(strcmp(prefix_str(&n[1].cidr[1]), "2001:da8::/32") == 0,
+			      "nets 1 cidr 1 %s", prefix_str(&n[1].cidr[1]));
+		CHECK(strcmp(dcs_str(c, &n[1].datacenters), "edu,telecom") == 0, "nets 1 dcs %s",
+		      dcs_str(c, &n[1].datacenters));
+		CHECK(n[2].n_cidr == 1 && n[2].datacenters.n == 1 && n[2].datacenters.dc[0] == 1,
+		      "nets 2: a single prefix and a single datacenter (unicom = index 1)");
+	}
+	CHECK(str_eq(m->geoip_database, "/var/lib/GeoIP/GeoLite2-City.mmdb"), "geoip database %s",
+	      m->geoip_database);
+	CHECK(m->auto_distance, "auto-distance true");
+	CHECK(m->n_rules == 3, "three rules: %zu", m->n_rules);
+	if (m->n_rules == 3) {
+		const conf_geoip_rule_t *r = m->rules;
+		CHECK(str_eq(r[0].match, "AS/CN/31") && r[0].n_asn == 0 && r[0].line == 46 &&
+		          strcmp(dcs_str(c, &r[0].datacenters), "telecom,edu") == 0,
+		      "rule 0: location AS/CN/31 -> %s", dcs_str(c, &r[0].datacenters));
+		CHECK(!r[1].match && r[1].n_asn == 2 && r[1].asn[0] == 4134 &&
+		          r[1].asn[1] == 4812 && r[1].line == 47,
+		      "rule 1: ASNs 4134, 4812");
+		CHECK(r[2].n_asn == 1 && r[2].asn[0] == 4538 &&
+		          strcmp(dcs_str(c, &r[2].datacenters), "edu") == 0,
+		      "rule 2: a single ASN");
+	}
+	CHECK(strcmp(dcs_str(c, &m->default_dcs), "telecom,unicom,edu") == 0, "default %s",
+	      dcs_str(c, &m->default_dcs));
+	CHECK(!m->ignore_ecs && m->ecs_private_is_absent,
+	      "ignore-ecs false, private-is-absent true");
+	m = &c->maps[1];
+	CHECK(str_eq(m->name, "empty") && m->n_nets == 0 && !m->geoip_database && m->n_rules == 0 &&
+	          m->default_dcs.n == 0 && !m->auto_distance && !m->ignore_ecs &&
+	          !m->ecs_private_is_absent && m->line == 52,
+	      "an empty map has every default");
+}
+
+static void test_gslb_services(const conf_t *c)
+{
+	CHECK(c->n_services == 2, "two services: %zu", c->n_services);
+	if (c->n_services != 2)
+		return;
+	const conf_service_t *s = &c->services[0];
+	CHECK(str_eq(s->name, "VPN.ecslb.example.test.") && s->line == 3,
+	      "service 0 name as written, line %u", s->line);
+	CHECK(str_eq(s->policy, "geo") && s->map == 0, "geo with map isp (index 0)");
+	CHECK(s->ttl == 2147483647u, "ttl at its maximum: %u", s->ttl);
+	CHECK(str_eq(s->all_down, "fallback") && !s->fallback_cname, "all-down fallback");
+	CHECK(strcmp(addrs_str(s->fallback, s->n_fallback), "192.0.2.99/1 2001:db8::99/1") == 0,
+	      "fallback addresses: %s", addrs_str(s->fallback, s->n_fallback));
+	CHECK(s->persist_prefix4 == 20 && s->persist_prefix6 == 48, "persist-prefix 20, 48");
+	CHECK(s->n_dcs == 3, "three datacenters: %zu", s->n_dcs);
+	if (s->n_dcs == 3) {
+		const conf_service_dc_t *d = s->dcs;
+		CHECK(d[0].datacenter == 1 && d[1].datacenter == 0 && d[2].datacenter == 2,
+		      "YAML order kept (unicom, telecom, edu), not datacenter order: %zu %zu %zu",
+		      d[0].datacenter, d[1].datacenter, d[2].datacenter);
+		CHECK(d[0].line == 8 && d[1].line == 12 && d[2].line == 13,
+		      "each datacenter keeps its line: %u %u %u", d[0].line, d[1].line, d[2].line);
+		CHECK(strcmp(addrs_str(d[0].addresses, d[0].n_addresses),
+		             "203.0.113.10/3 203.0.113.11/1") == 0 &&
+		          str_eq(d[0].policy, "weighted"),
+		      "unicom: weights list applied: %s",
+		      addrs_str(d[0].addresses, d[0].n_addresses));
+		CHECK(strcmp(addrs_str(d[1].addresses, d[1].n_addresses),
+		             "198.51.100.10/1 2001:db8:1::10/1") == 0 &&
+		          !d[1].policy && d[1].multi == 0,
+		      "telecom: IPv4 and IPv6, weight 1, no policy: %s",
+		      addrs_str(d[1].addresses, d[1].n_addresses));
+		CHECK(d[1].n_addresses == 2 && d[1].addresses[1].family == AF_INET6 &&
+		          d[1].addresses[0].family == AF_INET,
+		      "address families");
+		CHECK(strcmp(addrs_str(d[2].addresses, d[2].n_addresses),
+		             "192.0.2.10/2 192.0.2.11/1 2001:db8:2::1/1") == 0,
+		      "edu: mapping and plain addresses mixed: %s",
+		      addrs_str(d[2].addresses, d[2].n_addresses));
+		CHECK(str_eq(d[2].policy, "multi") && d[2].multi == 2, "edu: multi 2");
+	}
+	s = &c->services[1];
+	CHECK(str_eq(s->name, "www.other.test") && s->line == 23, "service 1 www.other.test");
+	CHECK(str_eq(s->policy, "failover") && s->map == SIZE_MAX && s->ttl == 30 &&
+	          str_eq(s->all_down, "first-datacenter") && s->persist_prefix4 == 24 &&
+	          s->persist_prefix6 == 56 && s->n_fallback == 0,
+	      "service 1: defaults (failover, no map, ttl 30, first-datacenter, 24/56)");
+	CHECK(str_eq(s->fallback_cname, "backup.example.net."), "fallback-cname %s",
+	      s->fallback_cname);
+	CHECK(s->n_dcs == 1 && s->dcs[0].datacenter == 2 && s->dcs[0].n_addresses == 1 &&
+	          strcmp(ip_str(&s->dcs[0].addresses[0]), "192.0.2.20") == 0,
+	      "a single address is a one-item list");
+}
+
+static void test_gslb(void)
+{
+	conf_t *c = load_ok("conf/gslb.yaml");
+	if (!c)
+		return;
+	CHECK(c->n_datacenters == 3, "three datacenters: %zu", c->n_datacenters);
+	if (c->n_datacenters == 3) {
+		const conf_datacenter_t *d = c->datacenters;
+		CHECK(str_eq(d[0].name, "telecom") && d[0].has_coords && d[0].lat == 31.23 &&
+		          d[0].lon == 121.47 && d[0].line == 33,
+		      "telecom at 31.23, 121.47, line %u", d[0].line);
+		CHECK(str_eq(d[1].name, "unicom") && d[1].has_coords && d[1].lat == -39.9 &&
+		          d[1].lon == -116.4,
+		      "negative coordinates");
+		CHECK(str_eq(d[2].name, "edu") && !d[2].has_coords && d[2].line == 35,
+		      "edu without coordinates");
+		test_gslb_maps(c);
+		test_gslb_services(c);
+	}
+	CHECK(c->n_whoami == 2 && str_eq(c->whoami[0], "whoami.ecslb.example.test") &&
+	          str_eq(c->whoami[1], "WhoAmI.Other.Test."),
+	      "whoami names as written");
+	CHECK(str_eq(c->state_file, "conf/state/overrides"), "state-file resolved: %s",
+	      c->state_file);
+	CHECK(c->n_overrides == 2, "two overrides: %zu", c->n_overrides);
+	if (c->n_overrides == 2) {
+		CHECK(str_eq(c->overrides[0].pattern, "service/*/unicom/*") &&
+		          !c->overrides[0].up && c->overrides[0].line == 57,
+		      "override 0: down, line %u", c->overrides[0].line);
+		CHECK(str_eq(c->overrides[1].pattern, "service/www.other.test/*") &&
+		          c->overrides[1].up && c->overrides[1].line == 58,
+		      "override 1: up, line %u", c->overrides[1].line);
+	}
+	conf_free(c);
+
+	c = load_ok("conf/gslb-minimal.yaml");
+	if (c) {
+		CHECK(c->n_services == 1 && c->n_datacenters == 1 && c->n_maps == 0 &&
+		          c->n_whoami == 0 && c->n_overrides == 0 && !c->state_file,
+		      "minimal GSLB: one service, one datacenter, nothing else");
+		if (c->n_services == 1)
+			CHECK(str_eq(c->services[0].policy, "failover") &&
+			          c->services[0].map == SIZE_MAX && c->services[0].ttl == 30 &&
+			          str_eq(c->services[0].all_down, "first-datacenter") &&
+			          c->services[0].dcs[0].addresses[0].weight == 1,
+			      "minimal GSLB: service defaults");
+		conf_free(c);
+	}
+	c = load_ok("conf/valid.yaml");
+	if (c) {
+		CHECK(c->n_datacenters == 0 && c->n_maps == 0 && c->n_services == 0 &&
+		          c->n_whoami == 0 && c->n_overrides == 0 && !c->state_file,
+		      "a config without GSLB sections has none");
+		conf_free(c);
+	}
+}
+
 static void check_defaults(const conf_t *c, const char *what)
 {
 	CHECK(c->n_listen == 1 && strcmp(addr_str(&c->listen[0]), "127.0.0.1:53") == 0,
@@ -160,7 +359,8 @@ static const struct {
     {"conf/err-unknown-key.yaml",
      "conf/err-unknown-key.yaml:3: unknown key 'listne' in section 'server'"},
     {"conf/err-unknown-section.yaml",
-     "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones)"},
+     "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
+     "datacenters, maps, services, whoami, gslb)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -233,6 +433,84 @@ static const struct {
                                   ".sock' is 118 bytes long, at most 107 are allowed"},
     {"conf/err-two-docs.yaml",
      "conf/err-two-docs.yaml:5: only one YAML document is allowed per file"},
+    /* GSLB */
+    {"conf/err-gslb-asn.yaml",
+     "conf/err-gslb-asn.yaml:13: maps.geoip.rules.asn: expected an unsigned integer, got 'AS4812'"},
+    {"conf/err-gslb-bad-ip.yaml", "conf/err-gslb-bad-ip.yaml:11: services.datacenters.addresses: "
+                                  "invalid IP address '192.0.2.300'"},
+    {"conf/err-gslb-bool.yaml",
+     "conf/err-gslb-bool.yaml:10: maps.ignore-ecs: expected true or false, got 'yes'"},
+    {"conf/err-gslb-coords-shape.yaml", "conf/err-gslb-coords-shape.yaml:5: datacenters.coords: "
+                                        "expected [latitude, longitude] in degrees"},
+    {"conf/err-gslb-coords.yaml",
+     "conf/err-gslb-coords.yaml:6: datacenters.coords: latitude 91 is out of range (-90 to 90)"},
+    {"conf/err-gslb-dc-name.yaml", "conf/err-gslb-dc-name.yaml:2: datacenters.name: 'us/east' may "
+                                   "only contain letters, digits, '-', '_' and '.'"},
+    {"conf/err-gslb-dc-twice.yaml",
+     "conf/err-gslb-dc-twice.yaml:10: maps.default: datacenter 'edu' is listed twice"},
+    {"conf/err-gslb-dup-address.yaml",
+     "conf/err-gslb-dup-address.yaml:11: services.datacenters.addresses: duplicate address "
+     "'2001:db8::1'"},
+    {"conf/err-gslb-dup-dc.yaml",
+     "conf/err-gslb-dup-dc.yaml:8: duplicate datacenter 'unicom' (first defined at line 6)"},
+    {"conf/err-gslb-dup-service.yaml", "conf/err-gslb-dup-service.yaml:11: services.name: "
+                                       "'WWW.example.test.' is already a service (line 9)"},
+    {"conf/err-gslb-fallback-both.yaml", "conf/err-gslb-fallback-both.yaml:9: services: give "
+                                         "either 'fallback' or 'fallback-cname', not both"},
+    {"conf/err-gslb-geoip-database.yaml", "conf/err-gslb-geoip-database.yaml:10: missing required "
+                                          "key 'database' in section 'maps.geoip'"},
+    {"conf/err-gslb-map-type.yaml", "conf/err-gslb-map-type.yaml:9: maps.isp: expected a mapping "
+                                    "of keys (nets, geoip, default, ...), got a list"},
+    {"conf/err-gslb-missing-addresses.yaml",
+     "conf/err-gslb-missing-addresses.yaml:11: missing required key 'addresses' in section "
+     "'services.datacenters'"},
+    {"conf/err-gslb-multi.yaml",
+     "conf/err-gslb-multi.yaml:11: services.datacenters.multi: 65 is out of range (1 to 64)"},
+    {"conf/err-gslb-nets-both.yaml",
+     "conf/err-gslb-nets-both.yaml:11: maps.nets: give either 'file' or 'cidr' (got both)"},
+    {"conf/err-gslb-no-dcs.yaml", "conf/err-gslb-no-dcs.yaml:7: services.datacenters: unknown "
+                                  "datacenter 'dc1' (no datacenters are configured)"},
+    {"conf/err-gslb-no-service-dcs.yaml",
+     "conf/err-gslb-no-service-dcs.yaml:10: services.datacenters: needs at least one datacenter"},
+    {"conf/err-gslb-override-pattern.yaml", "conf/err-gslb-override-pattern.yaml:11: missing "
+                                            "required key 'pattern' in section 'gslb.overrides'"},
+    {"conf/err-gslb-override.yaml",
+     "conf/err-gslb-override.yaml:10: gslb.overrides.state: expected one of up, down; got 'off'"},
+    {"conf/err-gslb-persist.yaml",
+     "conf/err-gslb-persist.yaml:12: services.persist-prefix: 129 is out of range (0 to 128)"},
+    {"conf/err-gslb-policy-type.yaml",
+     "conf/err-gslb-policy-type.yaml:10: services.policy: expected a single value, got a list"},
+    {"conf/err-gslb-rule-neither.yaml", "conf/err-gslb-rule-neither.yaml:13: maps.geoip.rules: "
+                                        "give either 'match' or 'asn' (got neither)"},
+    {"conf/err-gslb-section-type.yaml", "conf/err-gslb-section-type.yaml:9: section 'services' "
+                                        "must be a list of services (- name: NAME), got a mapping"},
+    {"conf/err-gslb-service-dc.yaml",
+     "conf/err-gslb-service-dc.yaml:12: services.datacenters: unknown datacenter 'tel' "
+     "(datacenters: telecom, unicom, edu)"},
+    {"conf/err-gslb-ttl.yaml",
+     "conf/err-gslb-ttl.yaml:10: services.ttl: 2147483648 is out of range (0 to 2147483647)"},
+    {"conf/err-gslb-unknown-dc.yaml",
+     "conf/err-gslb-unknown-dc.yaml:11: maps.nets.datacenters: unknown datacenter 'unicon' "
+     "(datacenters: telecom, unicom, edu)"},
+    {"conf/err-gslb-unknown-key.yaml",
+     "conf/err-gslb-unknown-key.yaml:12: unknown key 'adresses' in section 'services.datacenters'"},
+    {"conf/err-gslb-unknown-map.yaml",
+     "conf/err-gslb-unknown-map.yaml:13: services.map: unknown map 'ips' (maps: isp)"},
+    {"conf/err-gslb-weight-range.yaml",
+     "conf/err-gslb-weight-range.yaml:12: services.datacenters.addresses.weight: 0 is out of range "
+     "(1 to 65535)"},
+    {"conf/err-gslb-weights-both.yaml",
+     "conf/err-gslb-weights-both.yaml:12: services.datacenters.weights: give weights either in "
+     "'weights' or per address, not both"},
+    {"conf/err-gslb-weights.yaml",
+     "conf/err-gslb-weights.yaml:13: services.datacenters.weights: 1 weights for 2 addresses"},
+    {"conf/err-gslb-whoami-zone.yaml",
+     "conf/err-gslb-whoami-zone.yaml:8: whoami: 'whoami.example.org' is not inside a served zone "
+     "(zones: example.test)"},
+    {"conf/err-gslb-whoami.yaml",
+     "conf/err-gslb-whoami.yaml:13: whoami: 'www.example.test' is already a service (line 9)"},
+    {"conf/err-gslb-zone.yaml", "conf/err-gslb-zone.yaml:11: services.name: 'www.example.org' is "
+                                "not inside a served zone (zones: example.test)"},
 };
 
 static void test_errors(void)
@@ -362,6 +640,15 @@ static void test_restart_changes(void)
 	conf_restart_only_changes(a, b, buf, sizeof(buf));
 	CHECK(strcmp(buf, "") == 0, "reloadable keys are not reported (\"%s\")", buf);
 
+	conf_t *g = load_ok("conf/gslb.yaml"), *gm = load_ok("conf/gslb-minimal.yaml");
+	if (g && gm) {
+		conf_restart_only_changes(g, gm, buf, sizeof(buf));
+		CHECK(strcmp(buf, "") == 0,
+		      "GSLB sections differ but are reloadable: nothing reported (\"%s\")", buf);
+	}
+	conf_free(g);
+	conf_free(gm);
+
 	b->workers = 7;
 	b->listen[1].sin6.sin6_port = htons(5454);
 	free(b->group);
@@ -418,7 +705,12 @@ static void test_reference(void)
 	CHECK(same, "docs/configuration.md matches the schema (regenerate with `steerd "
 	            "--config-reference > docs/configuration.md`)");
 	CHECK(strstr(generated, "### `server.listen`") &&
-	          strstr(generated, "### `zones.xfr-allow`"),
+	          strstr(generated, "### `zones.xfr-allow`") &&
+	          strstr(generated, "### `datacenters.coords`") &&
+	          strstr(generated, "### `maps.geoip.rules.asn`") &&
+	          strstr(generated, "### `services.datacenters.addresses.weight`") &&
+	          strstr(generated, "### `gslb.overrides.state`") &&
+	          strstr(generated, "## `whoami`"),
 	      "reference documents every section");
 	free(generated);
 	free(file);
@@ -429,6 +721,7 @@ int main(void)
 	test_valid();
 	test_defaults();
 	test_errors();
+	test_gslb();
 	test_add_listen();
 	test_add_zone();
 	test_restart_changes();
