@@ -2,6 +2,7 @@
  * steerctl: talk to steerd over its control socket (see src/ctl/ctl.h for the framing).
  *
  *   steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]
+ *   steerctl [--json] explain --config FILE NAME CLIENT-IP [ECS-SUBNET]   (offline, no daemon)
  *
  * The socket is -s, else $STEER_CONTROL_SOCKET, else /run/steer/steerd.sock. Exit status: 0 when
  * the daemon answered ok, 1 when it answered with an error, 2 on usage or connection errors.
@@ -11,7 +12,8 @@
  *   status  {"version": "0.1.0", "pid": 1234, "uptime_s": 3600, "workers": 2, "tcp_workers": 1,
  *            "listen": ["127.0.0.1:53", "[::1]:53"], "zones": 3,
  *            "config": "/etc/steer/steer.yaml" | null (quick mode),
- *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never)}
+ *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never),
+ *            "gslb": {"services": 3, "maps": 1, "whoami": 1}}
  *   reload  {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
  *            "restart_needed": ["listen", ...]}
  *           on failure {"ok": false, "error": "zones/example.test.zone:12: ..."} and the old
@@ -21,6 +23,12 @@
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
  *            "axfr": n, "axfr_refused": n}
+ *   explain NAME CLIENT-IP [ECS-SUBNET]
+ *           {"name": "vpn.example.test", "client": "192.0.2.1", "ecs": "198.51.100.0/24" | null,
+ *            "text": "map isp: 198.51.100.0/24 (scope 24) -> telecom, edu\n..."}
+ *           (the offline form prints the same reply, computed from the config file)
+ *   health  [{"id": 0, "name": "service/vpn.example.test/telecom/192.0.2.1", "state": "UP",
+ *             "forced": false, "reason": "monitor: UP", "ttl_cap": 0}, ...]
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged.
@@ -34,7 +42,9 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "conf/conf.h"
 #include "ctl/ctl.h"
+#include "gslb/view.h"
 
 #ifndef STEER_VERSION
 #define STEER_VERSION "unknown"
@@ -43,6 +53,8 @@
 #define DEFAULT_SOCKET "/run/steer/steerd.sock"
 /* Reload re-reads changed zone files before answering; large zones take seconds. */
 #define DEFAULT_TIMEOUT_S 60
+/* Room for one explanation, as the daemon's. */
+#define EXPLAIN_MAX 16384
 
 enum { EXIT_OK = 0, EXIT_CMD = 1, EXIT_USAGE = 2 };
 
@@ -290,22 +302,78 @@ static void print_stats(const json_t *d)
 	print_counters(d, 0, kw, vw);
 }
 
+/* ---- explain and health ------------------------------------------------------------------- */
+
+static void print_explain(const json_t *d)
+{
+	const json_t *text = json_object_get(d, "text");
+	if (!json_is_string(text)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	const char *t = json_string_value(text);
+	size_t len = strlen(t);
+	fputs(t, stdout);
+	if (len == 0 || t[len - 1] != '\n')
+		putchar('\n');
+}
+
+static void print_health(const json_t *d)
+{
+	size_t i, wname = strlen("TARGET");
+	const json_t *row;
+	if (!json_is_array(d)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	if (json_array_size(d) == 0) {
+		puts("no GSLB targets");
+		return;
+	}
+	json_array_foreach(d, i, row)
+	{
+		const char *name = json_string_value(json_object_get(row, "name"));
+		if (name && strlen(name) > wname)
+			wname = strlen(name);
+	}
+	printf("%-*s  %-5s  %-6s  %s\n", (int)wname, "TARGET", "STATE", "FORCED", "REASON");
+	json_array_foreach(d, i, row)
+	{
+		const char *name = json_string_value(json_object_get(row, "name"));
+		const char *state = json_string_value(json_object_get(row, "state"));
+		const char *reason = json_string_value(json_object_get(row, "reason"));
+		printf("%-*s  %-5s  %-6s  %s\n", (int)wname, name ? name : "(unnamed)",
+		       state ? state : "?",
+		       json_is_true(json_object_get(row, "forced")) ? "yes" : "no",
+		       reason ? reason : "");
+	}
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static const struct {
 	const char *name;
 	print_cb print;
 	const char *help;
+	int min_args, max_args;
 } commands[] = {
-    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload"},
-    {"reload", print_reload, "re-read the configuration and changed zone files"},
-    {"zones", print_zones, "served zones with serial, record count and load time"},
-    {"stats", print_stats, "query counters by transport, rcode and type"},
+    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload", 0,
+     0},
+    {"reload", print_reload, "re-read the configuration and changed zone files", 0, 0},
+    {"zones", print_zones, "served zones with serial, record count and load time", 0, 0},
+    {"stats", print_stats, "query counters by transport, rcode and type", 0, 0},
+    {"explain", print_explain,
+     "NAME CLIENT-IP [ECS-SUBNET]: the GSLB decision for a client and why\n"
+     "           (explain --config FILE ...: offline, from a config file, no daemon)",
+     2, 3},
+    {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0},
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND\n\n"
+	fprintf(out, "usage: steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]\n\n"
 	             "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
@@ -397,6 +465,63 @@ static const char *connect_hint(int ret)
 	return "";
 }
 
+/* explain --config FILE NAME CLIENT-IP [ECS]: the decision computed without a daemon. */
+static int explain_offline(const char *path, char **argv, int argc, const options_t *opt)
+{
+	char err[4096];
+	conf_t *conf = NULL;
+	gslb_view_t *view = NULL;
+	int ret = conf_load_file(path, &conf, err, sizeof(err));
+	if (ret == 0)
+		ret = conf_validate(conf, err, sizeof(err));
+	if (ret == 0) {
+		err[0] = '\0';
+		ret = gslb_view_build(conf, &view, err, sizeof(err));
+		if (ret != 0 && err[0] == '\0')
+			snprintf(err, sizeof(err), "%s: %s", path, steer_strerror(ret));
+	}
+	if (ret != 0) {
+		fprintf(stderr, "steerctl: %s\n", err);
+		conf_free(conf);
+		return EXIT_CMD;
+	}
+	char *text = malloc(EXPLAIN_MAX);
+	if (text == NULL) {
+		fprintf(stderr, "steerctl: out of memory\n");
+		gslb_view_free(view);
+		conf_free(conf);
+		return EXIT_CMD;
+	}
+	const char *ecs = argc == 3 ? argv[2] : NULL;
+	ret = gslb_view_explain(view, argv[0], argv[1], ecs, text, EXPLAIN_MAX);
+	json_t *reply;
+	if (ret != 0)
+		reply = json_pack("{s:b, s:s}", "ok", 0, "error", text);
+	else
+		reply = json_pack("{s:b, s:{s:s, s:s, s:o, s:s}}", "ok", 1, "data", "name", argv[0],
+		                  "client", argv[1], "ecs", ecs ? json_string(ecs) : json_null(),
+		                  "text", text);
+	free(text);
+	gslb_view_free(view);
+	conf_free(conf);
+	int status;
+	if (opt->json) {
+		char *dump = json_dumps(reply, JSON_INDENT(2));
+		puts(dump ? dump : "{}");
+		free(dump);
+		status = ret == 0 ? EXIT_OK : EXIT_CMD;
+	} else if (ret != 0) {
+		fprintf(stderr, "steerctl: explain failed: %s\n",
+		        json_string_value(json_object_get(reply, "error")));
+		status = EXIT_CMD;
+	} else {
+		print_explain(json_object_get(reply, "data"));
+		status = EXIT_OK;
+	}
+	json_decref(reply);
+	return status;
+}
+
 static int show_reply(const json_t *reply, const options_t *opt, int cmd)
 {
 	bool ok = json_is_true(json_object_get(reply, "ok"));
@@ -438,11 +563,33 @@ int main(int argc, char **argv)
 		fputs("; see steerctl --help)\n", stderr);
 		return EXIT_USAGE;
 	}
-	if (first + 1 < argc) {
-		fprintf(stderr, "steerctl: '%s' takes no arguments\n", argv[first]);
+	int nargs = argc - first - 1;
+	bool offline = strcmp(commands[cmd].name, "explain") == 0 && nargs >= 1 &&
+	               strcmp(argv[first + 1], "--config") == 0;
+	if (offline) {
+		if (nargs < 2) {
+			fprintf(stderr, "steerctl: explain --config needs a FILE\n");
+			return EXIT_USAGE;
+		}
+		nargs -= 2;
+		if (nargs < 2 || nargs > 3) {
+			fprintf(stderr, "steerctl: usage: explain --config FILE NAME CLIENT-IP "
+			                "[ECS-SUBNET]\n");
+			return EXIT_USAGE;
+		}
+		return explain_offline(argv[first + 2], argv + first + 3, nargs, &opt);
+	}
+	if (nargs < commands[cmd].min_args || nargs > commands[cmd].max_args) {
+		if (commands[cmd].max_args == 0)
+			fprintf(stderr, "steerctl: '%s' takes no arguments\n", argv[first]);
+		else
+			fprintf(stderr, "steerctl: usage: %s %s\n", argv[first],
+			        "NAME CLIENT-IP [ECS-SUBNET]");
 		return EXIT_USAGE;
 	}
 	json_t *args = json_array();
+	for (int i = 0; i < nargs; i++)
+		json_array_append_new(args, json_string(argv[first + 1 + i]));
 	int ret = ctl_client_call(opt.socket, commands[cmd].name, args, opt.timeout_ms, &reply, err,
 	                          sizeof(err));
 	json_decref(args);

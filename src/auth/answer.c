@@ -1,6 +1,7 @@
 /*
  * Authoritative answering, RFC 1034 4.3.2 with RFC 2308 negative answers, RFC 4592 wildcards
- * and RFC 6604 CNAME chains. Runs on every query thread inside the caller's RCU read-side
+ * and RFC 6604 CNAME chains, with GSLB names (gslb/view.h) answered per client in place of
+ * zone data. Runs on every query thread inside the caller's RCU read-side
  * section; no allocation, no locks, bounded work per query (CNAME_HOPS_MAX, fixed buffers).
  */
 #include "auth/auth.h"
@@ -22,6 +23,8 @@ typedef struct {
 	dns_msg_t msg;
 	const dns_query_t *q;
 	const zone_t *zone;
+	const gslb_view_t *gslb; /* NULL: no GSLB names configured */
+	const auth_client_t *client;
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
@@ -267,6 +270,94 @@ static const uint8_t *answer_node(answer_t *a, const uint8_t *owner, const zone_
 	return NULL;
 }
 
+/* Rdata of a GSLB address: the asked family decides its length (A 4 bytes, AAAA 16). */
+static void put_gslb_addrs(answer_t *a, const uint8_t *owner, const gslb_result_t *res)
+{
+	uint16_t type = a->q->qtype == DNS_TYPE_AAAA ? DNS_TYPE_AAAA : DNS_TYPE_A;
+	uint16_t rdlen = type == DNS_TYPE_AAAA ? 16 : 4;
+	size_t len = a->msg.len;
+	uint16_t count[3];
+	memcpy(count, a->msg.count, sizeof(count));
+	for (unsigned i = 0; i < res->count; i++) {
+		if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, res->ttl,
+		                   res->addrs[i], rdlen) != 0) {
+			dns_msg_rewind(&a->msg, len, count);
+			a->truncated = true;
+			return;
+		}
+	}
+}
+
+static bool put_gslb_rr(answer_t *a, const uint8_t *owner, uint16_t type, uint32_t ttl,
+                        const uint8_t *rdata, uint16_t rdlen)
+{
+	if (a->truncated)
+		return false;
+	if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, ttl, rdata, rdlen) ==
+	    0)
+		return true;
+	a->truncated = true;
+	return false;
+}
+
+/*
+ * Answers GSLB name @p name at @p owner for this client; returns the CNAME target to continue
+ * with (inside the view, valid for the RCU section), or NULL when done.
+ */
+static const uint8_t *answer_gslb(answer_t *a, const uint8_t *owner, const gslb_name_t *name)
+{
+	gslb_client_t client = {.resolver = a->client->remote,
+	                        .ecs = a->q->has_ecs ? &a->q->ecs : NULL};
+	gslb_policy_rng_t local;
+	gslb_policy_rng_t *rng = a->client->rng;
+	if (rng == NULL) {
+		gslb_policy_rng_init(&local, (uint64_t)a->q->id << 32 ^ (uint64_t)a->msg.len);
+		rng = &local;
+	}
+	gslb_result_t res;
+	gslb_view_answer(a->gslb, name, a->q->qtype, &client, rng, &res);
+	/* One scope for the response: the narrowest any GSLB decision along the chain needed. */
+	if (res.ecs_scope > a->ecs_scope)
+		a->ecs_scope = res.ecs_scope;
+	switch (res.kind) {
+	case GSLB_RESULT_ADDRS:
+		put_gslb_addrs(a, owner, &res);
+		return NULL;
+	case GSLB_RESULT_CNAME: {
+		size_t len = dname_len(res.cname);
+		if (!put_gslb_rr(a, owner, DNS_TYPE_CNAME, res.ttl, res.cname, (uint16_t)len))
+			return NULL;
+		return res.cname;
+	}
+	case GSLB_RESULT_TXT:
+		put_gslb_rr(a, owner, DNS_TYPE_TXT, res.ttl, res.txt, res.txt_len);
+		return NULL;
+	case GSLB_RESULT_NODATA:
+		put_negative_soa(a);
+		return NULL;
+	case GSLB_RESULT_SERVFAIL:
+		a->rcode = DNS_RCODE_SERVFAIL;
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Answers @p sname from zone data; returns the CNAME target to continue with, or NULL. */
+static const uint8_t *answer_name(answer_t *a, const uint8_t *sname, const auth_lookup_t *look)
+{
+	const zone_node_t *node = look->exact;
+	if (!node) {
+		node = find_wildcard(a->zone, look->encloser);
+		if (!node) {
+			/* RFC 6604 2.1: the rcode describes the last name of the chain. */
+			a->rcode = DNS_RCODE_NXDOMAIN;
+			put_negative_soa(a);
+			return NULL;
+		}
+	}
+	return answer_node(a, look->exact ? node->owner : sname, node);
+}
+
 static void answer_from_zone(answer_t *a)
 {
 	const uint8_t *sname = a->q->qname;
@@ -281,18 +372,9 @@ static void answer_from_zone(answer_t *a)
 			put_referral(a, look.cut);
 			return;
 		}
-		const zone_node_t *node = look.exact;
-		if (!node) {
-			node = find_wildcard(a->zone, look.encloser);
-			if (!node) {
-				/* RFC 6604 2.1: the rcode describes the last name of the chain. */
-				a->rcode = DNS_RCODE_NXDOMAIN;
-				put_negative_soa(a);
-				return;
-			}
-		}
-		const uint8_t *owner = look.exact ? node->owner : sname;
-		const uint8_t *target = answer_node(a, owner, node);
+		const gslb_name_t *gname = a->gslb ? gslb_view_find(a->gslb, sname) : NULL;
+		const uint8_t *target =
+		    gname ? answer_gslb(a, sname, gname) : answer_name(a, sname, &look);
 		if (!target || !dname_is_subdomain(target, a->zone->apex))
 			return;
 		seen[hops++] = sname;
@@ -387,6 +469,8 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 		return;
 	}
 	a->zone = entry->zone;
+	a->gslb = view->gslb;
+	a->client = client;
 	if (q->qtype == 0) {
 		a->rcode = DNS_RCODE_NOTIMP; /* type 0 is reserved (RFC 6895 3.1) */
 		return;

@@ -12,15 +12,22 @@
 #include "auth/stats.h"
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "gslb/view.h"
 #include "zone/zone_set.h"
 
 typedef struct {
 	const zone_set_t *zones;
+	/* GSLB names answered instead of zone data; NULL when the configuration has none, so
+	 * that zone-only servers skip the GSLB lookup entirely. */
+	const gslb_view_t *gslb;
 	uint16_t udp_max_payload; /* our EDNS payload size, the UDP ceiling (default 1232) */
 } auth_view_t;
 
 typedef struct {
 	const steer_sockaddr_t *remote;
+	/* The query thread's own random state for GSLB policies (weighted, round-robin). NULL
+	 * uses a state seeded from the query, for callers without one (tests, tools). */
+	gslb_policy_rng_t *rng;
 	bool tcp;
 } auth_client_t;
 

@@ -5,6 +5,7 @@
 #include "daemon/commands.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +16,9 @@
 #ifndef STEER_VERSION
 #define STEER_VERSION "unknown"
 #endif
+
+/* Room for one explanation: a few dozen lines even for a service with many datacenters. */
+#define EXPLAIN_MAX 16384
 
 /* Zone names as users write them: no trailing dot, except the root zone. */
 static json_t *zone_name_json(const char *name)
@@ -34,6 +38,14 @@ static json_t *last_reload_json(const server_t *s)
 	                 r->ok ? json_null() : json_string(r->error));
 }
 
+static json_t *gslb_counts_json(const server_t *s)
+{
+	size_t services, maps, whoami;
+	gslb_view_counts(s->gslb, &services, &maps, &whoami);
+	return json_pack("{s:I, s:I, s:I}", "services", (json_int_t)services, "maps",
+	                 (json_int_t)maps, "whoami", (json_int_t)whoami);
+}
+
 static json_t *cmd_status(const server_t *s)
 {
 	json_t *listen = json_array();
@@ -43,11 +55,12 @@ static json_t *cmd_status(const server_t *s)
 		                                  net_listen_at(s->net, i), text, sizeof(text))));
 	const char *config = s->opts.config_path;
 	return json_pack(
-	    "{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "version", STEER_VERSION, "pid",
+	    "{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o}", "version", STEER_VERSION, "pid",
 	    (json_int_t)getpid(), "uptime_s", (json_int_t)(time(NULL) - s->started_at), "workers",
 	    (json_int_t)net_workers(s->net), "tcp_workers", (json_int_t)net_tcp_workers(s->net),
 	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->zones), "config",
-	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s));
+	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s), "gslb",
+	    gslb_counts_json(s));
 }
 
 static json_t *cmd_zones(const server_t *s)
@@ -169,10 +182,60 @@ static json_t *cmd_stats(const server_t *s)
 	                 COUNTER(&st, axfr), "axfr_refused", COUNTER(&st, axfr_refused));
 }
 
+/* explain NAME CLIENT-IP [ECS-SUBNET]: the decision the current GSLB view makes. */
+static int cmd_explain(const server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+{
+	size_t n = json_array_size(args);
+	const char *argv[3] = {NULL, NULL, NULL};
+	for (size_t i = 0; i < n && i < 3; i++)
+		argv[i] = json_string_value(json_array_get(args, i));
+	if (n < 2 || n > 3 || argv[0] == NULL || argv[1] == NULL || (n == 3 && argv[2] == NULL)) {
+		snprintf(err, errlen, "usage: explain NAME CLIENT-IP [ECS-SUBNET]");
+		return STEER_EINVAL;
+	}
+	char *text = malloc(EXPLAIN_MAX);
+	if (text == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return STEER_ENOMEM;
+	}
+	int ret = gslb_view_explain(s->gslb, argv[0], argv[1], argv[2], text, EXPLAIN_MAX);
+	if (ret != 0) {
+		snprintf(err, errlen, "%s", text);
+		free(text);
+		return ret;
+	}
+	*data = json_pack("{s:s, s:s, s:o, s:s}", "name", argv[0], "client", argv[1], "ecs",
+	                  argv[2] ? json_string(argv[2]) : json_null(), "text", text);
+	free(text);
+	return 0;
+}
+
+static int health_row(const gslb_health_entry_t *e, void *ctx)
+{
+	char reason[1280];
+	gslb_health_reason(e, reason, sizeof(reason));
+	json_array_append_new(
+	    ctx, json_pack("{s:I, s:o, s:s, s:b, s:s, s:I}", "id", (json_int_t)e->id, "name",
+	                   e->name ? json_string(e->name) : json_null(), "state",
+	                   gslb_sttl_down(e->eff) ? "DOWN" : "UP", "forced", e->forced, "reason",
+	                   reason, "ttl_cap", (json_int_t)gslb_sttl_ttl(e->eff)));
+	return 0;
+}
+
+/* health: every GSLB target with its effective state and why. */
+static json_t *cmd_health(const server_t *s)
+{
+	json_t *list = json_array();
+	(void)gslb_health_list(gslb_view_health(s->gslb), health_row, list);
+	return list;
+}
+
 int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
                     void *ctx)
 {
 	server_t *s = ctx;
+	if (strcmp(cmd, "explain") == 0)
+		return cmd_explain(s, args, data, err, errlen);
 	if (json_array_size(args) != 0) {
 		snprintf(err, errlen, "'%s' takes no arguments", cmd);
 		return STEER_EINVAL;
@@ -185,8 +248,11 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
 		*data = cmd_zones(s);
 	else if (strcmp(cmd, "stats") == 0)
 		*data = cmd_stats(s);
+	else if (strcmp(cmd, "health") == 0)
+		*data = cmd_health(s);
 	else {
-		snprintf(err, errlen, "unknown command '%s' (try status, reload, zones, stats)",
+		snprintf(err, errlen,
+		         "unknown command '%s' (try status, reload, zones, stats, explain, health)",
 		         cmd);
 		return STEER_EINVAL;
 	}

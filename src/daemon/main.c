@@ -184,20 +184,30 @@ static int check_config(const cli_t *cli)
 	char err[SERVER_ERR_MAX] = "";
 	conf_t *conf = NULL;
 	zone_set_t *set = NULL;
+	gslb_view_t *gslb = NULL;
 	server_report_t report = {0};
 	int ret = server_conf_build(&cli->opts, &conf, err, sizeof(err));
 	if (ret == 0) {
 		log_setup(LOG_TARGET_STDERR, conf->log_level);
 		ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	}
+	if (ret == 0)
+		ret = server_gslb_build(conf, &gslb, err, sizeof(err));
 	if (ret != 0) {
 		fprintf(stderr, "%s\n", err);
 		fprintf(stderr, "steerd: configuration has errors\n");
 	} else {
-		printf("%s: configuration OK, %zu zone(s)\n",
+		size_t services, maps, whoami;
+		gslb_view_counts(gslb, &services, &maps, &whoami);
+		printf("%s: configuration OK, %zu zone(s)",
 		       cli->opts.config_path ? cli->opts.config_path : "command line",
 		       zone_set_count(set));
+		if (services + maps + whoami > 0)
+			printf(", %zu GSLB service(s), %zu map(s), %zu whoami name(s)", services,
+			       maps, whoami);
+		putchar('\n');
 	}
+	gslb_view_free(gslb);
 	server_report_clear(&report);
 	zone_set_free(set);
 	conf_free(conf);

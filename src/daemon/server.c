@@ -176,21 +176,52 @@ void server_report_clear(server_report_t *report)
 	report->n_unchanged = 0;
 }
 
-static auth_view_t *view_new(zone_set_t *zones, const conf_t *conf)
+int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
+{
+	if (errlen > 0)
+		err[0] = '\0';
+	int ret = gslb_view_build(conf, out, err, errlen);
+	if (ret != 0 && errlen > 0 && err[0] == '\0')
+		snprintf(err, errlen, "GSLB configuration: %s", steer_strerror(ret));
+	return ret;
+}
+
+/* True when @p gslb answers at least one name, so the query path must look names up. */
+static bool gslb_has_names(const gslb_view_t *gslb)
+{
+	size_t services, maps, whoami;
+	gslb_view_counts(gslb, &services, &maps, &whoami);
+	return services + whoami > 0;
+}
+
+static auth_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const conf_t *conf)
 {
 	auth_view_t *view = xcalloc(1, sizeof(*view));
 	view->zones = zones;
+	view->gslb = gslb != NULL && gslb_has_names(gslb) ? gslb : NULL;
 	view->udp_max_payload = conf->udp_max_payload;
 	return view;
 }
 
-/* Only once no query thread can see @p view (after net_publish() or before net_start()). */
+/*
+ * Only once no query thread can see @p view (after net_publish() or before net_start()). The
+ * GSLB view is owned by server_t and freed separately.
+ */
 static void view_free(const auth_view_t *view)
 {
 	if (view == NULL)
 		return;
 	zone_set_free((zone_set_t *)view->zones);
 	free((void *)view);
+}
+
+static void log_gslb(const gslb_view_t *gslb, const char *verb)
+{
+	size_t services, maps, whoami;
+	gslb_view_counts(gslb, &services, &maps, &whoami);
+	if (services + maps + whoami > 0)
+		log_info("%s GSLB: %zu service(s), %zu map(s), %zu whoami name(s)", verb, services,
+		         maps, whoami);
 }
 
 /* ---- process: user, pid file, control socket -------------------------------------------- */
@@ -405,6 +436,7 @@ static void log_started(const server_t *s)
 	         net_workers(s->net), net_tcp_workers(s->net),
 	         s->ctl != NULL ? s->boot_conf->control_socket : "(none)");
 	log_zones(s->view->zones, "serving");
+	log_gslb(s->gslb, "serving");
 	if (s->opts.config_path == NULL)
 		log_query_hint(s);
 }
@@ -427,7 +459,12 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	server_report_clear(&report);
 	if (ret != 0)
 		goto fail;
-	s->view = view_new(set, conf);
+	ret = server_gslb_build(conf, &s->gslb, err, sizeof(err));
+	if (ret != 0) {
+		zone_set_free(set);
+		goto fail;
+	}
+	s->view = view_new(set, s->gslb, conf);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret != 0)
@@ -464,12 +501,16 @@ static void reload_failed(server_t *s, const char *err)
 	log_err("reload failed: still serving the previous configuration and zones");
 }
 
-static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set)
+static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t *gslb)
 {
-	auth_view_t *view = view_new(set, conf);
+	auth_view_t *view = view_new(set, gslb, conf);
+	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const auth_view_t *old = net_publish(s->net, view);
+	gslb_view_t *old_gslb = s->gslb;
 	s->view = view;
+	s->gslb = gslb;
 	view_free(old);
+	gslb_view_free(old_gslb);
 	net_reconfigure(s->net, conf);
 	log_setup(conf->log_target, conf->log_level);
 	if (s->conf != s->boot_conf)
@@ -481,17 +522,26 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 {
 	conf_t *conf = NULL;
 	zone_set_t *set = NULL;
+	gslb_view_t *gslb = NULL;
 	s->last_reload.at = time(NULL);
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
 		ret = server_zones_build(conf, s->view->zones, &set, report, err, errlen);
+	if (ret == 0) {
+		/* All or nothing, like zones: a GSLB error keeps the running view serving. */
+		ret = server_gslb_build(conf, &gslb, err, errlen);
+		if (ret != 0) {
+			zone_set_free(set);
+			server_report_clear(report);
+		}
+	}
 	if (ret != 0) {
 		conf_free(conf);
 		reload_failed(s, err);
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
-	reload_apply(s, conf, set);
+	reload_apply(s, conf, set, gslb);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';
 	for (size_t i = 0; i < report->n_loaded; i++) {
@@ -507,6 +557,7 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 	}
 	log_info("reload done: %zu zone(s) loaded, %zu unchanged", report->n_loaded,
 	         report->n_unchanged);
+	log_gslb(gslb, "reload:");
 	if (report->restart[0] != '\0')
 		log_warn("reload: changed settings that only apply after a restart: %s",
 		         report->restart);
@@ -525,6 +576,8 @@ void server_stop(server_t *s)
 	s->net = NULL;
 	view_free(s->view);
 	s->view = NULL;
+	gslb_view_free(s->gslb);
+	s->gslb = NULL;
 	if (s->pid_written && unlink(s->boot_conf->pid_file) != 0)
 		log_debug("cannot remove pid file %s: %s", s->boot_conf->pid_file,
 		          steer_strerror(-errno));

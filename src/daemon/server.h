@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
+#include "gslb/view.h"
 #include "net/net.h"
 #include "zone/zone_set.h"
 
@@ -56,6 +57,8 @@ typedef struct {
 	conf_t *boot_conf;    /* the configuration the process started with; owned */
 	conf_t *conf;         /* the current one (after reloads); owned, may be boot_conf */
 	auth_view_t *view;    /* published to the query threads; owned with its zone set */
+	gslb_view_t *gslb;    /* the GSLB view of @c conf (never NULL once started); owned.
+	                       * view->gslb points to it when it has names, else is NULL */
 	net_t *net;           /* owned */
 	ctl_server_t *ctl;    /* NULL when the control socket could not be created (quick mode) */
 	struct ev_loop *loop; /* libev default loop of the control thread */
@@ -87,6 +90,14 @@ int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **o
                        server_report_t *report, char *err, size_t errlen)
     STEER_NONNULL(1, 3, 4, 5) STEER_WUR;
 
+/**
+ * Build the GSLB view of @p conf (gslb_view_build() with the errors as one "file:line: message"
+ * in @p err). The same function serves start-up, --check-config and reload. Returns 0 or a
+ * negative steer_err.
+ */
+int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
 /** Free what a report owns and empty it. */
 void server_report_clear(server_report_t *report) STEER_NONNULL(1);
 
@@ -102,10 +113,10 @@ int server_start(server_t *server, const server_opts_t *opts, conf_t *conf)
 void server_run(server_t *server) STEER_NONNULL(1);
 
 /**
- * Reload: rebuild the configuration and the zone set (re-reading changed zone files only) and
- * publish them without stopping the query threads. On any error the running configuration
- * and zones stay, the error is logged and returned in @p err. Settings that need a restart are
- * reported in @p report and not applied. Returns 0 or a negative steer_err.
+ * Reload: rebuild the configuration, the zone set (re-reading changed zone files only) and the
+ * GSLB view, and publish them without stopping the query threads. On any error the running
+ * configuration, zones and GSLB view stay, the error is logged and returned in @p err. Settings
+ * that need a restart are reported in @p report and not applied. Returns 0 or a negative steer_err.
  */
 int server_reload(server_t *server, server_report_t *report, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3);

@@ -68,6 +68,7 @@ struct tcp_worker {
 	steer_stats_t stats; /* written by this thread only */
 	net_t *net;
 	unsigned idx;
+	gslb_policy_rng_t rng; /* GSLB policies' random state, this thread's own */
 	struct ev_loop *loop;
 	ev_async wake;
 	ev_timer accept_pause;
@@ -159,7 +160,7 @@ static void conn_push(tcp_conn_t *c, size_t len)
 static void conn_answer(tcp_conn_t *c, size_t len)
 {
 	tcp_worker_t *w = c->w;
-	auth_client_t client = {.remote = &c->remote, .tcp = true};
+	auth_client_t client = {.remote = &c->remote, .rng = &w->rng, .tcp = true};
 	const uint8_t *msg = c->in + c->in_start + 2;
 	STATS_INC(w->stats.tcp_queries);
 	if (c->v6)
@@ -519,6 +520,8 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 	tcp_worker_t *w = xcalloc(1, sizeof(*w));
 	w->net = net;
 	w->idx = worker_idx;
+	/* Distinct from every UDP worker's (worker << 16 | address index). */
+	net_rng_seed(&w->rng, UINT64_C(1) << 48 | worker_idx);
 	w->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	if (w->loop == NULL) {
 		snprintf(err, errlen, "cannot create a TCP event loop");

@@ -65,6 +65,7 @@ struct udp_worker {
 	bool started;
 	size_t addr_idx;
 	unsigned idx;
+	gslb_policy_rng_t rng; /* GSLB policies' random state, this thread's own */
 	mmsg_io_t io;
 };
 
@@ -201,7 +202,7 @@ static const udp_api_t udp_api_mmsg = {
 
 static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 {
-	auth_client_t client = {.tcp = false};
+	auth_client_t client = {.rng = &w->rng, .tcp = false};
 	rcu_read_lock();
 	const auth_view_t *view = rcu_dereference(w->net->view);
 	for (int k = 0; k < n; k++) {
@@ -280,6 +281,7 @@ int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_
 	w->api = &udp_api_mmsg;
 	w->addr_idx = addr_idx;
 	w->idx = worker_idx;
+	net_rng_seed(&w->rng, (uint64_t)worker_idx << 16 | addr_idx);
 	mmsg_init(&w->io, fd, addr->sa.sa_family == AF_INET6, pktinfo);
 	*out = w;
 	return 0;

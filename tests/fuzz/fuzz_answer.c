@@ -80,7 +80,7 @@ static void check_reply(const uint8_t *req, size_t req_len, const uint8_t *resp,
 
 static void answer(const uint8_t *data, size_t size, bool tcp, uint8_t *buf, size_t cap)
 {
-	auth_client_t client = {&remote, tcp};
+	auth_client_t client = {.remote = &remote, .tcp = tcp};
 	auth_axfr_t axfr;
 	memset(&axfr, 0, sizeof(axfr));
 	size_t len = auth_answer(&view, &client, data, size, buf, cap, &stats, tcp ? &axfr : NULL);

@@ -1,0 +1,110 @@
+/*
+ * The GSLB view: everything query threads need to answer GSLB names, compiled from a conf_t
+ * on the control thread and then immutable (published inside the auth view with RCU, like
+ * zones). It owns the compiled maps (nets + mmdb + default -> gslb_nettree_t of datacenter
+ * lists), the services (gslb_policy_svc_t with their addresses), the whoami names and the
+ * health table built from the admin overrides.
+ *
+ * Query path: gslb_view_find() says whether a name is a GSLB name, gslb_view_answer() decides
+ * for one query. Both are allocation- and lock-free.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/compiler.h"
+#include "base/sockaddr.h"
+#include "conf/conf.h"
+#include "dns/ecs.h"
+#include "gslb/health.h"
+#include "gslb/policy.h"
+
+typedef struct gslb_view gslb_view_t;
+
+/* TTL of whoami answers: they describe one client, so they are not worth caching. */
+#define GSLB_VIEW_WHOAMI_TTL 0
+
+/* A GSLB name found by gslb_view_find(): a service or a whoami name. */
+typedef struct gslb_name gslb_name_t;
+
+/* The client as the query thread sees it. */
+typedef struct {
+	const steer_sockaddr_t *resolver; /* the query's source address */
+	const dns_ecs_t *ecs;             /* the query's valid ECS option, or NULL */
+} gslb_client_t;
+
+typedef enum {
+	GSLB_RESULT_ADDRS,    /* @c addrs: A or AAAA records of the asked family */
+	GSLB_RESULT_CNAME,    /* @c cname: answer a CNAME (all-down fallback CNAME) */
+	GSLB_RESULT_TXT,      /* @c txt: whoami TXT strings (character-strings, wire form) */
+	GSLB_RESULT_NODATA,   /* no records of this type at the name */
+	GSLB_RESULT_SERVFAIL, /* all-down policy servfail */
+} gslb_result_kind_t;
+
+/* A decision. Fixed size; lives on the query thread's stack. */
+typedef struct {
+	gslb_result_kind_t kind;
+	uint32_t ttl;
+	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH for the response (0 = client-independent) */
+	uint8_t count;     /* entries in addrs */
+	const uint8_t *addrs[GSLB_POLICY_ADDR_MAX]; /* 4 or 16 bytes each, borrowed from the view */
+	const uint8_t *cname;                       /* uncompressed wire, borrowed */
+	uint8_t txt[512];                           /* whoami: TXT rdata */
+	uint16_t txt_len;
+	uint8_t whoami_addr[16]; /* whoami A/AAAA: the address answered; addrs[0] points here,
+	                          * so do not copy a whoami result by value */
+} gslb_result_t;
+
+/**
+ * Compile the GSLB part of @p conf (datacenters, maps, services, whoami, overrides and the
+ * state file) into a view. Reads nets files and mmdb databases. Errors are "file:line: text"
+ * in @p err (using the line numbers kept in conf). A conf without GSLB sections gives an empty
+ * view (never NULL on success). Control thread only. Returns 0 or a negative steer_err.
+ */
+int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/** Free a view (after the RCU grace period). NULL is ignored. */
+void gslb_view_free(gslb_view_t *view);
+
+/** The GSLB name @p qname (lowercase wire) or NULL. Lock-free; any thread. */
+const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
+    STEER_NONNULL(1, 2);
+
+/**
+ * Decide the answer to @p qtype at @p name for @p client into @p out, using @p rng (the query
+ * thread's own). The ECS scope follows RFC 7871: the width of the map block the decision came
+ * from (at least the persist prefix for persist policies), 0 when the answer does not depend
+ * on the client, the source prefix for whoami. Query threads; no allocation, no locks.
+ *
+ * Services: A and AAAA run the policy for IPv4 / IPv6; ANY answers like A (RFC 8482 lets a
+ * server answer ANY with one RRset); every other type is NODATA with the service TTL. The
+ * decision uses the ECS address when the query carries ECS with a source prefix > 0, the map
+ * (geo) does not set ignore-ecs, and the address is not private/loopback/link-local under
+ * ecs-private-is-absent (services without a map treat private ECS as absent); otherwise the
+ * resolver's address (IPv4-mapped IPv6 as IPv4) and a scope of 0. Whoami: A/AAAA answer the
+ * resolver's address when its family matches the type (else NODATA); TXT answers the strings
+ * "resolver ADDR" and "ecs ADDR/LEN" (or "ecs none"); TTL GSLB_VIEW_WHOAMI_TTL.
+ */
+void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
+                      const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
+    STEER_NONNULL(1, 2, 4, 5, 6);
+
+/**
+ * Explain the decision for @p name (presentation form) and a client at @p client_ip with an
+ * optional ECS subnet @p ecs ("192.0.2.0/24", or NULL): the map block matched and its scope,
+ * the datacenter order, what was skipped and why, the chosen addresses, TTL. Writes text
+ * lines into @p buf. Returns 0 or a negative steer_err with a message in @p buf.
+ * Control thread (steerctl explain), or offline from a config.
+ */
+int gslb_view_explain(const gslb_view_t *view, const char *name, const char *client_ip,
+                      const char *ecs, char *buf, size_t len) STEER_NONNULL(1, 2, 3, 5);
+
+/** The health table of the view (for listing targets and their states). */
+const gslb_health_t *gslb_view_health(const gslb_view_t *view) STEER_NONNULL(1);
+
+/** Number of services, maps and whoami names (status output). */
+void gslb_view_counts(const gslb_view_t *view, size_t *services, size_t *maps, size_t *whoami)
+    STEER_NONNULL(1, 2, 3, 4);

@@ -1,0 +1,753 @@
+/*
+ * Unit tests of gslb/view: a conf_t built by hand (independent of the YAML parser) compiled
+ * into a view, then answered for clients and ECS subnets. Runs in tests/data.
+ */
+#include "gslb/view.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "dns/const.h"
+#include "dns/dname.h"
+#include "unit.h"
+
+/* ---- conf building helpers ---- */
+
+enum { DC_TELECOM, DC_UNICOM, DC_EDU, DC_EU, DC_V6, DC_N };
+
+static conf_datacenter_t dcs[DC_N] = {
+    {.name = "telecom", .has_coords = true, .lat = 31.23, .lon = 121.47, .line = 2},
+    {.name = "unicom", .has_coords = true, .lat = 39.90, .lon = 116.40, .line = 3},
+    {.name = "edu", .line = 4},
+    {.name = "eu", .has_coords = true, .lat = 50.11, .lon = 8.68, .line = 5},
+    {.name = "v6only", .line = 6},
+};
+
+static conf_address_t addr(const char *text, uint32_t weight)
+{
+	conf_address_t a = {.weight = weight ? weight : 1};
+	if (inet_pton(AF_INET, text, a.addr) == 1)
+		a.family = AF_INET;
+	else if (inet_pton(AF_INET6, text, a.addr) == 1)
+		a.family = AF_INET6;
+	else
+		abort();
+	return a;
+}
+
+static steer_prefix_t pfx(const char *text)
+{
+	steer_prefix_t p;
+	if (steer_prefix_parse(text, &p) < 0)
+		abort();
+	return p;
+}
+
+/* Address lists of the datacenters, shared by the services. */
+static conf_address_t a_telecom[2], a_unicom[2], a_edu[1], a_eu[1], a_v6[1], a_v4[1];
+
+static void init_addrs(void)
+{
+	a_telecom[0] = addr("198.51.100.10", 0);
+	a_telecom[1] = addr("2001:db8:1::10", 0);
+	a_unicom[0] = addr("203.0.113.10", 0);
+	a_unicom[1] = addr("203.0.113.11", 0);
+	a_edu[0] = addr("192.0.2.10", 0);
+	a_eu[0] = addr("192.0.2.77", 0);
+	a_v6[0] = addr("2001:db8:2::1", 0);
+	a_v4[0] = addr("192.0.2.50", 0);
+}
+
+static conf_service_dc_t sdc(size_t dc, conf_address_t *a, size_t n, unsigned line)
+{
+	return (conf_service_dc_t){
+	    .datacenter = dc, .addresses = a, .n_addresses = n, .line = line};
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+/* Datacenter lists; static storage because the conf_t outlives init_conf(). */
+static size_t l_tel_edu_uni[] = {DC_TELECOM, DC_EDU, DC_UNICOM};
+static size_t l_edu_tel[] = {DC_EDU, DC_TELECOM};
+static size_t l_uni_tel_edu[] = {DC_UNICOM, DC_TELECOM, DC_EDU};
+static size_t l_tel[] = {DC_TELECOM};
+static size_t l_edu_uni[] = {DC_EDU, DC_UNICOM};
+static size_t l_eu[] = {DC_EU};
+#define DCLIST(l) ((conf_dclist_t){.dc = (l), .n = N(l)})
+
+/* ---- query helpers ---- */
+
+static steer_sockaddr_t sock(const char *ip)
+{
+	steer_sockaddr_t sa;
+	memset(&sa, 0, sizeof(sa));
+	if (inet_pton(AF_INET, ip, &sa.sin.sin_addr) == 1)
+		sa.sin.sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, ip, &sa.sin6.sin6_addr) == 1)
+		sa.sin6.sin6_family = AF_INET6;
+	else
+		abort();
+	return sa;
+}
+
+static dns_ecs_t ecs_of(const char *text)
+{
+	steer_prefix_t p = pfx(text);
+	dns_ecs_t e = {.family = p.family == AF_INET ? DNS_ECS_FAMILY_IPV4 : DNS_ECS_FAMILY_IPV6,
+	               .source_len = p.len};
+	memcpy(e.addr, p.addr, 16);
+	return e;
+}
+
+static gslb_policy_rng_t rng;
+
+/* Answer @p qtype at @p name for resolver @p res and optional ECS @p ecs. */
+static gslb_result_t ask(const gslb_view_t *v, const char *name, uint16_t qtype, const char *res,
+                         const char *ecs)
+{
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	/* static: whoami answers point into the result itself (whoami_addr), so the copy the
+	 * caller gets stays valid until the next ask() */
+	static gslb_result_t r;
+	memset(&r, 0, sizeof(r));
+	if (dname_from_str(name, wire) < 0)
+		abort();
+	dname_lower(wire);
+	const gslb_name_t *n = gslb_view_find(v, wire);
+	if (!n) {
+		r.kind = (gslb_result_kind_t)-1;
+		return r;
+	}
+	steer_sockaddr_t sa = sock(res);
+	dns_ecs_t e;
+	if (ecs)
+		e = ecs_of(ecs);
+	gslb_client_t c = {.resolver = &sa, .ecs = ecs ? &e : NULL};
+	gslb_view_answer(v, n, qtype, &c, &rng, &r);
+	return r;
+}
+
+/* The answer addresses of an A answer as "a b c" (or the kind of a non-address answer). */
+static const char *addrs_str(const gslb_result_t *r)
+{
+	static char buf[1024];
+	size_t pos = 0;
+	buf[0] = '\0';
+	if (r->kind != GSLB_RESULT_ADDRS)
+		return r->kind == GSLB_RESULT_NODATA     ? "NODATA"
+		       : r->kind == GSLB_RESULT_SERVFAIL ? "SERVFAIL"
+		       : r->kind == GSLB_RESULT_CNAME    ? "CNAME"
+		       : r->kind == GSLB_RESULT_TXT      ? "TXT"
+		                                         : "NOTFOUND";
+	for (unsigned i = 0; i < r->count; i++) {
+		char a[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET, r->addrs[i], a, sizeof(a));
+		pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%s", i ? " " : "", a);
+	}
+	return buf;
+}
+
+static const char *addrs6_str(const gslb_result_t *r)
+{
+	static char buf[1024];
+	size_t pos = 0;
+	buf[0] = '\0';
+	if (r->kind != GSLB_RESULT_ADDRS)
+		return addrs_str(r);
+	for (unsigned i = 0; i < r->count; i++) {
+		char a[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, r->addrs[i], a, sizeof(a));
+		pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%s", i ? " " : "", a);
+	}
+	return buf;
+}
+
+#define EXPECT_A(v, name, res, ecs, want, want_scope)                                              \
+	do {                                                                                       \
+		gslb_result_t r_ = ask(v, name, DNS_TYPE_A, res, ecs);                             \
+		CHECK(strcmp(addrs_str(&r_), want) == 0,                                           \
+		      "%s A from %s ecs %s: got '%s' want '%s'", name, res, ecs ? ecs : "-",       \
+		      addrs_str(&r_), want);                                                       \
+		CHECK(r_.ecs_scope == (want_scope), "%s A from %s ecs %s: scope %u want %u", name, \
+		      res, ecs ? ecs : "-", r_.ecs_scope, (unsigned)(want_scope));                 \
+	} while (0)
+
+#define EXPECT_AAAA(v, name, res, ecs, want, want_scope)                                           \
+	do {                                                                                       \
+		gslb_result_t r_ = ask(v, name, DNS_TYPE_AAAA, res, ecs);                          \
+		CHECK(strcmp(addrs6_str(&r_), want) == 0,                                          \
+		      "%s AAAA from %s ecs %s: got '%s' want '%s'", name, res, ecs ? ecs : "-",    \
+		      addrs6_str(&r_), want);                                                      \
+		CHECK(r_.ecs_scope == (want_scope), "%s AAAA from %s ecs %s: scope %u want %u",    \
+		      name, res, ecs ? ecs : "-", r_.ecs_scope, (unsigned)(want_scope));           \
+	} while (0)
+
+/* ---- the main configuration ---- */
+
+static conf_nets_t isp_nets[2];
+static conf_map_t maps[3];
+static conf_geoip_rule_t geo_rules[2];
+static uint32_t edu_asn[] = {4538};
+
+static conf_service_dc_t svc_geo_dcs[3], svc_noecs_dcs[2], svc_fo_dcs[2], svc_p_dcs[2],
+    svc_ad_dcs[1], svc_fb_dcs[1], svc_cn_dcs[1], svc_v6_dcs[2], svc_g_dcs[4], svc_st_dcs[2],
+    svc_pin_dcs[1];
+static conf_address_t fb_addrs[1];
+static conf_service_t services[11];
+static char *whoami[] = {"whoami.example.test"};
+static conf_override_t overrides[] = {
+    {.pattern = "service/fo.example.test/telecom/*", .up = false, .line = 90},
+    {.pattern = "service/ad.example.test/*", .up = false, .line = 91},
+    {.pattern = "service/fb.example.test/*", .up = false, .line = 92},
+    {.pattern = "service/cn.example.test/*", .up = false, .line = 93},
+};
+
+static void init_conf(conf_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->path = "test.yaml";
+	c->datacenters = dcs;
+	c->n_datacenters = DC_N;
+
+	isp_nets[0] = (conf_nets_t){
+	    .file = "gslb/view/telecom.txt", .datacenters = DCLIST(l_tel_edu_uni), .line = 10};
+	static steer_prefix_t edu_cidr[2];
+	edu_cidr[0] = pfx("202.120.0.0/16");
+	edu_cidr[1] = pfx("2001:da8::/32");
+	isp_nets[1] = (conf_nets_t){
+	    .cidr = edu_cidr, .n_cidr = 2, .datacenters = DCLIST(l_edu_tel), .line = 11};
+	maps[0] = (conf_map_t){.name = "isp",
+	                       .nets = isp_nets,
+	                       .n_nets = 2,
+	                       .default_dcs = DCLIST(l_uni_tel_edu),
+	                       .ecs_private_is_absent = true,
+	                       .line = 9};
+	maps[1] = maps[0];
+	maps[1].name = "isp-noecs";
+	maps[1].ignore_ecs = true;
+	maps[1].line = 12;
+	geo_rules[0] =
+	    (conf_geoip_rule_t){.match = "AS/CN/31", .datacenters = DCLIST(l_tel), .line = 15};
+	geo_rules[1] = (conf_geoip_rule_t){
+	    .asn = edu_asn, .n_asn = 1, .datacenters = DCLIST(l_edu_uni), .line = 16};
+	maps[2] = (conf_map_t){.name = "world",
+	                       .geoip_database = "gslb/mmdb/test-city.mmdb",
+	                       .auto_distance = true,
+	                       .rules = geo_rules,
+	                       .n_rules = 2,
+	                       .default_dcs = DCLIST(l_eu),
+	                       .ecs_private_is_absent = true,
+	                       .line = 13};
+	c->maps = maps;
+	c->n_maps = 3;
+
+	svc_geo_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 21);
+	svc_geo_dcs[1] = sdc(DC_UNICOM, a_unicom, 2, 22);
+	svc_geo_dcs[2] = sdc(DC_EDU, a_edu, 1, 23);
+	services[0] = (conf_service_t){.name = "vpn.example.test.",
+	                               .policy = "geo",
+	                               .map = 0,
+	                               .ttl = 30,
+	                               .dcs = svc_geo_dcs,
+	                               .n_dcs = 3,
+	                               .persist_prefix4 = 24,
+	                               .persist_prefix6 = 56,
+	                               .line = 20};
+	svc_noecs_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 31);
+	svc_noecs_dcs[1] = sdc(DC_EDU, a_edu, 1, 32);
+	services[1] = (conf_service_t){.name = "noecs.example.test",
+	                               .policy = "geo",
+	                               .map = 1,
+	                               .ttl = 30,
+	                               .dcs = svc_noecs_dcs,
+	                               .n_dcs = 2,
+	                               .line = 30};
+	svc_fo_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 41);
+	svc_fo_dcs[1] = sdc(DC_UNICOM, a_unicom, 2, 42);
+	services[2] = (conf_service_t){.name = "fo.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_fo_dcs,
+	                               .n_dcs = 2,
+	                               .line = 40};
+	svc_p_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 51);
+	svc_p_dcs[1] = sdc(DC_UNICOM, a_unicom, 2, 52);
+	services[3] = (conf_service_t){.name = "p.example.test",
+	                               .policy = "persist",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_p_dcs,
+	                               .n_dcs = 2,
+	                               .persist_prefix4 = 24,
+	                               .persist_prefix6 = 56,
+	                               .line = 50};
+	svc_ad_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 61);
+	services[4] = (conf_service_t){.name = "ad.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_ad_dcs,
+	                               .n_dcs = 1,
+	                               .all_down = "servfail",
+	                               .line = 60};
+	svc_fb_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 66);
+	fb_addrs[0] = addr("192.0.2.99", 0);
+	services[5] = (conf_service_t){.name = "fb.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_fb_dcs,
+	                               .n_dcs = 1,
+	                               .all_down = "fallback",
+	                               .fallback = fb_addrs,
+	                               .n_fallback = 1,
+	                               .line = 65};
+	svc_cn_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 71);
+	services[6] = (conf_service_t){.name = "cn.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_cn_dcs,
+	                               .n_dcs = 1,
+	                               .all_down = "fallback",
+	                               .fallback_cname = "backup.example.net.",
+	                               .line = 70};
+	svc_v6_dcs[0] = sdc(DC_V6, a_v6, 1, 76);
+	svc_v6_dcs[1] = sdc(DC_EDU, a_v4, 1, 77);
+	services[7] = (conf_service_t){.name = "v6.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 45,
+	                               .dcs = svc_v6_dcs,
+	                               .n_dcs = 2,
+	                               .line = 75};
+	svc_g_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 81);
+	svc_g_dcs[1] = sdc(DC_UNICOM, a_unicom, 2, 82);
+	svc_g_dcs[2] = sdc(DC_EDU, a_edu, 1, 83);
+	svc_g_dcs[3] = sdc(DC_EU, a_eu, 1, 84);
+	services[8] = (conf_service_t){.name = "g.example.test",
+	                               .policy = "geo",
+	                               .map = 2,
+	                               .ttl = 20,
+	                               .dcs = svc_g_dcs,
+	                               .n_dcs = 4,
+	                               .line = 80};
+	svc_st_dcs[0] = sdc(DC_TELECOM, a_telecom, 2, 86);
+	svc_st_dcs[1] = sdc(DC_UNICOM, a_unicom, 2, 87);
+	services[9] = (conf_service_t){.name = "state.example.test",
+	                               .policy = "failover",
+	                               .map = SIZE_MAX,
+	                               .ttl = 60,
+	                               .dcs = svc_st_dcs,
+	                               .n_dcs = 2,
+	                               .line = 85};
+	/* a geo service whose map lists only datacenters it does not have: configured order */
+	svc_pin_dcs[0] = sdc(DC_EU, a_eu, 1, 89);
+	services[10] = (conf_service_t){.name = "pin.example.test",
+	                                .policy = "geo",
+	                                .map = 0,
+	                                .ttl = 10,
+	                                .dcs = svc_pin_dcs,
+	                                .n_dcs = 1,
+	                                .line = 88};
+	c->services = services;
+	c->n_services = N(services);
+	c->whoami = whoami;
+	c->n_whoami = 1;
+	c->overrides = overrides;
+	c->n_overrides = N(overrides);
+}
+
+static gslb_view_t *build(const conf_t *c)
+{
+	gslb_view_t *v = NULL;
+	char err[512];
+	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	CHECK(ret == 0 && v, "build: %d %s", ret, err);
+	return v;
+}
+
+/* ---- tests ---- */
+
+static void test_geo_nets(const gslb_view_t *v)
+{
+	/* resolver address only: no ECS in the query, so scope 0 */
+	EXPECT_A(v, "vpn.example.test", "58.33.1.1", NULL, "198.51.100.10", 0);
+	EXPECT_A(v, "VPN.Example.Test.", "202.120.9.9", NULL, "192.0.2.10", 0);
+	/* ECS inside the /16 inline entry: edu, scope 16 for a /24 query */
+	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "202.120.5.0/24", "192.0.2.10", 16);
+	/* ECS inside a /13 of the nets file */
+	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "58.32.1.0/24", "198.51.100.10", 13);
+	/* the host-bits line 1.2.3.4/24 became 1.2.3.0/24 */
+	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "1.2.3.0/24", "198.51.100.10", 24);
+	/* ECS wider than the block: 58.0.0.0 is in default space up to 58.32.0.0/13, so the
+	 * answer holds only for the narrower 58.0.0.0/11 (RFC 7871 7.2.1: scope > source) */
+	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "58.0.0.0/8", "203.0.113.10 203.0.113.11", 11);
+	/* default space: 8.0.0.0/5 is the widest block without nets entries (1.2.3.0/24 and
+	 * 58.32.0.0/13 split 0.0.0.0/2 and 0.0.0.0/4) */
+	EXPECT_A(v, "vpn.example.test", "58.33.1.1", "8.8.8.0/24", "203.0.113.10 203.0.113.11", 5);
+	/* default [unicom, telecom, edu] for AAAA: unicom has no IPv6, telecom answers */
+	EXPECT_AAAA(v, "vpn.example.test", "58.33.1.1", "8.8.8.0/24", "2001:db8:1::10", 5);
+	/* IPv6 ECS: [edu, telecom], edu has no IPv6 */
+	EXPECT_AAAA(v, "vpn.example.test", "::1", "2001:da8:1::/48", "2001:db8:1::10", 32);
+	EXPECT_A(v, "vpn.example.test", "::1", "2001:da8:1::/48", "192.0.2.10", 32);
+	EXPECT_A(v, "vpn.example.test", "::1", "240e:1::/48", "198.51.100.10", 20);
+	/* IPv4-mapped resolver address decides as IPv4 */
+	EXPECT_A(v, "vpn.example.test", "::ffff:202.120.1.1", NULL, "192.0.2.10", 0);
+	/* private ECS = absent: the resolver decides, scope 0 */
+	EXPECT_A(v, "vpn.example.test", "202.120.1.1", "10.1.2.0/24", "192.0.2.10", 0);
+	EXPECT_A(v, "vpn.example.test", "202.120.1.1", "192.168.0.0/16", "192.0.2.10", 0);
+	EXPECT_A(v, "vpn.example.test", "202.120.1.1", "fe80::/64", "192.0.2.10", 0);
+	EXPECT_A(v, "vpn.example.test", "202.120.1.1", "::ffff:127.0.0.0/104", "192.0.2.10", 0);
+	/* ECS source prefix 0: no client information, scope 0 */
+	EXPECT_A(v, "vpn.example.test", "202.120.1.1", "0.0.0.0/0", "192.0.2.10", 0);
+	/* ignore-ecs: the resolver decides and the scope is 0 */
+	EXPECT_A(v, "noecs.example.test", "58.33.1.1", "202.120.5.0/24", "198.51.100.10", 0);
+	EXPECT_A(v, "noecs.example.test", "202.120.1.1", "58.33.0.0/24", "192.0.2.10", 0);
+	/* the map lists nothing the service has: configured order; the scope is still the map's */
+	EXPECT_A(v, "pin.example.test", "8.8.8.8", "202.120.5.0/24", "192.0.2.77", 16);
+	/* TTL from the service */
+	gslb_result_t r = ask(v, "vpn.example.test", DNS_TYPE_A, "58.33.1.1", NULL);
+	CHECK(r.ttl == 30, "ttl %u", r.ttl);
+	/* other types: NODATA with the service TTL; ANY: the A RRset */
+	r = ask(v, "vpn.example.test", DNS_TYPE_MX, "58.33.1.1", NULL);
+	CHECK(r.kind == GSLB_RESULT_NODATA && r.ttl == 30, "MX: kind %d ttl %u", r.kind, r.ttl);
+	r = ask(v, "vpn.example.test", DNS_TYPE_ANY, "58.33.1.1", NULL);
+	CHECK(r.kind == GSLB_RESULT_ADDRS && strcmp(addrs_str(&r), "198.51.100.10") == 0, "ANY: %s",
+	      addrs_str(&r));
+	/* not a GSLB name */
+	r = ask(v, "nope.example.test", DNS_TYPE_A, "58.33.1.1", NULL);
+	CHECK((int)r.kind == -1, "nope.example.test found");
+}
+
+static void test_failover_override(const gslb_view_t *v)
+{
+	/* telecom is forced down by the config override: unicom, all addresses */
+	EXPECT_A(v, "fo.example.test", "192.0.2.1", NULL, "203.0.113.10 203.0.113.11", 0);
+	/* AAAA: telecom is the only one with IPv6 and it is down: first-datacenter answers it */
+	EXPECT_AAAA(v, "fo.example.test", "192.0.2.1", NULL, "2001:db8:1::10", 0);
+	/* ECS present: failover does not depend on the client, scope 0 */
+	EXPECT_A(v, "fo.example.test", "192.0.2.1", "198.51.100.0/24", "203.0.113.10 203.0.113.11",
+	         0);
+
+	/* target names and the reason of the forced state */
+	const gslb_health_t *h = gslb_view_health(v);
+	bool found = false;
+	for (uint32_t id = 0; id < h->count; id++) {
+		gslb_health_entry_t e;
+		CHECK(gslb_health_entry(h, id, &e) == 0, "entry %u", id);
+		CHECK(e.name != NULL, "target %u unnamed", id);
+		if (e.name &&
+		    strcmp(e.name, "service/fo.example.test/telecom/2001:db8:1::10") == 0) {
+			found = true;
+			CHECK(e.forced && gslb_sttl_down(e.eff), "fo telecom v6 not forced down");
+		}
+		if (e.name && strcmp(e.name, "service/vpn.example.test/telecom/198.51.100.10") == 0)
+			CHECK(!e.forced && !gslb_sttl_down(e.eff), "vpn telecom affected");
+	}
+	CHECK(found, "target service/fo.example.test/telecom/2001:db8:1::10 missing");
+	size_t ns, nm, nw;
+	gslb_view_counts(v, &ns, &nm, &nw);
+	CHECK(ns == N(services) && nm == 3 && nw == 1, "counts %zu %zu %zu", ns, nm, nw);
+}
+
+static void test_persist_real(const gslb_view_t *v)
+{
+	gslb_result_t a = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", "198.18.5.0/24");
+	CHECK(a.kind == GSLB_RESULT_ADDRS && a.ecs_scope == 24, "persist /24: kind %d scope %u",
+	      a.kind, a.ecs_scope);
+	/* same /24 via the resolver address (no ECS): same datacenter, scope 0 */
+	gslb_result_t b = ask(v, "p.example.test", DNS_TYPE_A, "198.18.5.77", NULL);
+	char sa[256];
+	snprintf(sa, sizeof(sa), "%s", addrs_str(&a));
+	CHECK(strcmp(sa, addrs_str(&b)) == 0 && b.ecs_scope == 0, "persist: '%s' vs '%s' scope %u",
+	      sa, addrs_str(&b), b.ecs_scope);
+	/* a /16 source: the key covers 16 bits only, scope 16 */
+	gslb_result_t c = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", "198.18.0.0/16");
+	CHECK(c.ecs_scope == 16, "persist /16 scope %u", c.ecs_scope);
+	/* IPv6 /64 ECS: scope 56 */
+	gslb_result_t d = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", "2001:db8:5:6::/64");
+	CHECK(d.ecs_scope == 56, "persist v6 scope %u", d.ecs_scope);
+	/* the two datacenters both get some of many /24s, and each answer is stable */
+	int seen[2] = {0, 0};
+	for (int i = 0; i < 64; i++) {
+		char e[32];
+		snprintf(e, sizeof(e), "100.%d.%d.0/24", 1 + i, i * 3);
+		gslb_result_t x = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", e);
+		gslb_result_t y = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", e);
+		char xs[256];
+		snprintf(xs, sizeof(xs), "%s", addrs_str(&x));
+		CHECK(strcmp(xs, addrs_str(&y)) == 0, "persist unstable for %s", e);
+		seen[strcmp(xs, "198.51.100.10") == 0 ? 0 : 1]++;
+	}
+	CHECK(seen[0] > 5 && seen[1] > 5, "persist spread %d/%d", seen[0], seen[1]);
+}
+
+static void test_whoami(const gslb_view_t *v)
+{
+	EXPECT_A(v, "whoami.example.test", "192.0.2.1", NULL, "192.0.2.1", 0);
+	EXPECT_AAAA(v, "whoami.example.test", "192.0.2.1", NULL, "NODATA", 0);
+	EXPECT_AAAA(v, "whoami.example.test", "2001:db8::53", "198.51.100.0/24", "2001:db8::53",
+	            24);
+	EXPECT_A(v, "whoami.example.test", "2001:db8::53", NULL, "NODATA", 0);
+	EXPECT_A(v, "whoami.example.test", "::ffff:192.0.2.7", NULL, "192.0.2.7", 0);
+	gslb_result_t r =
+	    ask(v, "whoami.example.test", DNS_TYPE_TXT, "192.0.2.1", "198.51.100.0/24");
+	static const char want[] = "\x12resolver 192.0.2.1\x13"
+	                           "ecs 198.51.100.0/24";
+	CHECK(r.kind == GSLB_RESULT_TXT && r.txt_len == sizeof(want) - 1 &&
+	          memcmp(r.txt, want, sizeof(want) - 1) == 0,
+	      "whoami TXT: kind %d len %u '%.*s'", r.kind, r.txt_len, (int)r.txt_len, r.txt);
+	CHECK(r.ecs_scope == 24 && r.ttl == GSLB_VIEW_WHOAMI_TTL, "whoami TXT scope %u ttl %u",
+	      r.ecs_scope, r.ttl);
+	r = ask(v, "whoami.example.test", DNS_TYPE_TXT, "2001:db8::53", NULL);
+	static const char want2[] = "\x15resolver 2001:db8::53\x08"
+	                            "ecs none";
+	CHECK(r.kind == GSLB_RESULT_TXT && r.txt_len == sizeof(want2) - 1 &&
+	          memcmp(r.txt, want2, sizeof(want2) - 1) == 0,
+	      "whoami TXT v6: '%.*s'", (int)r.txt_len, r.txt);
+	r = ask(v, "whoami.example.test", DNS_TYPE_MX, "192.0.2.1", NULL);
+	CHECK(r.kind == GSLB_RESULT_NODATA, "whoami MX kind %d", r.kind);
+}
+
+static void test_alldown(const gslb_view_t *v)
+{
+	EXPECT_A(v, "ad.example.test", "192.0.2.1", NULL, "SERVFAIL", 0);
+	EXPECT_A(v, "fb.example.test", "192.0.2.1", NULL, "192.0.2.99", 0);
+	EXPECT_AAAA(v, "fb.example.test", "192.0.2.1", NULL, "NODATA", 0);
+	gslb_result_t r = ask(v, "cn.example.test", DNS_TYPE_A, "192.0.2.1", NULL);
+	char cn[DNS_DNAME_MAXLEN * 4 + 2] = "";
+	if (r.kind == GSLB_RESULT_CNAME && r.cname)
+		dname_to_str(r.cname, cn, sizeof(cn));
+	CHECK(r.kind == GSLB_RESULT_CNAME && strcmp(cn, "backup.example.net.") == 0,
+	      "fallback cname: kind %d '%s'", r.kind, cn);
+}
+
+static void test_family_skip(const gslb_view_t *v)
+{
+	/* first datacenter has only IPv6: A skips it (not down), AAAA answers it */
+	EXPECT_A(v, "v6.example.test", "192.0.2.1", NULL, "192.0.2.50", 0);
+	EXPECT_AAAA(v, "v6.example.test", "192.0.2.1", NULL, "2001:db8:2::1", 0);
+	gslb_result_t r = ask(v, "v6.example.test", DNS_TYPE_TXT, "192.0.2.1", NULL);
+	CHECK(r.kind == GSLB_RESULT_NODATA && r.ttl == 45, "TXT at service: %d %u", r.kind, r.ttl);
+}
+
+static void test_mmdb(const gslb_view_t *v)
+{
+	/* SH_TEL 58.32.0.0/13: location rule AS/CN/31 -> telecom; 58.40.0.0/13 is empty */
+	EXPECT_A(v, "g.example.test", "192.0.2.1", "58.33.0.0/16", "198.51.100.10", 13);
+	/* SH_A 116.224.0.0/13 and SH_B 116.232.0.0/13 classify the same: one /12 block */
+	EXPECT_A(v, "g.example.test", "192.0.2.1", "116.225.0.0/16", "198.51.100.10", 12);
+	/* BJ_EDU 202.112.0.0/16 has AS4538: the ASN rule beats location: [edu, unicom] */
+	EXPECT_A(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", "192.0.2.10", 16);
+	/* ... and for AAAA edu has none: unicom has none: no candidate of the map has IPv6 */
+	EXPECT_AAAA(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", "NODATA", 16);
+	/* BJ_UNI (Beijing, no rule): auto-distance puts unicom first */
+	EXPECT_A(v, "g.example.test", "192.0.2.1", "123.112.0.0/16", "203.0.113.10 203.0.113.11",
+	         12);
+	/* FRA 5.1.0.0/16: nearest is eu */
+	EXPECT_A(v, "g.example.test", "192.0.2.1", "5.1.2.0/24", "192.0.2.77", 16);
+	/* Shanghai over IPv6 (240e::/20 SH_TEL) */
+	EXPECT_AAAA(v, "g.example.test", "192.0.2.1", "240e:1::/32", "2001:db8:1::10", 20);
+	/* no data: the map default [eu] */
+	gslb_result_t r = ask(v, "g.example.test", DNS_TYPE_A, "192.0.2.1", "8.8.8.0/24");
+	CHECK(r.kind == GSLB_RESULT_ADDRS && strcmp(addrs_str(&r), "192.0.2.77") == 0 &&
+	          r.ecs_scope > 0 && r.ecs_scope <= 24,
+	      "mmdb default: %s scope %u", addrs_str(&r), r.ecs_scope);
+	/* resolver decides when there is no ECS */
+	EXPECT_A(v, "g.example.test", "58.32.9.9", NULL, "198.51.100.10", 0);
+}
+
+static void test_explain(const gslb_view_t *v)
+{
+	char buf[8192];
+	int ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", "202.120.5.77/24", buf,
+	                            sizeof(buf));
+	CHECK(ret == 0, "explain: %d %s", ret, buf);
+	if (getenv("TEST_VIEW_VERBOSE"))
+		fputs(buf, stdout);
+	static const char *want[] = {
+	    "service vpn.example.test.: policy geo",
+	    "client: 202.120.5.0/24, ECS subnet",
+	    "map: isp, block 202.120.0.0/16 (scope 16)",
+	    "map datacenters: edu telecom",
+	    "answer: 192.0.2.10 (datacenter edu)\n",
+	    "answer: 2001:db8:1::10 (datacenter telecom)\n",
+	    "ttl: 30",
+	    "scope: 16",
+	};
+	for (size_t i = 0; i < N(want); i++)
+		CHECK(strstr(buf, want[i]) != NULL, "explain lacks '%s':\n%s", want[i], buf);
+
+	ret = gslb_view_explain(v, "noecs.example.test", "58.33.1.1", "202.120.5.0/24", buf,
+	                        sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "ignore-ecs") && strstr(buf, "scope: 0"),
+	      "explain ignore-ecs:\n%s", buf);
+	ret = gslb_view_explain(v, "fo.example.test", "192.0.2.1", NULL, buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "answer: 203.0.113.10 203.0.113.11"), "explain fo:\n%s", buf);
+	ret =
+	    gslb_view_explain(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "AS4538") &&
+	          strstr(buf, "classified by asn (rule 2, line 16)"),
+	      "explain geoip:\n%s", buf);
+	if (getenv("TEST_VIEW_VERBOSE"))
+		fputs(buf, stdout);
+	ret = gslb_view_explain(v, "whoami.example.test", "192.0.2.1", NULL, buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "TXT \"resolver 192.0.2.1\""), "explain whoami:\n%s", buf);
+
+	/* errors */
+	ret = gslb_view_explain(v, "nope.example.test", "192.0.2.1", NULL, buf, sizeof(buf));
+	CHECK(ret == STEER_ENOENT && strstr(buf, "not a GSLB"), "explain nope: %d %s", ret, buf);
+	ret = gslb_view_explain(v, "vpn.example.test", "192.0.2.300", NULL, buf, sizeof(buf));
+	CHECK(ret == STEER_EINVAL && strstr(buf, "bad client address"), "bad ip: %d %s", ret, buf);
+	ret = gslb_view_explain(v, "vpn.example.test", "192.0.2.1", "1.2.3.0/33", buf, sizeof(buf));
+	CHECK(ret == STEER_EINVAL && strstr(buf, "bad ECS"), "bad ecs: %d %s", ret, buf);
+	/* a tiny buffer is truncated, never overrun */
+	char small[40];
+	ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", NULL, small, sizeof(small));
+	CHECK(ret == 0 && strlen(small) < sizeof(small), "small buffer");
+}
+
+/* A build that must fail with @p want in the message. */
+static void expect_build_error(const conf_t *c, const char *want, const char *what)
+{
+	gslb_view_t *v = NULL;
+	char err[512] = "";
+	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	CHECK(ret < 0 && v == NULL && strstr(err, want), "%s: ret %d err '%s' want '%s'", what, ret,
+	      err, want);
+	gslb_view_free(v);
+}
+
+static void test_build_errors(void)
+{
+	conf_t c;
+	init_conf(&c);
+	services[2].policy = "nope";
+	expect_build_error(&c, "test.yaml:40: service fo.example.test: unknown policy 'nope'",
+	                   "unknown policy");
+	init_conf(&c);
+	services[2].all_down = "maybe";
+	expect_build_error(&c, "test.yaml:40: service fo.example.test: unknown all-down 'maybe'",
+	                   "unknown all-down");
+	init_conf(&c);
+	svc_fo_dcs[1].policy = "geo";
+	expect_build_error(&c,
+	                   "test.yaml:42: service fo.example.test: datacenter unicom: policy "
+	                   "'geo' cannot choose addresses",
+	                   "geo inside a datacenter");
+	init_conf(&c);
+	isp_nets[0].file = "gslb/view/bad.txt";
+	expect_build_error(&c, "test.yaml:10: map isp: gslb/view/bad.txt:2:", "bad nets line");
+	init_conf(&c);
+	isp_nets[0].file = "gslb/view/missing.txt";
+	expect_build_error(
+	    &c, "test.yaml:10: map isp: nets file gslb/view/missing.txt:", "missing nets file");
+	init_conf(&c);
+	maps[2].geoip_database = "gslb/mmdb/not-an-mmdb.mmdb";
+	expect_build_error(&c, "test.yaml:13: map world:", "bad mmdb");
+	init_conf(&c);
+	geo_rules[0].match = "XX/CN";
+	expect_build_error(&c, "test.yaml:15: map world: geoip rule:", "bad rule");
+	init_conf(&c);
+	services[0].map = SIZE_MAX;
+	expect_build_error(&c, "test.yaml:20: service vpn.example.test.: policy geo needs a map",
+	                   "geo without map");
+	init_conf(&c);
+	services[3].name = "vpn.example.test";
+	expect_build_error(&c, "test.yaml:50: service vpn.example.test: name defined twice",
+	                   "duplicate name");
+	init_conf(&c);
+	whoami[0] = "FO.example.test.";
+	expect_build_error(&c, "whoami FO.example.test.: name already used", "whoami duplicate");
+	whoami[0] = "whoami.example.test";
+	init_conf(&c);
+	overrides[0].pattern = "bad pattern";
+	expect_build_error(&c, "test.yaml:90: override:", "bad override");
+	overrides[0].pattern = "service/fo.example.test/telecom/*";
+	init_conf(&c);
+	c.state_file = "gslb/view/bad.state";
+	expect_build_error(&c, "gslb/view/bad.state:1:", "bad state file");
+	init_conf(&c);
+	a_edu[0].weight = 70000;
+	expect_build_error(&c, "test.yaml:23: service vpn.example.test.: address weight 70000",
+	                   "weight");
+	a_edu[0].weight = 1;
+}
+
+static void test_state_file(void)
+{
+	conf_t c;
+	init_conf(&c);
+	/* missing state file: fine */
+	c.state_file = "gslb/view/no-such.state";
+	gslb_view_t *v = build(&c);
+	if (v)
+		EXPECT_A(v, "state.example.test", "192.0.2.1", NULL, "198.51.100.10", 0);
+	gslb_view_free(v);
+	c.state_file = "gslb/view/overrides.state";
+	v = build(&c);
+	if (v)
+		EXPECT_A(v, "state.example.test", "192.0.2.1", NULL, "203.0.113.10 203.0.113.11",
+		         0);
+	gslb_view_free(v);
+}
+
+static void test_private_ecs_used(void)
+{
+	conf_t c;
+	init_conf(&c);
+	maps[0].ecs_private_is_absent = false;
+	gslb_view_t *v = build(&c);
+	/* a private ECS address is now a client like any other: default space 8.0.0.0/5 */
+	if (v)
+		EXPECT_A(v, "vpn.example.test", "202.120.1.1", "10.1.2.0/24",
+		         "203.0.113.10 203.0.113.11", 5);
+	gslb_view_free(v);
+	maps[0].ecs_private_is_absent = true;
+}
+
+static void test_empty(void)
+{
+	conf_t c;
+	memset(&c, 0, sizeof(c));
+	gslb_view_t *v = build(&c);
+	if (!v)
+		return;
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str("vpn.example.test", wire) > 0, "dname");
+	CHECK(gslb_view_find(v, wire) == NULL, "empty view finds a name");
+	size_t ns, nm, nw;
+	gslb_view_counts(v, &ns, &nm, &nw);
+	CHECK(ns == 0 && nm == 0 && nw == 0, "empty counts");
+	CHECK(gslb_view_health(v)->count == 0, "empty health");
+	gslb_view_free(v);
+}
+
+int main(void)
+{
+	gslb_policy_rng_init(&rng, 42);
+	init_addrs();
+	conf_t c;
+	init_conf(&c);
+	gslb_view_t *v = build(&c);
+	if (v) {
+		test_geo_nets(v);
+		test_failover_override(v);
+		test_persist_real(v);
+		test_whoami(v);
+		test_alldown(v);
+		test_family_skip(v);
+		test_mmdb(v);
+		test_explain(v);
+	}
+	gslb_view_free(v);
+	test_build_errors();
+	test_state_file();
+	test_private_ecs_used();
+	test_empty();
+	gslb_view_free(NULL);
+	return unit_finish("view");
+}
