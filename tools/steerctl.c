@@ -22,13 +22,27 @@
  *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
- *            "axfr": n, "axfr_refused": n}
+ *            "axfr": n, "axfr_refused": n,
+ *            "ecs": {"ipv4": n, "ipv6": n, "ignored": n,
+ *                    "resolvers": [{"address": "192.0.2.53", "queries": n}, ...]}}
+ *           (ecs: queries with a valid ECS option by family; ignored: GSLB decisions that
+ *           used the resolver's address despite ECS; resolvers: the top 10 senders of ECS)
  *   explain NAME CLIENT-IP [ECS-SUBNET]
  *           {"name": "vpn.example.test", "client": "192.0.2.1", "ecs": "198.51.100.0/24" | null,
  *            "text": "map isp: 198.51.100.0/24 (scope 24) -> telecom, edu\n..."}
  *           (the offline form prints the same reply, computed from the config file)
  *   health  [{"id": 0, "name": "service/vpn.example.test/telecom/192.0.2.1", "state": "UP",
  *             "forced": false, "reason": "monitor: UP", "ttl_cap": 0}, ...]
+ *   override list
+ *           {"state_file": "/var/lib/steer/overrides" | null,
+ *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN",
+ *                           "source": "config" | "admin", "line": 3 | null, "targets": 2}, ...]}
+ *           (config rules first, then the admin's; later rules win; line: in the config file
+ *           or the state file)
+ *   override set PATTERN up|down, override clear PATTERN
+ *           {"action": "set" | "clear", "pattern": "...", "state": "DOWN" | "UP" | null,
+ *            "targets": n (targets the pattern matches), "state_file": ..., "overrides": [...]}
+ *           applied to the running view at once (no reload) and saved to the state file.
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged.
@@ -297,9 +311,35 @@ static void print_stats(const json_t *d)
 		putchar('\n');
 		return;
 	}
+	/* The resolver list is a table of its own, after the counters. */
+	json_t *copy = json_deep_copy(d);
+	json_t *ecs = json_object_get(copy, "ecs");
+	json_t *resolvers = json_incref(json_object_get(ecs, "resolvers"));
+	if (json_is_object(ecs))
+		json_object_del(ecs, "resolvers");
 	size_t kw = 0, vw = 0;
-	counter_widths(d, 0, &kw, &vw);
-	print_counters(d, 0, kw, vw);
+	counter_widths(copy, 0, &kw, &vw);
+	print_counters(copy, 0, kw, vw);
+	if (json_is_array(resolvers) && json_array_size(resolvers) > 0) {
+		size_t i, wa = strlen("ADDRESS");
+		const json_t *row;
+		json_array_foreach(resolvers, i, row)
+		{
+			const char *a = json_string_value(json_object_get(row, "address"));
+			if (a && strlen(a) > wa)
+				wa = strlen(a);
+		}
+		printf("top ECS resolvers:\n  %-*s  %s\n", (int)wa, "ADDRESS", "QUERIES");
+		json_array_foreach(resolvers, i, row)
+		{
+			const char *a = json_string_value(json_object_get(row, "address"));
+			printf("  %-*s  ", (int)wa, a ? a : "?");
+			print_value(stdout, json_object_get(row, "queries"));
+			putchar('\n');
+		}
+	}
+	json_decref(resolvers);
+	json_decref(copy);
 }
 
 /* ---- explain and health ------------------------------------------------------------------- */
@@ -351,6 +391,73 @@ static void print_health(const json_t *d)
 	}
 }
 
+/* ---- override ------------------------------------------------------------------------------ */
+
+static void print_overrides(const json_t *list)
+{
+	size_t i, wp = strlen("PATTERN");
+	const json_t *row;
+	if (!json_is_array(list) || json_array_size(list) == 0) {
+		puts("no overrides");
+		return;
+	}
+	json_array_foreach(list, i, row)
+	{
+		const char *p = json_string_value(json_object_get(row, "pattern"));
+		if (p && strlen(p) > wp)
+			wp = strlen(p);
+	}
+	printf("%-*s  %-5s  %-6s  %-7s  %s\n", (int)wp, "PATTERN", "STATE", "SOURCE", "TARGETS",
+	       "LINE");
+	json_array_foreach(list, i, row)
+	{
+		const char *p = json_string_value(json_object_get(row, "pattern"));
+		const char *st = json_string_value(json_object_get(row, "state"));
+		const char *src = json_string_value(json_object_get(row, "source"));
+		const json_t *line = json_object_get(row, "line");
+		const json_t *targets = json_object_get(row, "targets");
+		printf("%-*s  %-5s  %-6s  %7lld  ", (int)wp, p ? p : "?", st ? st : "?",
+		       src ? src : "?",
+		       json_is_integer(targets) ? (long long)json_integer_value(targets) : 0LL);
+		if (json_is_integer(line))
+			printf("%lld\n", (long long)json_integer_value(line));
+		else
+			puts("-");
+	}
+}
+
+static void print_override(const json_t *d)
+{
+	if (!json_is_object(d)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	const char *action = json_string_value(json_object_get(d, "action"));
+	const char *pattern = json_string_value(json_object_get(d, "pattern"));
+	const json_t *targets = json_object_get(d, "targets");
+	long long n = json_is_integer(targets) ? (long long)json_integer_value(targets) : 0;
+	if (action && strcmp(action, "set") == 0) {
+		const char *st = json_string_value(json_object_get(d, "state"));
+		printf("forced %s: '%s' (%lld target%s)\n", st ? st : "?", pattern ? pattern : "?",
+		       n, n == 1 ? "" : "s");
+		if (n == 0)
+			puts("warning: the pattern matches no target (see steerctl health)");
+	} else if (action) {
+		printf("cleared '%s'\n", pattern ? pattern : "?");
+	}
+	const json_t *sf = json_object_get(d, "state_file");
+	if (action)
+		printf("%s\n", json_is_string(sf) ? "saved to the state file"
+		                                  : "not persisted (no gslb.state-file): lasts "
+		                                    "until steerd restarts");
+	else
+		printf("state file: %s\n", json_is_string(sf) ? json_string_value(sf)
+		                                              : "none (admin overrides last "
+		                                                "until steerd restarts)");
+	print_overrides(json_object_get(d, "overrides"));
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static const struct {
@@ -358,17 +465,22 @@ static const struct {
 	print_cb print;
 	const char *help;
 	int min_args, max_args;
+	const char *args; /* usage of the arguments */
 } commands[] = {
-    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload", 0,
-     0},
-    {"reload", print_reload, "re-read the configuration and changed zone files", 0, 0},
-    {"zones", print_zones, "served zones with serial, record count and load time", 0, 0},
-    {"stats", print_stats, "query counters by transport, rcode and type", 0, 0},
+    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload", 0, 0,
+     ""},
+    {"reload", print_reload, "re-read the configuration and changed zone files", 0, 0, ""},
+    {"zones", print_zones, "served zones with serial, record count and load time", 0, 0, ""},
+    {"stats", print_stats, "query counters by transport, rcode, type and ECS", 0, 0, ""},
     {"explain", print_explain,
      "NAME CLIENT-IP [ECS-SUBNET]: the GSLB decision for a client and why\n"
      "           (explain --config FILE ...: offline, from a config file, no daemon)",
-     2, 3},
-    {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0},
+     2, 3, "NAME CLIENT-IP [ECS-SUBNET]"},
+    {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0, ""},
+    {"override", print_override,
+     "set PATTERN up|down | clear PATTERN | list: force GSLB targets up or down\n"
+     "           now, e.g. override set 'service/*/dc1/*' down (saved to gslb.state-file)",
+     1, 3, "set PATTERN up|down | clear PATTERN | list"},
 };
 
 static void usage(FILE *out)
@@ -376,7 +488,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]\n\n"
 	             "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].help);
 	fprintf(out,
 	        "\nOptions:\n"
 	        "  -s, --socket PATH    control socket (default $STEER_CONTROL_SOCKET or %s)\n"
@@ -584,7 +696,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "steerctl: '%s' takes no arguments\n", argv[first]);
 		else
 			fprintf(stderr, "steerctl: usage: %s %s\n", argv[first],
-			        "NAME CLIENT-IP [ECS-SUBNET]");
+			        commands[cmd].args);
 		return EXIT_USAGE;
 	}
 	json_t *args = json_array();

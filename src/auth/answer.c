@@ -28,7 +28,8 @@ typedef struct {
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
-	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	bool ecs_ignored;  /* a GSLB decision had ECS but used the resolver's address */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
 } answer_t;
@@ -319,6 +320,7 @@ static const uint8_t *answer_gslb(answer_t *a, const uint8_t *owner, const gslb_
 	/* One scope for the response: the narrowest any GSLB decision along the chain needed. */
 	if (res.ecs_scope > a->ecs_scope)
 		a->ecs_scope = res.ecs_scope;
+	a->ecs_ignored |= res.ecs_ignored;
 	switch (res.kind) {
 	case GSLB_RESULT_ADDRS:
 		put_gslb_addrs(a, owner, &res);
@@ -407,18 +409,36 @@ static uint16_t udp_limit(const auth_view_t *view, const dns_query_t *q, size_t 
 	return (uint16_t)(limit < cap ? limit : cap);
 }
 
-static void count(steer_stats_t *stats, const dns_query_t *q, uint8_t rcode)
+/* ECS queries: by family, ignored by a GSLB decision, and by resolver. */
+static void count_ecs(steer_stats_t *stats, const answer_t *a, const auth_client_t *client)
 {
+	if (a->q->ecs.family == DNS_ECS_FAMILY_IPV4)
+		STATS_INC(stats->ecs_v4);
+	else
+		STATS_INC(stats->ecs_v6);
+	if (a->ecs_ignored)
+		STATS_INC(stats->ecs_ignored);
+	if (client->remote != NULL)
+		steer_stats_ecs_resolver(stats, client->remote);
+}
+
+static void count(steer_stats_t *stats, const answer_t *a, const auth_client_t *client)
+{
+	const dns_query_t *q = a->q;
+	uint8_t rcode = a->rcode;
 	STATS_INC(stats->rcode[rcode < STATS_RCODE_SLOTS ? rcode : 0]);
 	STATS_INC(stats->qtype[q->qtype < STATS_QTYPE_SLOTS ? q->qtype : 0]);
 	if (q->has_edns) {
 		STATS_INC(stats->edns);
 		if (q->edns_do)
 			STATS_INC(stats->edns_do);
+		if (STEER_UNLIKELY(q->has_ecs))
+			count_ecs(stats, a, client);
 	}
 }
 
-static size_t finish(answer_t *a, const auth_view_t *view, steer_stats_t *stats)
+static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
+                     steer_stats_t *stats)
 {
 	const dns_query_t *q = a->q;
 	if (a->truncated) {
@@ -437,7 +457,7 @@ static size_t finish(answer_t *a, const auth_view_t *view, steer_stats_t *stats)
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
 	}
-	count(stats, q, rcode);
+	count(stats, a, client);
 	return dns_msg_finish(&a->msg);
 }
 
@@ -502,6 +522,7 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 	a.truncated = false;
 	a.rcode = DNS_RCODE_NOERROR;
 	a.ecs_scope = 0;
+	a.ecs_ignored = false;
 	a.n_extra = 0;
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
@@ -520,5 +541,5 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 		a.rcode = status_rcode(status);
 	else
 		answer_query(&a, view, client, axfr, stats);
-	return finish(&a, view, stats);
+	return finish(&a, view, client, stats);
 }

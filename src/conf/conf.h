@@ -78,8 +78,9 @@ typedef struct {
 	size_t datacenter; /* index into conf_t.datacenters */
 	conf_address_t *addresses;
 	size_t n_addresses;
-	char *policy;   /* in-datacenter policy name, NULL = all UP addresses */
-	unsigned multi; /* for policy multi: at most this many addresses */
+	char *policy;    /* in-datacenter policy name, NULL = all UP addresses */
+	unsigned multi;  /* for policy multi: at most this many addresses */
+	uint32_t weight; /* 1..65535, default 1: datacenter-level weighted and persist */
 	unsigned line;
 } conf_service_dc_t;
 

@@ -410,6 +410,17 @@ const conf_key_t conf_keys[] = {
      .min = 1,
      .max = 64,
      .doc = "For `policy: multi`: answer at most this many addresses that are up."},
+    {.section = "services.datacenters",
+     .name = "weight",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_dc_t, weight),
+     .size = sizeof(((conf_service_dc_t *)0)->weight),
+     .min = 1,
+     .max = 65535,
+     .def = "1",
+     .doc = "The datacenter's weight for the service-level `weighted` and `persist` "
+            "policies: with weights 3 and 1, three clients in four get the first "
+            "datacenter (when both are up)."},
     {.section = "services.datacenters.addresses",
      .name = "address",
      .type = CONF_TYPE_NODE,

@@ -4,9 +4,11 @@
  */
 #include "daemon/commands.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -19,6 +21,8 @@
 
 /* Room for one explanation: a few dozen lines even for a service with many datacenters. */
 #define EXPLAIN_MAX 16384
+/* Resolvers listed in the ECS section of stats. */
+#define STATS_ECS_TOP 10
 
 /* Zone names as users write them: no trailing dot, except the root zone. */
 static json_t *zone_name_json(const char *name)
@@ -174,12 +178,29 @@ static json_t *cmd_stats(const server_t *s)
 	net_stats(s->net, &st);
 	json_t *queries = json_pack("{s:I, s:I, s:I}", "udp", COUNTER(&st, udp_queries), "tcp",
 	                            COUNTER(&st, tcp_queries), "ipv6", COUNTER(&st, ipv6_queries));
-	return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "queries", queries,
+	steer_stats_resolver_t top[STATS_ECS_TOP];
+	size_t n_top = steer_stats_top_resolvers(&st, top, STATS_ECS_TOP);
+	json_t *resolvers = json_array();
+	for (size_t i = 0; i < n_top; i++) {
+		char addr[INET6_ADDRSTRLEN] = "?";
+		const steer_sockaddr_t *a = &top[i].addr;
+		if (a->sa.sa_family == AF_INET)
+			inet_ntop(AF_INET, &a->sin.sin_addr, addr, sizeof(addr));
+		else
+			inet_ntop(AF_INET6, &a->sin6.sin6_addr, addr, sizeof(addr));
+		json_array_append_new(resolvers, json_pack("{s:s, s:I}", "address", addr, "queries",
+		                                           (json_int_t)top[i].queries));
+	}
+	json_t *ecs = json_pack("{s:I, s:I, s:I, s:o}", "ipv4", COUNTER(&st, ecs_v4), "ipv6",
+	                        COUNTER(&st, ecs_v6), "ignored", COUNTER(&st, ecs_ignored),
+	                        "resolvers", resolvers);
+	return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "queries", queries,
 	                 "rcode", counter_map(st.rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"),
 	                 "qtype", counter_map(st.qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"),
 	                 "edns", COUNTER(&st, edns), "edns_do", COUNTER(&st, edns_do), "truncated",
 	                 COUNTER(&st, truncated), "dropped", COUNTER(&st, dropped), "axfr",
-	                 COUNTER(&st, axfr), "axfr_refused", COUNTER(&st, axfr_refused));
+	                 COUNTER(&st, axfr), "axfr_refused", COUNTER(&st, axfr_refused), "ecs",
+	                 ecs);
 }
 
 /* explain NAME CLIENT-IP [ECS-SUBNET]: the decision the current GSLB view makes. */
@@ -230,12 +251,106 @@ static json_t *cmd_health(const server_t *s)
 	return list;
 }
 
+/* How many targets of the current view @p pattern matches. */
+static uint32_t pattern_targets(const server_t *s, const char *pattern)
+{
+	gslb_overrides_t one;
+	char err[256];
+	uint32_t n = 0;
+	gslb_overrides_init(&one);
+	if (gslb_overrides_set(&one, pattern, true, 0, err, sizeof(err)) == 0) {
+		const gslb_health_t *h = gslb_view_health(s->gslb);
+		gslb_health_t *tmp = gslb_health_dup(h, h->count);
+		gslb_health_apply_overrides(tmp, &one, &n);
+		gslb_health_free(tmp);
+	}
+	gslb_overrides_deinit(&one);
+	return n;
+}
+
+static json_t *override_row(const server_t *s, const char *pattern, bool down, const char *source,
+                            json_t *line)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:I}", "pattern", pattern, "state",
+	                 down ? "DOWN" : "UP", "source", source, "line", line, "targets",
+	                 (json_int_t)pattern_targets(s, pattern));
+}
+
+/* The override list: the config's rules, then the admin's (later rules win). */
+static json_t *override_list(const server_t *s)
+{
+	json_t *list = json_array();
+	const conf_t *conf = s->conf;
+	for (size_t i = 0; i < conf->n_overrides; i++) {
+		const conf_override_t *co = &conf->overrides[i];
+		json_array_append_new(
+		    list, override_row(s, co->pattern, !co->up, "config",
+		                       co->line ? json_integer(co->line) : json_null()));
+	}
+	for (size_t i = 0; i < s->api_overrides.count; i++) {
+		const gslb_override_t *r = &s->api_overrides.rules[i];
+		json_array_append_new(list,
+		                      override_row(s, r->pattern, r->down, "admin",
+		                                   r->line ? json_integer(r->line) : json_null()));
+	}
+	return json_pack("{s:o, s:o}", "state_file",
+	                 conf->state_file ? json_string(conf->state_file) : json_null(),
+	                 "overrides", list);
+}
+
+#define OVERRIDE_USAGE                                                                             \
+	"usage: override set PATTERN up|down | override clear PATTERN | override list"
+
+/* override set PATTERN up|down, override clear PATTERN, override list. */
+static int cmd_override(server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+{
+	size_t n = json_array_size(args);
+	const char *argv[3] = {NULL, NULL, NULL};
+	for (size_t i = 0; i < n && i < 3; i++)
+		argv[i] = json_string_value(json_array_get(args, i));
+	const char *sub = n > 0 ? argv[0] : NULL;
+	if (sub != NULL && strcmp(sub, "list") == 0 && n == 1) {
+		*data = override_list(s);
+		return 0;
+	}
+	bool set = sub != NULL && strcmp(sub, "set") == 0 && n == 3 && argv[1] && argv[2];
+	bool clear = sub != NULL && strcmp(sub, "clear") == 0 && n == 2 && argv[1];
+	if (!set && !clear) {
+		snprintf(err, errlen, OVERRIDE_USAGE);
+		return STEER_EINVAL;
+	}
+	bool down = false;
+	if (set) {
+		if (strcasecmp(argv[2], "down") == 0) {
+			down = true;
+		} else if (strcasecmp(argv[2], "up") != 0) {
+			snprintf(err, errlen,
+			         "override set: state must be 'up' or 'down', not '%s'", argv[2]);
+			return STEER_EINVAL;
+		}
+	}
+	uint32_t matched = 0;
+	int ret = server_override(s, set, argv[1], down, &matched, err, errlen);
+	if (ret != 0)
+		return ret;
+	json_t *list = override_list(s);
+	*data = json_pack("{s:s, s:s, s:o, s:I, s:O, s:O}", "action", set ? "set" : "clear",
+	                  "pattern", argv[1], "state",
+	                  set ? json_string(down ? "DOWN" : "UP") : json_null(), "targets",
+	                  (json_int_t)matched, "state_file", json_object_get(list, "state_file"),
+	                  "overrides", json_object_get(list, "overrides"));
+	json_decref(list);
+	return 0;
+}
+
 int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
                     void *ctx)
 {
 	server_t *s = ctx;
 	if (strcmp(cmd, "explain") == 0)
 		return cmd_explain(s, args, data, err, errlen);
+	if (strcmp(cmd, "override") == 0)
+		return cmd_override(s, args, data, err, errlen);
 	if (json_array_size(args) != 0) {
 		snprintf(err, errlen, "'%s' takes no arguments", cmd);
 		return STEER_EINVAL;
@@ -252,7 +367,8 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
 		*data = cmd_health(s);
 	else {
 		snprintf(err, errlen,
-		         "unknown command '%s' (try status, reload, zones, stats, explain, health)",
+		         "unknown command '%s' (try status, reload, zones, stats, explain, health, "
+		         "override)",
 		         cmd);
 		return STEER_EINVAL;
 	}

@@ -215,6 +215,155 @@ static void view_free(const auth_view_t *view)
 	free((void *)view);
 }
 
+/* ---- admin overrides ------------------------------------------------------------------- */
+
+/* @p dst (uninitialised) becomes a copy of @p src. */
+static void overrides_copy(gslb_overrides_t *dst, const gslb_overrides_t *src)
+{
+	char err[256];
+	gslb_overrides_init(dst);
+	for (size_t i = 0; i < src->count; i++) {
+		const gslb_override_t *r = &src->rules[i];
+		/* The rules were accepted once: they are valid. */
+		int ret = gslb_overrides_set(dst, r->pattern, r->down, r->line, err, sizeof(err));
+		STEER_ASSERT(ret == 0);
+	}
+}
+
+/* The rules in effect: the config's, then the admin's (later rules win). */
+static int overrides_effective(const conf_t *conf, const gslb_overrides_t *api,
+                               gslb_overrides_t *out, char *err, size_t errlen)
+{
+	gslb_overrides_init(out);
+	for (size_t i = 0; i < conf->n_overrides; i++) {
+		const conf_override_t *co = &conf->overrides[i];
+		int ret = gslb_overrides_set(out, co->pattern, !co->up, 0, err, errlen);
+		if (ret != 0)
+			return ret;
+	}
+	for (size_t i = 0; i < api->count; i++) {
+		const gslb_override_t *r = &api->rules[i];
+		int ret = gslb_overrides_set(out, r->pattern, r->down, r->line, err, errlen);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * A view sharing @p gslb's maps and services with the overrides of @p conf and @p api applied
+ * (not published). @p matches, if not NULL, gets per effective rule its target count.
+ */
+static int gslb_with_overrides(const gslb_view_t *gslb, const conf_t *conf,
+                               const gslb_overrides_t *api, gslb_view_t **out,
+                               gslb_overrides_t *eff, uint32_t **matches, char *err, size_t errlen)
+{
+	int ret = overrides_effective(conf, api, eff, err, errlen);
+	if (ret != 0) {
+		gslb_overrides_deinit(eff);
+		return ret;
+	}
+	const gslb_health_t *old = gslb_view_health(gslb);
+	gslb_health_t *h = gslb_health_dup(old, old->count);
+	uint32_t *m = xcalloc(eff->count + 1, sizeof(*m));
+	gslb_health_apply_overrides(h, eff, m);
+	if (matches != NULL)
+		*matches = m;
+	else
+		free(m);
+	*out = gslb_view_with_health(gslb, h);
+	return 0;
+}
+
+/* Read the admin overrides from the state file of @p conf into @p api (missing file: kept). */
+static int api_overrides_load(const conf_t *conf, gslb_overrides_t *api, char *err, size_t errlen)
+{
+	if (conf->state_file == NULL)
+		return 0;
+	int ret = gslb_overrides_load(api, conf->state_file, err, errlen);
+	if (ret == STEER_ENOENT) {
+		/* A state file configured since the admin set overrides: keep and save them. */
+		if (api->count > 0)
+			return gslb_overrides_save(api, conf->state_file, err, errlen);
+		return 0;
+	}
+	return ret;
+}
+
+int server_override(server_t *s, bool set, const char *pattern, bool down, uint32_t *matched,
+                    char *err, size_t errlen)
+{
+	gslb_overrides_t next;
+	overrides_copy(&next, &s->api_overrides);
+	int ret;
+	if (set) {
+		ret = gslb_overrides_set(&next, pattern, down, 0, err, errlen);
+	} else {
+		ret = gslb_overrides_remove(&next, pattern);
+		if (ret != 0) {
+			bool in_conf = false;
+			for (size_t i = 0; i < s->conf->n_overrides; i++)
+				in_conf |= strcmp(s->conf->overrides[i].pattern, pattern) == 0;
+			snprintf(err, errlen,
+			         in_conf ? "override '%s' comes from the configuration "
+			                   "(gslb.overrides): edit it there and reload"
+			                 : "no admin override '%s' (see steerctl override list)",
+			         pattern);
+		}
+	}
+	gslb_overrides_t eff;
+	gslb_view_t *gslb = NULL;
+	uint32_t *matches = NULL;
+	if (ret == 0)
+		ret = gslb_with_overrides(s->gslb, s->conf, &next, &gslb, &eff, &matches, err,
+		                          errlen);
+	if (ret == 0 && s->conf->state_file != NULL) {
+		ret = gslb_overrides_save(&next, s->conf->state_file, err, errlen);
+		if (ret != 0) {
+			gslb_view_free(gslb);
+			free(matches);
+			gslb_overrides_deinit(&eff);
+		}
+	}
+	if (ret != 0) {
+		gslb_overrides_deinit(&next);
+		return ret;
+	}
+	*matched = 0;
+	for (size_t i = 0; i < eff.count; i++)
+		if (strcmp(eff.rules[i].pattern, pattern) == 0)
+			*matched = matches[i];
+	if (!set) {
+		/* How many targets the cleared pattern would match (a config rule may remain). */
+		gslb_overrides_t one;
+		gslb_overrides_init(&one);
+		if (gslb_overrides_set(&one, pattern, true, 0, err, errlen) == 0) {
+			gslb_health_t *h =
+			    gslb_health_dup(gslb_view_health(gslb), gslb_view_health(gslb)->count);
+			gslb_health_apply_overrides(h, &one, matched);
+			gslb_health_free(h);
+		}
+		gslb_overrides_deinit(&one);
+		err[0] = '\0';
+	}
+	free(matches);
+	gslb_overrides_deinit(&eff);
+	gslb_overrides_deinit(&s->api_overrides);
+	s->api_overrides = next;
+
+	auth_view_t *view = view_new((zone_set_t *)s->view->zones, gslb, s->conf);
+	/* net_publish() waits for the grace period: no query thread sees the old views after. */
+	auth_view_t *old = (auth_view_t *)net_publish(s->net, view);
+	gslb_view_t *old_gslb = s->gslb;
+	s->view = view;
+	s->gslb = gslb;
+	free(old); /* the zone set now belongs to the new view */
+	gslb_view_free(old_gslb);
+	log_info("override %s '%s'%s%s: %u target(s)", set ? "set" : "cleared", pattern,
+	         set ? " " : "", set ? (down ? "DOWN" : "UP") : "", *matched);
+	return 0;
+}
+
 static void log_gslb(const gslb_view_t *gslb, const char *verb)
 {
 	size_t services, maps, whoami;
@@ -464,6 +613,13 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
+	/* The view applied the state file already; keep its rules as the admin's list. */
+	gslb_overrides_init(&s->api_overrides);
+	ret = api_overrides_load(conf, &s->api_overrides, err, sizeof(err));
+	if (ret != 0) {
+		zone_set_free(set);
+		goto fail;
+	}
 	s->view = view_new(set, s->gslb, conf);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
@@ -518,6 +674,34 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	s->conf = conf;
 }
 
+/*
+ * The admin overrides across a reload: read back from the (new) state file, or kept from
+ * memory without one, and applied on top of the new config's to the new view @p gslb
+ * (replaced). On error the running list is unchanged and @p gslb is freed.
+ */
+static int reload_overrides(server_t *s, const conf_t *conf, gslb_view_t **gslb, char *err,
+                            size_t errlen)
+{
+	gslb_overrides_t api, eff;
+	overrides_copy(&api, &s->api_overrides);
+	int ret = api_overrides_load(conf, &api, err, errlen);
+	gslb_view_t *next = NULL;
+	if (ret == 0)
+		ret = gslb_with_overrides(*gslb, conf, &api, &next, &eff, NULL, err, errlen);
+	if (ret != 0) {
+		gslb_overrides_deinit(&api);
+		gslb_view_free(*gslb);
+		*gslb = NULL;
+		return ret;
+	}
+	gslb_overrides_deinit(&eff);
+	gslb_view_free(*gslb);
+	*gslb = next;
+	gslb_overrides_deinit(&s->api_overrides);
+	s->api_overrides = api;
+	return 0;
+}
+
 int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen)
 {
 	conf_t *conf = NULL;
@@ -530,6 +714,8 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 	if (ret == 0) {
 		/* All or nothing, like zones: a GSLB error keeps the running view serving. */
 		ret = server_gslb_build(conf, &gslb, err, errlen);
+		if (ret == 0)
+			ret = reload_overrides(s, conf, &gslb, err, errlen);
 		if (ret != 0) {
 			zone_set_free(set);
 			server_report_clear(report);
@@ -578,6 +764,7 @@ void server_stop(server_t *s)
 	s->view = NULL;
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
+	gslb_overrides_deinit(&s->api_overrides);
 	if (s->pid_written && unlink(s->boot_conf->pid_file) != 0)
 		log_debug("cannot remove pid file %s: %s", s->boot_conf->pid_file,
 		          steer_strerror(-errno));

@@ -68,6 +68,12 @@ typedef struct {
 	bool pid_written;
 	time_t started_at;
 	server_reload_status_t last_reload;
+	/*
+	 * Admin overrides set at run time (steerctl override), applied on top of the config's.
+	 * Saved to gslb.state-file when there is one (and read back from it at start and on
+	 * reload); without one they last until the process exits, across reloads.
+	 */
+	gslb_overrides_t api_overrides;
 } server_t;
 
 /**
@@ -120,6 +126,16 @@ void server_run(server_t *server) STEER_NONNULL(1);
  */
 int server_reload(server_t *server, server_report_t *report, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3);
+
+/**
+ * Set (@p set true: force @p down) or clear the admin override @p pattern, save the override
+ * list to the state file when one is configured, and publish a GSLB view with the new health
+ * table (maps and services are shared, not rebuilt). @p matched receives how many targets the
+ * pattern matches now. On error nothing changes and @p err says why (bad pattern, unknown
+ * pattern to clear, state file not writable). Returns 0 or a negative steer_err.
+ */
+int server_override(server_t *server, bool set, const char *pattern, bool down, uint32_t *matched,
+                    char *err, size_t errlen) STEER_NONNULL(1, 3, 5, 6);
 
 /**
  * Stop the query threads, close the control socket, remove the pid file and free everything.

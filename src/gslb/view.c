@@ -77,7 +77,12 @@ struct gslb_view {
 	size_t slot_mask;
 	char **dc_names; /* owned copies of the conf datacenter names */
 	size_t n_dcs;
-	gslb_health_t *health;
+	/*
+	 * Everything above is shared by the views gslb_view_with_health() derives from one
+	 * build (immutable once built); @c shared counts those views. Control thread only.
+	 */
+	uint32_t *shared;
+	gslb_health_t *health; /* owned by this view alone */
 };
 
 /* ---- helpers ---- */
@@ -572,7 +577,13 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 			                 conf->datacenters[cd->datacenter].name);
 		s->conf2svc[cd->datacenter] = (uint8_t)i;
 		d->name = v->dc_names[cd->datacenter];
-		d->weight = 1;
+		if (cd->weight > 65535)
+			return build_err(
+			    err, errlen, conf, cd->line,
+			    "service %s: datacenter %s: weight %u out of range 1..65535", cs->name,
+			    d->name, (unsigned)cd->weight);
+		/* 0: a conf_t built by code that left the field unset; the schema default is 1. */
+		d->weight = cd->weight ? (uint16_t)cd->weight : 1;
 		const char *dp = cd->policy ? cd->policy : "all";
 		if (gslb_policy_kind_parse(dp, &d->policy) < 0)
 			return build_err(err, errlen, conf, cd->line,
@@ -767,6 +778,8 @@ int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t err
 	if (errlen)
 		err[0] = '\0';
 	gslb_view_t *v = xcalloc(1, sizeof(*v));
+	v->shared = xcalloc(1, sizeof(*v->shared));
+	*v->shared = 1;
 
 	v->n_dcs = conf->n_datacenters;
 	v->dc_names = xcalloc(v->n_dcs + 1, sizeof(*v->dc_names));
@@ -827,10 +840,25 @@ fail:
 	return ret < 0 ? ret : STEER_ECONF;
 }
 
+gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *health)
+{
+	gslb_view_t *v = xmalloc(sizeof(*v));
+	*v = *view;
+	(*v->shared)++;
+	v->health = health;
+	return v;
+}
+
 void gslb_view_free(gslb_view_t *v)
 {
 	if (!v)
 		return;
+	gslb_health_free(v->health);
+	if (--*v->shared > 0) {
+		free(v);
+		return;
+	}
+	free(v->shared);
 	for (size_t i = 0; i < v->n_maps; i++)
 		map_free(&v->maps[i]);
 	free(v->maps);
@@ -844,7 +872,6 @@ void gslb_view_free(gslb_view_t *v)
 	for (size_t i = 0; i < v->n_dcs; i++)
 		free(v->dc_names[i]);
 	free(v->dc_names);
-	gslb_health_free(v->health);
 	free(v);
 }
 
@@ -1021,6 +1048,7 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	out->count = 0;
 	out->cname = NULL;
 	out->txt_len = 0;
+	out->ecs_ignored = false;
 	if (name->kind == VIEW_NAME_WHOAMI) {
 		answer_whoami(client, qtype, out);
 		return;
@@ -1038,6 +1066,7 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	decide_t d;
 	gslb_policy_answer_t ans;
 	uint8_t scope = decide(view, s, family, client, rng, &d, &ans, NULL);
+	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
 	out->ttl = ans.ttl;
 	out->ecs_scope = scope;
 	switch (ans.kind) {

@@ -48,6 +48,8 @@ typedef struct {
 	gslb_result_kind_t kind;
 	uint32_t ttl;
 	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH for the response (0 = client-independent) */
+	bool ecs_ignored;  /* the query had ECS but the decision used the resolver's address
+	                    * (the map sets ignore-ecs, or a private ECS address is absent) */
 	uint8_t count;     /* entries in addrs */
 	const uint8_t *addrs[GSLB_POLICY_ADDR_MAX]; /* 4 or 16 bytes each, borrowed from the view */
 	const uint8_t *cname;                       /* uncompressed wire, borrowed */
@@ -65,6 +67,17 @@ typedef struct {
  */
 int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/**
+ * A new view answering like @p view but reading @p health (taken over), for an admin override
+ * or a monitor change: the maps, services and names are shared with @p view (reference
+ * counted), nothing is rebuilt or copied. @p health must have been derived from
+ * gslb_view_health(@p view) with gslb_health_dup() so that target ids and names match. Publish
+ * it like any view; @p view and the new one can then be freed in any order. Control thread
+ * only (the reference count is not atomic). Aborts on OOM.
+ */
+gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *health)
+    STEER_NONNULL(1, 2) STEER_WUR;
 
 /** Free a view (after the RCU grace period). NULL is ignored. */
 void gslb_view_free(gslb_view_t *view);

@@ -709,6 +709,63 @@ static void test_private_ecs_used(void)
 	maps[0].ecs_private_is_absent = true;
 }
 
+/*
+ * An admin override at run time: a view sharing everything but the health table answers with
+ * the new states, the old one keeps its own, and either can be freed first.
+ */
+static void test_health_swap(void)
+{
+	conf_t c;
+	init_conf(&c);
+	gslb_view_t *v = build(&c);
+	if (!v)
+		return;
+	const gslb_health_t *h = gslb_view_health(v);
+	/* Drop the config's override (telecom back up), then force unicom down. */
+	gslb_health_t *h2 = gslb_health_dup(h, h->count);
+	gslb_overrides_t ov;
+	char err[256];
+	gslb_overrides_init(&ov);
+	CHECK(gslb_overrides_set(&ov, "service/fo.example.test/unicom/*", true, 0, err,
+	                         sizeof(err)) == 0,
+	      "override: %s", err);
+	uint32_t matched = 0;
+	gslb_health_apply_overrides(h2, &ov, &matched);
+	gslb_overrides_deinit(&ov);
+	CHECK(matched == 2, "unicom rule matched %u", matched);
+	gslb_view_t *v2 = gslb_view_with_health(v, h2);
+	CHECK(gslb_view_health(v2) == h2, "new view reads the new table");
+	EXPECT_A(v2, "fo.example.test", "192.0.2.1", NULL, "198.51.100.10", 0);
+	EXPECT_A(v, "fo.example.test", "192.0.2.1", NULL, "203.0.113.10 203.0.113.11", 0);
+	/* A third view from the second; then free the original first: the shared parts stay. */
+	const gslb_health_t *hv2 = gslb_view_health(v2);
+	gslb_view_t *v3 = gslb_view_with_health(v2, gslb_health_dup(hv2, hv2->count));
+	gslb_view_free(v);
+	EXPECT_A(v2, "fo.example.test", "192.0.2.1", NULL, "198.51.100.10", 0);
+	EXPECT_A(v3, "fo.example.test", "192.0.2.1", NULL, "198.51.100.10", 0);
+	EXPECT_A(v3, "vpn.example.test", "::1", "240e:1::/48", "198.51.100.10", 20);
+	char *text = malloc(8192);
+	CHECK(text && gslb_view_explain(v3, "fo.example.test", "192.0.2.1", NULL, text, 8192) == 0,
+	      "explain on a derived view");
+	free(text);
+	gslb_view_free(v2);
+	EXPECT_A(v3, "fo.example.test", "192.0.2.1", NULL, "198.51.100.10", 0);
+	gslb_view_free(v3);
+}
+
+/* ecs_ignored: set when ECS was present but the decision used the resolver. */
+static void test_ecs_ignored_flag(const gslb_view_t *v)
+{
+	gslb_result_t r = ask(v, "vpn.example.test", DNS_TYPE_A, "202.120.1.1", "10.1.2.0/24");
+	CHECK(r.ecs_ignored, "private ECS not flagged as ignored");
+	r = ask(v, "vpn.example.test", DNS_TYPE_A, "202.120.1.1", "240e:1::/48");
+	CHECK(!r.ecs_ignored, "used ECS flagged as ignored");
+	r = ask(v, "vpn.example.test", DNS_TYPE_A, "202.120.1.1", NULL);
+	CHECK(!r.ecs_ignored, "no ECS flagged as ignored");
+	r = ask(v, "whoami.example.test", DNS_TYPE_TXT, "202.120.1.1", "10.1.2.0/24");
+	CHECK(!r.ecs_ignored, "whoami flagged as ignored");
+}
+
 static void test_empty(void)
 {
 	conf_t c;
@@ -742,11 +799,13 @@ int main(void)
 		test_family_skip(v);
 		test_mmdb(v);
 		test_explain(v);
+		test_ecs_ignored_flag(v);
 	}
 	gslb_view_free(v);
 	test_build_errors();
 	test_state_file();
 	test_private_ecs_used();
+	test_health_swap();
 	test_empty();
 	gslb_view_free(NULL);
 	return unit_finish("view");
