@@ -45,8 +45,11 @@
 /* Segments per UDP GSO send: the kernel's UDP_MAX_SEGMENTS, 64 on older kernels (newer allow
  * more); a send above the limit fails with EINVAL. */
 #define GSO_SEGS_MAX 64
-/* Largest query we build: header, a 255-byte name, type, class and one OPT record. */
-#define QUERY_MAX 300
+/* Largest query we build: header, a 255-byte name, type, class and one OPT record, which may
+ * carry an ECS option (4 + 4 + 16 bytes at most). */
+#define QUERY_MAX 324
+/* Longest ECS option: code, length, family, source and scope prefix, a full IPv6 address. */
+#define ECS_OPT_MAX (4 + 4 + 16)
 /* UDP answers larger than this are counted but cut; 4096 covers any EDNS size we advertise. */
 #define UDP_RECV_MAX 4096
 /* Per-connection TCP input buffer: one maximal frame plus room to keep reading behind it. */
@@ -88,6 +91,7 @@ typedef struct {
 	unsigned port;
 	double duration, warmup;
 	const char *queries_file;
+	const char *ecs_file;
 	const char *qname, *qtype;
 	unsigned window, sockets, batch, connections, pipeline;
 	unsigned timeout_ms;
@@ -362,6 +366,135 @@ static void qset_load(qset_t *qs, const char *path, unsigned edns)
 	if (qs->n == 0) {
 		die("%s: no queries", path);
 	}
+}
+
+/* One EDNS Client Subnet option (RFC 7871), wire form from the option code on. */
+typedef struct {
+	uint8_t wire[ECS_OPT_MAX];
+	uint8_t len;
+} ecs_opt_t;
+
+/* Parses "ADDR/LEN" (or a bare address: a host prefix) into an ECS option with scope 0. */
+static const char *ecs_parse(const char *text, ecs_opt_t *out)
+{
+	char addr[64];
+	const char *slash = strchr(text, '/');
+	size_t alen = slash != NULL ? (size_t)(slash - text) : strlen(text);
+	if (alen == 0 || alen >= sizeof(addr)) {
+		return "bad address";
+	}
+	memcpy(addr, text, alen);
+	addr[alen] = '\0';
+	uint8_t bytes[16];
+	unsigned family, max;
+	if (inet_pton(AF_INET, addr, bytes) == 1) {
+		family = 1;
+		max = 32;
+	} else if (inet_pton(AF_INET6, addr, bytes) == 1) {
+		family = 2;
+		max = 128;
+	} else {
+		return "not an IPv4 or IPv6 address";
+	}
+	unsigned plen = max;
+	if (slash != NULL) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(slash + 1, &end, 10);
+		if (errno != 0 || *end != '\0' || end == slash + 1 || v > max) {
+			return "bad prefix length";
+		}
+		plen = (unsigned)v;
+	}
+	unsigned nbytes = (plen + 7) / 8;
+	if (plen % 8 != 0) {
+		bytes[nbytes - 1] &=
+		    (uint8_t)(0xff << (8 - plen % 8)); /* RFC 7871: bits beyond zero */
+	}
+	put16(out->wire, 8); /* OPTION-CODE: edns-client-subnet */
+	put16(out->wire + 2, (uint16_t)(4 + nbytes));
+	put16(out->wire + 4, (uint16_t)family);
+	out->wire[6] = (uint8_t)plen;
+	out->wire[7] = 0; /* SCOPE PREFIX-LENGTH: 0 in queries */
+	memcpy(out->wire + 8, bytes, nbytes);
+	out->len = (uint8_t)(8 + nbytes);
+	return NULL;
+}
+
+/* Reads one ECS subnet per line ("ADDR/LEN"); blank lines and '#' lines are skipped. */
+static ecs_opt_t *ecs_load(const char *path, size_t *count)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		die("%s: %s", path, strerror(errno));
+	}
+	ecs_opt_t *v = NULL;
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	unsigned lineno = 0;
+	while (getline(&line, &lcap, f) != -1) {
+		lineno++;
+		char text[128], extra[2];
+		int k = sscanf(line, " %127s %1s", text, extra);
+		if (k <= 0 || text[0] == '#') {
+			continue;
+		}
+		if (k != 1) {
+			die("%s:%u: expected one subnet per line", path, lineno);
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		const char *err = ecs_parse(text, &v[n]);
+		if (err != NULL) {
+			die("%s:%u: %s: '%s'", path, lineno, err, text);
+		}
+		n++;
+	}
+	if (ferror(f)) {
+		die("%s: read error", path);
+	}
+	free(line);
+	fclose(f);
+	if (n == 0) {
+		die("%s: no subnets", path);
+	}
+	*count = n;
+	return v;
+}
+
+/*
+ * Builds the query set with ECS: max(queries, subnets) packets, packet i being query i mod
+ * queries with subnet i mod subnets appended to its (empty) OPT record. Every packet is built
+ * here, before the run, so sending costs the same with or without ECS.
+ */
+static void qset_add_ecs(qset_t *qs, const ecs_opt_t *ecs, size_t necs)
+{
+	qset_t out = {0};
+	size_t n = qs->n > necs ? qs->n : necs;
+	out.cap = n;
+	out.q = xcalloc(n, sizeof(query_t));
+	out.arena_cap = n * QUERY_MAX;
+	out.arena = xcalloc(out.arena_cap, 1);
+	for (size_t i = 0; i < n; i++) {
+		const query_t *bq = &qs->q[i % qs->n];
+		const ecs_opt_t *e = &ecs[i % necs];
+		uint8_t *w = out.arena + out.arena_len;
+		memcpy(w, qs->arena + bq->off, bq->len);
+		/* The OPT record is last and has no data yet: its RDLENGTH is the last two bytes.
+		 */
+		put16(w + bq->len - 2, e->len);
+		memcpy(w + bq->len, e->wire, e->len);
+		size_t len = bq->len + e->len;
+		out.q[i] = (query_t){(uint32_t)out.arena_len, (uint16_t)len, bq->qend};
+		out.arena_len += len;
+	}
+	out.n = n;
+	free(qs->arena);
+	free(qs->q);
+	*qs = out;
 }
 
 static int query_cmp_len(const void *a, const void *b)
@@ -960,6 +1093,9 @@ static void usage(FILE *f)
 	      "  --qname NAME         query name without --queries, default www.example.test\n"
 	      "  --qtype TYPE         query type without --queries, default A\n"
 	      "  --edns SIZE          add an OPT record advertising SIZE (0 = none, default)\n"
+	      "  --ecs-file FILE      one subnet per line ('198.51.100.0/24', '2001:db8::/56'):\n"
+	      "                       query i carries subnet i mod N as an ECS option (needs\n"
+	      "                       --edns); max(queries, subnets) packets are prebuilt\n"
 	      "  --timeout MS         count a query lost after MS, default 1000\n"
 	      "  --json               print one JSON object instead of text\n"
 	      "UDP (default):\n"
@@ -999,6 +1135,7 @@ static const opt_spec_t k_opts[] = {
     OPT("qname", ARG_STR, qname, 0, 0),
     OPT("qtype", ARG_STR, qtype, 0, 0),
     OPT("edns", ARG_UINT, edns, 0, 65535),
+    OPT("ecs-file", ARG_STR, ecs_file, 0, 0),
     OPT("timeout", ARG_UINT, timeout_ms, 1, 60000),
     OPT("json", ARG_SET, json, 0, 0),
     OPT("window", ARG_UINT, window, 1, 1000000),
@@ -1199,6 +1336,19 @@ int main(int argc, char **argv)
 		if (err != NULL) {
 			die("--qname/--qtype: %s", err);
 		}
+	}
+	if (o.ecs_file != NULL) {
+		if (o.edns == 0) {
+			die("--ecs-file needs --edns SIZE (ECS is an EDNS option)");
+		}
+		size_t necs;
+		ecs_opt_t *ecs = ecs_load(o.ecs_file, &necs);
+		if (qs.n > SIZE_MAX / QUERY_MAX || necs > SIZE_MAX / QUERY_MAX ||
+		    (qs.n > necs ? qs.n : necs) * (size_t)QUERY_MAX > UINT32_MAX) {
+			die("%s: too many queries with subnets", o.ecs_file);
+		}
+		qset_add_ecs(&qs, ecs, necs);
+		free(ecs);
 	}
 	if (o.gso && !o.tcp) {
 		qset_sort_chunks(&qs);
