@@ -357,7 +357,9 @@ static const uint8_t *answer_name(answer_t *a, const uint8_t *sname, const auth_
 			return NULL;
 		}
 	}
-	return answer_node(a, look->exact ? node->owner : sname, node);
+	/* The owner is the name asked for, exact or wildcard-synthesised (RFC 4592 2.1.1); passing
+	 * @p sname itself lets the message point at the question without a compression search. */
+	return answer_node(a, sname, node);
 }
 
 static void answer_from_zone(answer_t *a)

@@ -125,6 +125,9 @@ int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode)
 		if (ctx.err == 0 && q->question_len == (size_t)q->qname_len + 4) {
 			for (const uint8_t *l = q->question; *l; l += 1 + *l)
 				remember(msg, off + (size_t)(l - q->question));
+			/* Most answers are owned by the question name: point at it directly. */
+			msg->last_owner = q->qname;
+			msg->last_owner_off = (uint16_t)off;
 		}
 	}
 	if (ctx.err)
