@@ -13,7 +13,7 @@ static inline uint8_t ascii_lower(uint8_t c)
 	return (c >= 'A' && c <= 'Z') ? (uint8_t)(c + ('a' - 'A')) : c;
 }
 
-int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[DNS_DNAME_MAXLEN])
+static int unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t *out, bool lower)
 {
 	size_t pos = *offset, outlen = 0, resume = 0;
 	bool jumped = false;
@@ -42,7 +42,13 @@ int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[
 			return STEER_EMALF;
 		if (pos + 1 + len > msglen)
 			return STEER_ETRUNC;
-		memcpy(out + outlen, msg + pos, 1 + (size_t)len);
+		out[outlen] = len;
+		if (lower) {
+			for (uint8_t i = 1; i <= len; i++)
+				out[outlen + i] = ascii_lower(msg[pos + i]);
+		} else {
+			memcpy(out + outlen + 1, msg + pos + 1, len);
+		}
 		outlen += 1 + (size_t)len;
 		pos += 1 + (size_t)len;
 		if (len == 0)
@@ -50,6 +56,17 @@ int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[
 	}
 	*offset = jumped ? resume : pos;
 	return (int)outlen;
+}
+
+int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[DNS_DNAME_MAXLEN])
+{
+	return unpack(msg, msglen, offset, out, false);
+}
+
+int dname_unpack_lower(const uint8_t *msg, size_t msglen, size_t *offset,
+                       uint8_t out[DNS_DNAME_MAXLEN])
+{
+	return unpack(msg, msglen, offset, out, true);
 }
 
 size_t dname_len(const uint8_t *name)

@@ -21,6 +21,10 @@
 int dname_unpack(const uint8_t *msg, size_t msglen, size_t *offset, uint8_t out[DNS_DNAME_MAXLEN])
     STEER_NONNULL(1, 3, 4) STEER_WUR;
 
+/** dname_unpack() that also folds ASCII letters to lowercase as it copies (one pass). */
+int dname_unpack_lower(const uint8_t *msg, size_t msglen, size_t *offset,
+                       uint8_t out[DNS_DNAME_MAXLEN]) STEER_NONNULL(1, 3, 4) STEER_WUR;
+
 /** Length of a valid uncompressed name, root label included. */
 size_t dname_len(const uint8_t *name) STEER_NONNULL(1);
 

@@ -70,13 +70,12 @@ static dns_query_status_t parse_question(const uint8_t *pkt, size_t len, size_t 
                                          dns_query_t *q)
 {
 	size_t start = *pos;
-	int ret = dname_unpack(pkt, len, pos, q->qname);
+	int ret = dname_unpack_lower(pkt, len, pos, q->qname);
 	/* No name precedes the question, so a compression pointer in it can only point at the
 	 * header or into the name itself (RFC 1035 4.1.4): either way it is malformed. */
 	if (ret < 0 || *pos - start != (size_t)ret || *pos + 4 > len)
 		return DNS_QUERY_FORMERR;
 	q->qname_len = (uint8_t)ret;
-	dname_lower(q->qname);
 	q->qtype = wire_read_u16(pkt + *pos);
 	q->qclass = wire_read_u16(pkt + *pos + 2);
 	*pos += 4;

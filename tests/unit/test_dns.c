@@ -100,6 +100,14 @@ static void test_dname_unpack(void)
 	CHECK(dname_unpack(msg, sizeof(msg), &off, out) == STEER_EMALF, "self pointer");
 	off = 12;
 	CHECK(dname_unpack(msg, 20, &off, out) == STEER_ETRUNC, "truncated name");
+	uint8_t mixed[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 'W', 'w', 'W', 2, 'T', 'x', 0};
+	off = 12;
+	CHECK(dname_unpack_lower(mixed, sizeof(mixed), &off, out) == 8 && off == sizeof(mixed) &&
+	          memcmp(out, "\x03www\x02tx", 8) == 0,
+	      "unpack_lower folds case while copying");
+	off = 12;
+	CHECK(dname_unpack(mixed, sizeof(mixed), &off, out) == 8 && out[1] == 'W',
+	      "unpack keeps case");
 	uint8_t ext[] = {0x40, 0};
 	off = 0;
 	CHECK(dname_unpack(ext, sizeof(ext), &off, out) == STEER_EMALF, "extended label");
