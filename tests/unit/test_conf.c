@@ -11,22 +11,7 @@
 #include <string.h>
 
 #include "base/err.h"
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		checks++;                                                                          \
-		if (cond) {                                                                        \
-			printf("ok    ");                                                          \
-		} else {                                                                           \
-			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                               \
-			failures++;                                                                \
-		}                                                                                  \
-		printf(__VA_ARGS__);                                                               \
-		putchar('\n');                                                                     \
-	} while (0)
+#include "unit.h"
 
 static const char *addr_str(const steer_sockaddr_t *addr)
 {
@@ -726,6 +711,5 @@ int main(void)
 	test_add_zone();
 	test_restart_changes();
 	test_reference();
-	printf("%d of %d checks failed\n", failures, checks);
-	return failures ? 1 : 0;
+	return unit_finish("test_conf");
 }

@@ -21,22 +21,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		checks++;                                                                          \
-		if (cond) {                                                                        \
-			printf("ok    ");                                                          \
-		} else {                                                                           \
-			printf("FAIL  %s:%d: ", __FILE__, __LINE__);                               \
-			failures++;                                                                \
-		}                                                                                  \
-		printf(__VA_ARGS__);                                                               \
-		putchar('\n');                                                                     \
-		fflush(stdout);                                                                    \
-	} while (0)
+#include "unit.h"
 
 static int handler(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
                    void *ctx)
@@ -386,6 +371,5 @@ int main(int argc, char **argv)
 	}
 	test_socket_file(dir);
 	rmdir(dir);
-	printf("%d of %d checks failed\n", failures, checks);
-	return failures ? 1 : 0;
+	return unit_finish("test_ctl");
 }
