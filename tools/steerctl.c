@@ -35,12 +35,14 @@
  *             "forced": false, "reason": "monitor: UP", "ttl_cap": 0}, ...]
  *   override list
  *           {"state_file": "/var/lib/steer/overrides" | null,
- *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN",
- *                           "source": "config" | "admin", "line": 3 | null, "targets": 2}, ...]}
+ *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN" (state rules) |
+ *                           "weight": 5 (weight rules), "source": "config" | "admin",
+ *                           "line": 3 | null, "targets": 2}, ...]}
  *           (config rules first, then the admin's; later rules win; line: in the config file
  *           or the state file)
- *   override set PATTERN up|down, override clear PATTERN
- *           {"action": "set" | "clear", "pattern": "...", "state": "DOWN" | "UP" | null,
+ *   override set PATTERN up|down, override clear PATTERN, override weight PATTERN N|default
+ *           {"action": "set" | "clear", "kind": "state" | "weight", "pattern": "...",
+ *            "state": "DOWN" | "UP" | null, "weight": N | null,
  *            "targets": n (targets the pattern matches), "state_file": ..., "overrides": [...]}
  *           applied to the running view at once (no reload) and saved to the state file.
  *
@@ -413,6 +415,13 @@ static void print_overrides(const json_t *list)
 	{
 		const char *p = json_string_value(json_object_get(row, "pattern"));
 		const char *st = json_string_value(json_object_get(row, "state"));
+		const json_t *weight = json_object_get(row, "weight");
+		char wbuf[24];
+		if (!st && json_is_integer(weight)) {
+			snprintf(wbuf, sizeof(wbuf), "w=%lld",
+			         (long long)json_integer_value(weight));
+			st = wbuf;
+		}
 		const char *src = json_string_value(json_object_get(row, "source"));
 		const json_t *line = json_object_get(row, "line");
 		const json_t *targets = json_object_get(row, "targets");
@@ -437,14 +446,23 @@ static void print_override(const json_t *d)
 	const char *pattern = json_string_value(json_object_get(d, "pattern"));
 	const json_t *targets = json_object_get(d, "targets");
 	long long n = json_is_integer(targets) ? (long long)json_integer_value(targets) : 0;
-	if (action && strcmp(action, "set") == 0) {
+	const json_t *weight = json_object_get(d, "weight");
+	if (action && strcmp(action, "set") == 0 && json_is_integer(weight)) {
+		printf("weight %lld: '%s' (%lld target%s)\n", (long long)json_integer_value(weight),
+		       pattern ? pattern : "?", n, n == 1 ? "" : "s");
+		if (n == 0)
+			puts("warning: the pattern matches no target (see steerctl health)");
+	} else if (action && strcmp(action, "set") == 0) {
 		const char *st = json_string_value(json_object_get(d, "state"));
 		printf("forced %s: '%s' (%lld target%s)\n", st ? st : "?", pattern ? pattern : "?",
 		       n, n == 1 ? "" : "s");
 		if (n == 0)
 			puts("warning: the pattern matches no target (see steerctl health)");
 	} else if (action) {
-		printf("cleared '%s'\n", pattern ? pattern : "?");
+		const char *kind = json_string_value(json_object_get(d, "kind"));
+		printf("cleared %s'%s'\n",
+		       kind && strcmp(kind, "weight") == 0 ? "the weight of " : "",
+		       pattern ? pattern : "?");
 	}
 	const json_t *sf = json_object_get(d, "state_file");
 	if (action)
@@ -478,9 +496,10 @@ static const struct {
      2, 3, "NAME CLIENT-IP [ECS-SUBNET]"},
     {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0, ""},
     {"override", print_override,
-     "set PATTERN up|down | clear PATTERN | list: force GSLB targets up or down\n"
-     "           now, e.g. override set 'service/*/dc1/*' down (saved to gslb.state-file)",
-     1, 3, "set PATTERN up|down | clear PATTERN | list"},
+     "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list:\n"
+     "           force GSLB targets up or down, or set their weight, now, e.g.\n"
+     "           override set 'service/*/dc1/*' down (saved to gslb.state-file)",
+     1, 3, "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list"},
 };
 
 static void usage(FILE *out)

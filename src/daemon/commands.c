@@ -4,6 +4,7 @@
  */
 #include "daemon/commands.h"
 
+#include <ctype.h>
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,11 +236,15 @@ static int health_row(const gslb_health_entry_t *e, void *ctx)
 {
 	char reason[1280];
 	gslb_health_reason(e, reason, sizeof(reason));
-	json_array_append_new(
-	    ctx, json_pack("{s:I, s:o, s:s, s:b, s:s, s:I}", "id", (json_int_t)e->id, "name",
-	                   e->name ? json_string(e->name) : json_null(), "state",
-	                   gslb_sttl_down(e->eff) ? "DOWN" : "UP", "forced", e->forced, "reason",
-	                   reason, "ttl_cap", (json_int_t)gslb_sttl_ttl(e->eff)));
+	json_t *row = json_pack("{s:I, s:o, s:s, s:b, s:s, s:I}", "id", (json_int_t)e->id, "name",
+	                        e->name ? json_string(e->name) : json_null(), "state",
+	                        gslb_sttl_down(e->eff) ? "DOWN" : "UP", "forced", e->forced,
+	                        "reason", reason, "ttl_cap", (json_int_t)gslb_sttl_ttl(e->eff));
+	if (e->weight >= 0)
+		json_object_set_new(row, "weight_override", json_integer(e->weight));
+	if (e->ramp)
+		json_object_set_new(row, "ramp_percent", json_integer(e->ramp));
+	json_array_append_new(ctx, row);
 	return 0;
 }
 
@@ -268,12 +273,16 @@ static uint32_t pattern_targets(const server_t *s, const char *pattern)
 	return n;
 }
 
-static json_t *override_row(const server_t *s, const char *pattern, bool down, const char *source,
-                            json_t *line)
+static json_t *override_row(const server_t *s, const gslb_override_t *r, const char *source)
 {
-	return json_pack("{s:s, s:s, s:s, s:o, s:I}", "pattern", pattern, "state",
-	                 down ? "DOWN" : "UP", "source", source, "line", line, "targets",
-	                 (json_int_t)pattern_targets(s, pattern));
+	json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "pattern", r->pattern, "source", source,
+	                        "line", r->line ? json_integer(r->line) : json_null(), "targets",
+	                        (json_int_t)pattern_targets(s, r->pattern));
+	if (r->kind == GSLB_OVERRIDE_WEIGHT)
+		json_object_set_new(row, "weight", json_integer(r->weight));
+	else
+		json_object_set_new(row, "state", json_string(r->down ? "DOWN" : "UP"));
+	return row;
 }
 
 /* The override list: the config's rules, then the admin's (later rules win). */
@@ -283,25 +292,54 @@ static json_t *override_list(const server_t *s)
 	const conf_t *conf = s->conf;
 	for (size_t i = 0; i < conf->n_overrides; i++) {
 		const conf_override_t *co = &conf->overrides[i];
-		json_array_append_new(
-		    list, override_row(s, co->pattern, !co->up, "config",
-		                       co->line ? json_integer(co->line) : json_null()));
+		gslb_override_t r = {.pattern = co->pattern, .down = !co->up, .line = co->line};
+		json_array_append_new(list, override_row(s, &r, "config"));
 	}
-	for (size_t i = 0; i < s->api_overrides.count; i++) {
-		const gslb_override_t *r = &s->api_overrides.rules[i];
-		json_array_append_new(list,
-		                      override_row(s, r->pattern, r->down, "admin",
-		                                   r->line ? json_integer(r->line) : json_null()));
-	}
+	for (size_t i = 0; i < s->api_overrides.count; i++)
+		json_array_append_new(list, override_row(s, &s->api_overrides.rules[i], "admin"));
 	return json_pack("{s:o, s:o}", "state_file",
 	                 conf->state_file ? json_string(conf->state_file) : json_null(),
 	                 "overrides", list);
 }
 
 #define OVERRIDE_USAGE                                                                             \
-	"usage: override set PATTERN up|down | override clear PATTERN | override list"
+	"usage: override set PATTERN up|down | override clear PATTERN | "                          \
+	"override weight PATTERN N|default | override list"
 
-/* override set PATTERN up|down, override clear PATTERN, override list. */
+/* The rule "override set PATTERN up|down" or "override weight PATTERN N|default" asks for;
+ * *set is false for "weight PATTERN default" (back to the configured weight). */
+static int override_rule_parse(const char *sub, const char *pattern, const char *value,
+                               gslb_override_t *rule, bool *set, char *err, size_t errlen)
+{
+	*rule = (gslb_override_t){.pattern = (char *)pattern};
+	*set = true;
+	if (strcmp(sub, "set") == 0) {
+		rule->down = strcasecmp(value, "down") == 0;
+		if (!rule->down && strcasecmp(value, "up") != 0) {
+			snprintf(err, errlen,
+			         "override set: state must be 'up' or 'down', not '%s'", value);
+			return STEER_EINVAL;
+		}
+		return 0;
+	}
+	rule->kind = GSLB_OVERRIDE_WEIGHT;
+	if (strcmp(value, "default") == 0) {
+		*set = false;
+		return 0;
+	}
+	char *end = NULL;
+	unsigned long w = strtoul(value, &end, 10);
+	if (!*value || *end || !isdigit((unsigned char)*value) || w > UINT16_MAX) {
+		snprintf(err, errlen, "override weight: want 0..65535 or 'default', not '%s'",
+		         value);
+		return STEER_EINVAL;
+	}
+	rule->weight = (uint16_t)w;
+	return 0;
+}
+
+/* override set PATTERN up|down, override clear PATTERN, override weight PATTERN N|default,
+ * override list. */
 static int cmd_override(server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
 {
 	size_t n = json_array_size(args);
@@ -313,32 +351,35 @@ static int cmd_override(server_t *s, json_t *args, json_t **data, char *err, siz
 		*data = override_list(s);
 		return 0;
 	}
-	bool set = sub != NULL && strcmp(sub, "set") == 0 && n == 3 && argv[1] && argv[2];
+	bool with_value = sub != NULL && (strcmp(sub, "set") == 0 || strcmp(sub, "weight") == 0) &&
+	                  n == 3 && argv[1] && argv[2];
 	bool clear = sub != NULL && strcmp(sub, "clear") == 0 && n == 2 && argv[1];
-	if (!set && !clear) {
+	if (!with_value && !clear) {
 		snprintf(err, errlen, OVERRIDE_USAGE);
 		return STEER_EINVAL;
 	}
-	bool down = false;
-	if (set) {
-		if (strcasecmp(argv[2], "down") == 0) {
-			down = true;
-		} else if (strcasecmp(argv[2], "up") != 0) {
-			snprintf(err, errlen,
-			         "override set: state must be 'up' or 'down', not '%s'", argv[2]);
-			return STEER_EINVAL;
-		}
+	gslb_override_t rule = {.pattern = (char *)argv[1]};
+	bool set = false;
+	if (with_value) {
+		int ret = override_rule_parse(sub, argv[1], argv[2], &rule, &set, err, errlen);
+		if (ret != 0)
+			return ret;
 	}
 	uint32_t matched = 0;
-	int ret = server_override(s, set, argv[1], down, &matched, err, errlen);
+	int ret = server_override(s, set, &rule, &matched, err, errlen);
 	if (ret != 0)
 		return ret;
 	json_t *list = override_list(s);
-	*data = json_pack("{s:s, s:s, s:o, s:I, s:O, s:O}", "action", set ? "set" : "clear",
-	                  "pattern", argv[1], "state",
-	                  set ? json_string(down ? "DOWN" : "UP") : json_null(), "targets",
-	                  (json_int_t)matched, "state_file", json_object_get(list, "state_file"),
-	                  "overrides", json_object_get(list, "overrides"));
+	json_t *state = set && rule.kind == GSLB_OVERRIDE_STATE
+	                    ? json_string(rule.down ? "DOWN" : "UP")
+	                    : json_null();
+	json_t *weight =
+	    set && rule.kind == GSLB_OVERRIDE_WEIGHT ? json_integer(rule.weight) : json_null();
+	*data = json_pack(
+	    "{s:s, s:s, s:s, s:o, s:o, s:I, s:O, s:O}", "action", set ? "set" : "clear", "kind",
+	    rule.kind == GSLB_OVERRIDE_WEIGHT ? "weight" : "state", "pattern", argv[1], "state",
+	    state, "weight", weight, "targets", (json_int_t)matched, "state_file",
+	    json_object_get(list, "state_file"), "overrides", json_object_get(list, "overrides"));
 	json_decref(list);
 	return 0;
 }

@@ -225,7 +225,7 @@ static void overrides_copy(gslb_overrides_t *dst, const gslb_overrides_t *src)
 	for (size_t i = 0; i < src->count; i++) {
 		const gslb_override_t *r = &src->rules[i];
 		/* The rules were accepted once: they are valid. */
-		int ret = gslb_overrides_set(dst, r->pattern, r->down, r->line, err, sizeof(err));
+		int ret = gslb_overrides_add(dst, r, err, sizeof(err));
 		STEER_ASSERT(ret == 0);
 	}
 }
@@ -242,8 +242,7 @@ static int overrides_effective(const conf_t *conf, const gslb_overrides_t *api,
 			return ret;
 	}
 	for (size_t i = 0; i < api->count; i++) {
-		const gslb_override_t *r = &api->rules[i];
-		int ret = gslb_overrides_set(out, r->pattern, r->down, r->line, err, errlen);
+		int ret = gslb_overrides_add(out, &api->rules[i], err, errlen);
 		if (ret != 0)
 			return ret;
 	}
@@ -290,19 +289,21 @@ static int api_overrides_load(const conf_t *conf, gslb_overrides_t *api, char *e
 	return ret;
 }
 
-int server_override(server_t *s, bool set, const char *pattern, bool down, uint32_t *matched,
+int server_override(server_t *s, bool set, const gslb_override_t *rule, uint32_t *matched,
                     char *err, size_t errlen)
 {
+	const char *pattern = rule->pattern;
 	gslb_overrides_t next;
 	overrides_copy(&next, &s->api_overrides);
 	int ret;
 	if (set) {
-		ret = gslb_overrides_set(&next, pattern, down, 0, err, errlen);
+		ret = gslb_overrides_add(&next, rule, err, errlen);
 	} else {
-		ret = gslb_overrides_remove(&next, pattern);
+		ret = gslb_overrides_remove(&next, pattern, rule->kind);
 		if (ret != 0) {
 			bool in_conf = false;
-			for (size_t i = 0; i < s->conf->n_overrides; i++)
+			for (size_t i = 0;
+			     rule->kind == GSLB_OVERRIDE_STATE && i < s->conf->n_overrides; i++)
 				in_conf |= strcmp(s->conf->overrides[i].pattern, pattern) == 0;
 			snprintf(err, errlen,
 			         in_conf ? "override '%s' comes from the configuration "
@@ -331,7 +332,7 @@ int server_override(server_t *s, bool set, const char *pattern, bool down, uint3
 	}
 	*matched = 0;
 	for (size_t i = 0; i < eff.count; i++)
-		if (strcmp(eff.rules[i].pattern, pattern) == 0)
+		if (eff.rules[i].kind == rule->kind && strcmp(eff.rules[i].pattern, pattern) == 0)
 			*matched = matches[i];
 	if (!set) {
 		/* How many targets the cleared pattern would match (a config rule may remain). */
@@ -359,8 +360,15 @@ int server_override(server_t *s, bool set, const char *pattern, bool down, uint3
 	s->gslb = gslb;
 	free(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
-	log_info("override %s '%s'%s%s: %u target(s)", set ? "set" : "cleared", pattern,
-	         set ? " " : "", set ? (down ? "DOWN" : "UP") : "", *matched);
+	if (rule->kind == GSLB_OVERRIDE_WEIGHT && set)
+		log_info("override set '%s' WEIGHT %u: %u target(s)", pattern, rule->weight,
+		         *matched);
+	else if (set)
+		log_info("override set '%s' %s: %u target(s)", pattern, rule->down ? "DOWN" : "UP",
+		         *matched);
+	else
+		log_info("override cleared '%s'%s: %u target(s)", pattern,
+		         rule->kind == GSLB_OVERRIDE_WEIGHT ? " WEIGHT" : "", *matched);
 	return 0;
 }
 

@@ -128,14 +128,15 @@ int server_reload(server_t *server, server_report_t *report, char *err, size_t e
     STEER_NONNULL(1, 2, 3);
 
 /**
- * Set (@p set true: force @p down) or clear the admin override @p pattern, save the override
- * list to the state file when one is configured, and publish a GSLB view with the new health
- * table (maps and services are shared, not rebuilt). @p matched receives how many targets the
- * pattern matches now. On error nothing changes and @p err says why (bad pattern, unknown
- * pattern to clear, state file not writable). Returns 0 or a negative steer_err.
+ * Set (@p set true) or clear the admin override @p rule (a state or weight rule; to clear,
+ * only its pattern and kind count), save the override list to the state file when one is
+ * configured, and publish a GSLB view with the new health table (maps and services are
+ * shared, not rebuilt). @p matched receives how many targets the pattern matches now. On
+ * error nothing changes and @p err says why (bad pattern, unknown pattern to clear, state
+ * file not writable). Returns 0 or a negative steer_err.
  */
-int server_override(server_t *server, bool set, const char *pattern, bool down, uint32_t *matched,
-                    char *err, size_t errlen) STEER_NONNULL(1, 3, 5, 6);
+int server_override(server_t *server, bool set, const gslb_override_t *rule, uint32_t *matched,
+                    char *err, size_t errlen) STEER_NONNULL(1, 3, 4, 5);
 
 /**
  * Stop the query threads, close the control socket, remove the pid file and free everything.

@@ -34,9 +34,11 @@ gslb_health_t *gslb_health_new(uint32_t count)
 	h->eff = xcalloc(n, sizeof(*h->eff));
 	h->monitor = xcalloc(n, sizeof(*h->monitor));
 	h->rule = xmalloc(n * sizeof(*h->rule));
+	h->wrule = xmalloc(n * sizeof(*h->wrule));
+	h->wx = xcalloc(n, sizeof(*h->wx));
 	h->names = xcalloc(n, sizeof(*h->names));
 	for (uint32_t i = 0; i < count; i++)
-		h->rule[i] = -1;
+		h->rule[i] = h->wrule[i] = -1;
 	return h;
 }
 
@@ -67,6 +69,8 @@ gslb_health_t *gslb_health_dup(const gslb_health_t *h, uint32_t count)
 	memcpy(d->eff, h->eff, h->count * sizeof(*h->eff));
 	memcpy(d->monitor, h->monitor, h->count * sizeof(*h->monitor));
 	memcpy(d->rule, h->rule, h->count * sizeof(*h->rule));
+	memcpy(d->wrule, h->wrule, h->count * sizeof(*h->wrule));
+	memcpy(d->wx, h->wx, h->count * sizeof(*h->wx));
 	for (uint32_t i = 0; i < h->count; i++)
 		d->names[i] = xstrdup(h->names[i]);
 	rules_copy(d, h->rules, h->n_rules);
@@ -82,6 +86,8 @@ void gslb_health_free(gslb_health_t *h)
 	rules_free(h);
 	free(h->names);
 	free(h->rule);
+	free(h->wrule);
+	free(h->wx);
 	free(h->monitor);
 	free(h->eff);
 	free(h);
@@ -132,9 +138,28 @@ int gslb_health_set_monitor(gslb_health_t *h, uint32_t id, gslb_sttl_t sttl)
 	return 0;
 }
 
+int gslb_health_set_ramp(gslb_health_t *h, uint32_t id, unsigned percent)
+{
+	if (id >= h->count)
+		return STEER_ERANGE;
+	if (percent >= 100)
+		percent = 0;
+	h->wx[id] = (h->wx[id] & GSLB_HEALTH_WX_WEIGHT) | (uint32_t)percent
+	                                                      << GSLB_HEALTH_WX_RAMP_SHIFT;
+	return 0;
+}
+
 static bool rule_matches(const gslb_override_t *r, const char *name)
 {
 	return fnmatch(r->pattern, name, FNM_CASEFOLD) == 0;
+}
+
+/* The weight word of target @p i from its weight rule, keeping its ramp. */
+static void recompute_weight(gslb_health_t *h, uint32_t i)
+{
+	uint32_t ramp = h->wx[i] & ~GSLB_HEALTH_WX_WEIGHT;
+	int32_t r = h->wrule[i];
+	h->wx[i] = ramp | (r >= 0 ? (uint32_t)h->rules[r].weight + 1 : 0);
 }
 
 void gslb_health_apply_overrides(gslb_health_t *h, const gslb_overrides_t *ov, uint32_t *matches)
@@ -144,15 +169,20 @@ void gslb_health_apply_overrides(gslb_health_t *h, const gslb_overrides_t *ov, u
 	if (matches)
 		memset(matches, 0, ov->count * sizeof(*matches));
 	for (uint32_t i = 0; i < h->count; i++) {
-		h->rule[i] = -1;
+		h->rule[i] = h->wrule[i] = -1;
 		for (size_t r = 0; h->names[i] && r < ov->count; r++) {
 			if (!rule_matches(&ov->rules[r], h->names[i]))
 				continue;
-			h->rule[i] = (int32_t)r; /* later rules overwrite: the last match wins */
+			/* Later rules overwrite: the last match of each kind wins. */
+			if (ov->rules[r].kind == GSLB_OVERRIDE_WEIGHT)
+				h->wrule[i] = (int32_t)r;
+			else
+				h->rule[i] = (int32_t)r;
 			if (matches)
 				matches[r]++;
 		}
 		recompute(h, i);
+		recompute_weight(h, i);
 	}
 }
 
@@ -161,6 +191,7 @@ int gslb_health_entry(const gslb_health_t *h, uint32_t id, gslb_health_entry_t *
 	if (id >= h->count)
 		return STEER_ERANGE;
 	int32_t r = h->rule[id];
+	int32_t wr = h->wrule[id];
 	*out = (gslb_health_entry_t){
 	    .id = id,
 	    .name = h->names[id],
@@ -169,6 +200,9 @@ int gslb_health_entry(const gslb_health_t *h, uint32_t id, gslb_health_entry_t *
 	    .forced = r >= 0,
 	    .pattern = r >= 0 ? h->rules[r].pattern : NULL,
 	    .rule_line = r >= 0 ? h->rules[r].line : 0,
+	    .weight = wr >= 0 ? (int32_t)h->rules[wr].weight : -1,
+	    .weight_pattern = wr >= 0 ? h->rules[wr].pattern : NULL,
+	    .ramp = h->wx[id] >> GSLB_HEALTH_WX_RAMP_SHIFT,
 	};
 	return 0;
 }
@@ -271,10 +305,10 @@ static int pattern_check(const char *pattern, char *err, size_t errlen)
 	return 0;
 }
 
-static ssize_t rule_find(const gslb_overrides_t *ov, const char *pattern)
+static ssize_t rule_find(const gslb_overrides_t *ov, const char *pattern, gslb_override_kind_t kind)
 {
 	for (size_t i = 0; i < ov->count; i++)
-		if (strcmp(ov->rules[i].pattern, pattern) == 0)
+		if (ov->rules[i].kind == kind && strcmp(ov->rules[i].pattern, pattern) == 0)
 			return (ssize_t)i;
 	return -1;
 }
@@ -286,26 +320,50 @@ static void rule_delete(gslb_overrides_t *ov, size_t i)
 	ov->count--;
 }
 
-int gslb_overrides_set(gslb_overrides_t *ov, const char *pattern, bool down, uint32_t line,
-                       char *err, size_t errlen)
+/* Append @p rule (pattern borrowed) after removing its namesake of the same kind. */
+static int rule_append(gslb_overrides_t *ov, gslb_override_t rule, char *err, size_t errlen)
 {
-	int ret = pattern_check(pattern, err, errlen);
+	int ret = pattern_check(rule.pattern, err, errlen);
 	if (ret)
 		return ret;
-	ssize_t old = rule_find(ov, pattern);
+	ssize_t old = rule_find(ov, rule.pattern, rule.kind);
 	if (old >= 0)
 		rule_delete(ov, (size_t)old);
 	if (ov->count == ov->cap) {
 		ov->cap = ov->cap ? ov->cap * 2 : 8;
 		ov->rules = xrealloc(ov->rules, ov->cap * sizeof(*ov->rules));
 	}
-	ov->rules[ov->count++] = (gslb_override_t){xstrdup(pattern), down, line};
+	rule.pattern = xstrdup(rule.pattern);
+	ov->rules[ov->count++] = rule;
 	return 0;
 }
 
-int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern)
+int gslb_overrides_set(gslb_overrides_t *ov, const char *pattern, bool down, uint32_t line,
+                       char *err, size_t errlen)
 {
-	ssize_t i = rule_find(ov, pattern);
+	gslb_override_t rule = {
+	    .pattern = (char *)pattern, .down = down, .line = line, .kind = GSLB_OVERRIDE_STATE};
+	return rule_append(ov, rule, err, errlen);
+}
+
+int gslb_overrides_set_weight(gslb_overrides_t *ov, const char *pattern, uint16_t weight,
+                              uint32_t line, char *err, size_t errlen)
+{
+	gslb_override_t rule = {.pattern = (char *)pattern,
+	                        .weight = weight,
+	                        .line = line,
+	                        .kind = GSLB_OVERRIDE_WEIGHT};
+	return rule_append(ov, rule, err, errlen);
+}
+
+int gslb_overrides_add(gslb_overrides_t *ov, const gslb_override_t *rule, char *err, size_t errlen)
+{
+	return rule_append(ov, *rule, err, errlen);
+}
+
+int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern, gslb_override_kind_t kind)
+{
+	ssize_t i = rule_find(ov, pattern, kind);
 	if (i < 0)
 		return STEER_ENOENT;
 	rule_delete(ov, (size_t)i);
@@ -319,6 +377,25 @@ static int parse_state(const char *word, bool *down)
 	else if (strcasecmp(word, "UP") == 0)
 		*down = false;
 	else
+		return STEER_ESYNTAX;
+	return 0;
+}
+
+/* "PATTERN WEIGHT N": @p num is N, @p extra what follows it (must be nothing). */
+static int parse_weight_rule(gslb_overrides_t *ov, const char *pattern, const char *num,
+                             const char *extra, uint32_t lineno, char *msg, size_t len)
+{
+	char *end = NULL;
+	unsigned long w = num ? strtoul(num, &end, 10) : 0;
+	if (!num || *end || *num == '-' || *num == '+' || w > UINT16_MAX) {
+		snprintf(msg, len, "bad weight '%s' (want 0..65535)", num ? num : "");
+		return STEER_ESYNTAX;
+	}
+	if (extra) {
+		snprintf(msg, len, "unexpected '%s' after the weight", extra);
+		return STEER_ESYNTAX;
+	}
+	if (gslb_overrides_set_weight(ov, pattern, (uint16_t)w, lineno, msg, len))
 		return STEER_ESYNTAX;
 	return 0;
 }
@@ -338,17 +415,20 @@ static int parse_line(gslb_overrides_t *ov, char *line, uint32_t lineno, char *m
 		return 0;
 	const char *state = strtok_r(NULL, " \t\r\n\v\f", &save);
 	if (!state) {
-		snprintf(msg, len, "missing state after '%s' (want UP or DOWN)", pattern);
+		snprintf(msg, len, "missing state after '%s' (want UP, DOWN or WEIGHT n)", pattern);
 		return STEER_ESYNTAX;
 	}
-	const char *extra = strtok_r(NULL, " \t\r\n\v\f", &save);
-	if (extra) {
-		snprintf(msg, len, "unexpected '%s' after the state", extra);
+	const char *arg = strtok_r(NULL, " \t\r\n\v\f", &save);
+	if (strcasecmp(state, "WEIGHT") == 0)
+		return parse_weight_rule(ov, pattern, arg, strtok_r(NULL, " \t\r\n\v\f", &save),
+		                         lineno, msg, len);
+	if (arg) {
+		snprintf(msg, len, "unexpected '%s' after the state", arg);
 		return STEER_ESYNTAX;
 	}
 	bool down;
 	if (parse_state(state, &down)) {
-		snprintf(msg, len, "bad state '%s' (want UP or DOWN)", state);
+		snprintf(msg, len, "bad state '%s' (want UP, DOWN or WEIGHT n)", state);
 		return STEER_ESYNTAX;
 	}
 	if (gslb_overrides_set(ov, pattern, down, lineno, msg, len))
@@ -427,9 +507,15 @@ static int write_rules(int fd, const gslb_overrides_t *ov)
 		close(fd);
 		return ret;
 	}
-	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN, the last matching line wins\n");
-	for (size_t i = 0; i < ov->count; i++)
-		fprintf(f, "%s %s\n", ov->rules[i].pattern, ov->rules[i].down ? "DOWN" : "UP");
+	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN|WEIGHT n, the last matching "
+	           "line of each kind wins\n");
+	for (size_t i = 0; i < ov->count; i++) {
+		const gslb_override_t *r = &ov->rules[i];
+		if (r->kind == GSLB_OVERRIDE_WEIGHT)
+			fprintf(f, "%s WEIGHT %u\n", r->pattern, r->weight);
+		else
+			fprintf(f, "%s %s\n", r->pattern, r->down ? "DOWN" : "UP");
+	}
 	int ret = 0;
 	if (ferror(f))
 		ret = STEER_EINVAL; /* fprintf does not say why; fflush below usually will */

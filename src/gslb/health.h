@@ -14,9 +14,12 @@
  * next one with gslb_health_dup(), change it, publish it, and free the old one after a grace
  * period (synchronize_rcu()).
  *
- * Overrides (gslb_overrides_t) are an ordered list of (glob pattern, UP|DOWN) matched with
- * fnmatch(3) against target names, ignoring case (DNS names are case-insensitive); the last
- * matching rule wins. '*' also matches '/', so a pattern ending in "/<star>" covers everything
+ * Overrides (gslb_overrides_t) are an ordered list of (glob pattern, UP|DOWN) and (glob
+ * pattern, WEIGHT n) rules matched with fnmatch(3) against target names, ignoring case (DNS
+ * names are case-insensitive); per kind, the last matching rule wins. A weight rule replaces
+ * the configured weight of the addresses it matches (F5 "ratio" set from the API); weight 0
+ * drains an address from weighted, multi and persist picks while another UP address of its
+ * datacenter has a weight. '*' also matches '/', so a pattern ending in "/<star>" covers everything
  * below. They persist in a state file, one "PATTERN UP|DOWN" per line, '#' starts a comment;
  * see the example below (line comments, because the globs contain the C comment terminator).
  */
@@ -26,6 +29,8 @@
 //     # take one service out entirely, but keep one address
 //     service/vpn.example.test/*          DOWN
 //     service/vpn.example.test/edu/192.0.2.10  UP
+//     # send a quarter of the weighted traffic of one address elsewhere
+//     service/www.example.test/dc1/192.0.2.20  WEIGHT 25
 #pragma once
 
 #include <stdbool.h>
@@ -72,11 +77,18 @@ static inline gslb_sttl_t gslb_sttl_make(bool down, uint32_t ttl_cap)
 	return (down ? GSLB_STTL_DOWN : 0) | ttl_cap;
 }
 
+typedef enum {
+	GSLB_OVERRIDE_STATE,  /* force UP or DOWN */
+	GSLB_OVERRIDE_WEIGHT, /* replace the configured weight */
+} gslb_override_kind_t;
+
 /* One admin override rule. */
 typedef struct {
-	char *pattern; /* fnmatch(3) glob, owned */
-	bool down;     /* forced state */
-	uint32_t line; /* line in the state file it came from, 0 if added through the API */
+	char *pattern;   /* fnmatch(3) glob, owned */
+	bool down;       /* GSLB_OVERRIDE_STATE: forced state */
+	uint32_t line;   /* line in the state file it came from, 0 if added through the API */
+	uint8_t kind;    /* gslb_override_kind_t */
+	uint16_t weight; /* GSLB_OVERRIDE_WEIGHT: 0..65535 */
 } gslb_override_t;
 
 /* An ordered override list; the caller owns the storage (gslb_overrides_init/deinit). */
@@ -95,6 +107,8 @@ typedef struct {
 	gslb_sttl_t *eff;       /* effective state per target: what readers load */
 	gslb_sttl_t *monitor;   /* monitor state per target (never has GSLB_STTL_FORCED) */
 	int32_t *rule;          /* index into @c rules of the override that forced it, or -1 */
+	int32_t *wrule;         /* index into @c rules of the weight override, or -1 */
+	uint32_t *wx;           /* weight word: 0 = configured weight; see gslb_health_weight() */
 	char **names;           /* per target, owned, NULL until named */
 	gslb_override_t *rules; /* copy of the applied overrides, so reasons outlive the list */
 	size_t n_rules;
@@ -108,6 +122,27 @@ typedef struct {
 static inline gslb_sttl_t gslb_health_sttl(const gslb_health_t *h, uint32_t id)
 {
 	return STEER_LIKELY(id < h->count) ? h->eff[id] : 0;
+}
+
+#define GSLB_HEALTH_WX_WEIGHT     UINT32_C(0x0001FFFF) /* override + 1, 0 = none */
+#define GSLB_HEALTH_WX_RAMP_SHIFT 24                   /* high byte: slow-start percent, 0 = none */
+
+/**
+ * The weight to use for target @p id whose configured weight is @p configured: the admin
+ * weight override if any, scaled by the slow-start ramp if the target is ramping up (rounded
+ * up, so a positive weight stays positive). @p h may be NULL (no overrides). Any thread, like
+ * gslb_health_sttl(); no allocation.
+ */
+static inline uint32_t gslb_health_weight(const gslb_health_t *h, uint32_t id, uint32_t configured)
+{
+	if (h == NULL || id >= h->count)
+		return configured;
+	uint32_t wx = h->wx[id];
+	if (STEER_LIKELY(wx == 0))
+		return configured;
+	uint32_t w = (wx & GSLB_HEALTH_WX_WEIGHT) ? (wx & GSLB_HEALTH_WX_WEIGHT) - 1 : configured;
+	uint32_t ramp = wx >> GSLB_HEALTH_WX_RAMP_SHIFT;
+	return ramp ? (w * ramp + 99) / 100 : w;
 }
 
 /** A table of @p count targets, all UP with no TTL cap, unnamed, no overrides. Aborts on OOM. */
@@ -141,11 +176,20 @@ int gslb_health_set_monitor(gslb_health_t *h, uint32_t id, gslb_sttl_t sttl)
     STEER_NONNULL(1) STEER_WUR;
 
 /**
- * Replace the overrides in effect with @p ov: every target whose name matches a rule takes
- * the state of the last matching rule (flagged FORCED, keeping the monitor's TTL cap); the
- * others go back to their monitor state. If @p matches is not NULL it receives, per rule,
- * how many targets it matched (ov->count entries), so the caller can warn about rules that
- * match nothing. Unnamed targets match nothing. Control thread, unpublished table only.
+ * Set the slow-start ramp of target @p id: its weight counts @p percent (1..99) percent, 0 or
+ * 100 = full weight. Returns 0 or STEER_ERANGE. Control thread, unpublished table only.
+ */
+int gslb_health_set_ramp(gslb_health_t *h, uint32_t id, unsigned percent)
+    STEER_NONNULL(1) STEER_WUR;
+
+/**
+ * Replace the overrides in effect with @p ov: every target whose name matches a state rule
+ * takes the state of the last matching one (flagged FORCED, keeping the monitor's TTL cap);
+ * the others go back to their monitor state. Likewise the last matching weight rule sets the
+ * target's weight, and targets no weight rule matches go back to their configured weight. If @p
+ * matches is not NULL it receives, per rule, how many targets it matched (ov->count entries), so
+ * the caller can warn about rules that match nothing. Unnamed targets match nothing. Control
+ * thread, unpublished table only.
  */
 void gslb_health_apply_overrides(gslb_health_t *h, const gslb_overrides_t *ov, uint32_t *matches)
     STEER_NONNULL(1, 2);
@@ -153,12 +197,15 @@ void gslb_health_apply_overrides(gslb_health_t *h, const gslb_overrides_t *ov, u
 /* One target's row for listings (steerctl states, metrics). Pointers borrow from the table. */
 typedef struct {
 	uint32_t id;
-	const char *name;    /* NULL if unnamed */
-	gslb_sttl_t eff;     /* effective state */
-	gslb_sttl_t monitor; /* what the monitor says, even when overridden */
-	bool forced;         /* an override decides the effective state */
-	const char *pattern; /* the override rule that forced it, NULL if not forced */
-	uint32_t rule_line;  /* that rule's state-file line, 0 if from the API */
+	const char *name;           /* NULL if unnamed */
+	gslb_sttl_t eff;            /* effective state */
+	gslb_sttl_t monitor;        /* what the monitor says, even when overridden */
+	bool forced;                /* an override decides the effective state */
+	const char *pattern;        /* the override rule that forced it, NULL if not forced */
+	uint32_t rule_line;         /* that rule's state-file line, 0 if from the API */
+	int32_t weight;             /* admin weight override, -1 = none (the configured weight) */
+	const char *weight_pattern; /* the weight rule, NULL if none */
+	unsigned ramp;              /* slow-start percent, 0 = not ramping */
 } gslb_health_entry_t;
 
 /** Fill @p out for target @p id. Returns 0 or STEER_ERANGE. Any thread (table is frozen). */
@@ -198,11 +245,26 @@ void gslb_overrides_deinit(gslb_overrides_t *ov) STEER_NONNULL(1);
 int gslb_overrides_set(gslb_overrides_t *ov, const char *pattern, bool down, uint32_t line,
                        char *err, size_t errlen) STEER_NONNULL(1, 2, 5) STEER_WUR;
 
-/** Remove the rule with exactly @p pattern. Returns 0 or STEER_ENOENT. */
-int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern) STEER_NONNULL(1, 2) STEER_WUR;
+/** Append a copy of @p rule (any kind), as gslb_overrides_set() would. */
+int gslb_overrides_add(gslb_overrides_t *ov, const gslb_override_t *rule, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /**
- * Replace @p ov with the rules of state file @p path. On error @p ov is unchanged and @p err
+ * Set the weight of targets matching @p pattern to @p weight (0..65535), replacing a weight
+ * rule with the same pattern like gslb_overrides_set(). Returns 0 or STEER_EINVAL as
+ * gslb_overrides_set() does.
+ */
+int gslb_overrides_set_weight(gslb_overrides_t *ov, const char *pattern, uint16_t weight,
+                              uint32_t line, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 5) STEER_WUR;
+
+/** Remove the rule of @p kind with exactly @p pattern. Returns 0 or STEER_ENOENT. */
+int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern, gslb_override_kind_t kind)
+    STEER_NONNULL(1, 2) STEER_WUR;
+
+/**
+ * Replace @p ov with the rules of state file @p path (lines "PATTERN UP", "PATTERN DOWN",
+ * "PATTERN WEIGHT N"). On error @p ov is unchanged and @p err
  * says "path:line: message"; returns STEER_ESYNTAX for a bad line, or the negative errno of
  * the failed open/read. A missing file is STEER_ENOENT so the caller can treat it as "no
  * overrides yet". Control thread.

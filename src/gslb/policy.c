@@ -374,6 +374,30 @@ static void multi_pick(gslb_policy_answer_t *out, uint64_t mask, const uint32_t 
 	}
 }
 
+/*
+ * Weights (configured, or the admin's and slow start's from the health table) and persist
+ * identities of the UP addresses @p up into @p w and @p ids. Returns the addresses to pick
+ * from: those with a positive weight, or all of @p up as equals when every weight is 0 (an
+ * admin drained them all: still better than no answer).
+ */
+static uint64_t load_weights(const gslb_health_t *health, const gslb_policy_dc_t *dc, uint64_t up,
+                             uint32_t *w, uint64_t *ids)
+{
+	uint64_t positive = 0;
+	for (uint64_t m = up; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		w[i] = gslb_health_weight(health, dc->addrs[i].target, dc->addrs[i].weight);
+		ids[i] = dc->addrs[i].hrw_id;
+		if (w[i])
+			positive |= UINT64_C(1) << i;
+	}
+	if (positive)
+		return positive;
+	for (uint64_t m = up; m; m &= m - 1)
+		w[__builtin_ctzll(m)] = 1;
+	return up;
+}
+
 /* The in-datacenter policy of @p dc over its UP addresses @p up (non-empty). */
 static void pick_addrs(sel_t *s, unsigned dcidx, uint64_t up, gslb_policy_answer_t *out)
 {
@@ -381,13 +405,8 @@ static void pick_addrs(sel_t *s, unsigned dcidx, uint64_t up, gslb_policy_answer
 	uint32_t w[GSLB_POLICY_ADDR_MAX];
 	uint64_t ids[GSLB_POLICY_ADDR_MAX];
 	if (dc->policy == GSLB_POLICY_WEIGHTED || dc->policy == GSLB_POLICY_MULTI ||
-	    dc->policy == GSLB_POLICY_PERSIST) {
-		for (uint64_t m = up; m; m &= m - 1) {
-			unsigned i = (unsigned)__builtin_ctzll(m);
-			w[i] = dc->addrs[i].weight;
-			ids[i] = dc->addrs[i].hrw_id;
-		}
-	}
+	    dc->policy == GSLB_POLICY_PERSIST)
+		up = load_weights(s->health, dc, up, w, ids);
 	switch (dc->policy) {
 	case GSLB_POLICY_ALL:
 		emit_mask(out, up);

@@ -747,8 +747,7 @@ static int build_health(const conf_t *conf, gslb_view_t *v, uint32_t n_targets, 
 		}
 		/* State-file rules come after the config's, so the latest admin command wins. */
 		for (size_t i = 0; i < file.count; i++) {
-			ret = gslb_overrides_set(&ov, file.rules[i].pattern, file.rules[i].down,
-			                         file.rules[i].line, msg, sizeof(msg));
+			ret = gslb_overrides_add(&ov, &file.rules[i], msg, sizeof(msg));
 			if (ret < 0) {
 				snprintf(err, errlen, "%s:%u: %s", conf->state_file,
 				         file.rules[i].line, msg);

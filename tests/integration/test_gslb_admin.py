@@ -19,12 +19,18 @@ from conftest import find_rrset
 from test_gslb import DATA, ZONE, config_text, gslb_yaml
 
 DCW = f"dcweighted.{ZONE}"
+WT = f"weights.{ZONE}"
 DCW_SERVICE = f"""  - name: {DCW}
     policy: weighted
     ttl: 10
     datacenters:
       dc1: {{ addresses: [198.51.100.70], weight: 3 }}
       dc2: {{ addresses: [203.0.113.70] }}
+  - name: {WT}
+    policy: failover
+    ttl: 10
+    datacenters:
+      dc1: {{ addresses: [198.51.100.81, 198.51.100.82], policy: weighted, weights: [1, 1] }}
 """
 
 
@@ -167,6 +173,61 @@ def test_override_usage_errors(steerd):
     assert res.returncode == 2, res.stdout + res.stderr
     res = srv.ctl("override", "set", "x")
     assert res.returncode == 1 and "usage" in res.stderr, res.stdout + res.stderr
+
+
+# --- weights from the API ----------------------------------------------------------------------
+
+def weight_counts(srv, n=400):
+    return collections.Counter(addrs(ask(srv, WT), WT)[0] for _ in range(n))
+
+
+def test_weight_override_steers_weighted_picks_and_is_saved(steerd):
+    srv = start(steerd)
+    base = weight_counts(srv)
+    assert set(base) == {"198.51.100.81", "198.51.100.82"}, base
+    a81 = f"service/{WT}/dc1/198.51.100.81"
+    data = srv.ctl_json("override", "weight", a81, "0")
+    assert data["kind"] == "weight" and data["weight"] == 0 and data["targets"] == 1, data
+    # Drained: every answer is the other address, at once.
+    assert weight_counts(srv, 100) == {"198.51.100.82": 100}
+    row = health(srv)[a81]
+    assert row["weight_override"] == 0 and row["state"] == "UP", row
+    # 9:1 instead of the configured 1:1 (binomial: 90% +- 6 sigma over 400 draws).
+    srv.ctl_json("override", "weight", a81, "9")
+    srv.ctl_json("override", "weight", f"service/{WT}/dc1/198.51.100.82", "1")
+    share = weight_counts(srv)["198.51.100.81"] / 400
+    assert 0.81 < share < 0.99, share
+    state = (steerd.workdir / "overrides.state").read_text()
+    assert f"{a81} WEIGHT 9" in state, state
+    listed = [r for r in srv.ctl_json("override", "list")["overrides"] if "weight" in r]
+    assert [(r["pattern"], r["weight"]) for r in listed] == [
+        (a81, 9), (f"service/{WT}/dc1/198.51.100.82", 1)], listed
+    out = srv.ctl("override", "weight", a81, "9").stdout
+    assert "weight 9" in out, out
+    # Survives a restart; a state rule on the same pattern is independent of the weight.
+    srv.stop()
+    srv.returncode = None
+    srv.proc = None
+    srv.start()
+    assert health(srv)[a81]["weight_override"] == 9
+    srv.ctl_json("override", "set", a81, "down")
+    assert weight_counts(srv, 50) == {"198.51.100.82": 50}
+    srv.ctl_json("override", "clear", a81)
+    assert health(srv)[a81]["weight_override"] == 9
+    # "default" goes back to the configured weight.
+    data = srv.ctl_json("override", "weight", a81, "default")
+    assert data["action"] == "clear" and data["kind"] == "weight", data
+    assert "weight_override" not in health(srv)[a81]
+    res = srv.ctl("override", "weight", a81, "default")
+    assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "65536", "x", "", "1.5"])
+def test_bad_weight_values_are_refused(steerd, value):
+    srv = start(steerd)
+    res = srv.ctl("override", "weight", f"service/{WT}/*", value)
+    assert res.returncode == 1 and "0..65535" in res.stderr, res.stdout + res.stderr
+    assert not [r for r in srv.ctl_json("override", "list")["overrides"] if "weight" in r]
 
 
 # --- ECS counters -------------------------------------------------------------------------------

@@ -281,8 +281,10 @@ static void test_override_list(void)
 	CHECK(ov.count == 2 && strcmp(ov.rules[0].pattern, "b/*") == 0 &&
 	          strcmp(ov.rules[1].pattern, "a/*") == 0 && !ov.rules[1].down,
 	      "re-set moves the rule last with its new state");
-	CHECK(gslb_overrides_remove(&ov, "b/*") == 0 && ov.count == 1, "remove");
-	CHECK(gslb_overrides_remove(&ov, "b/*") == STEER_ENOENT, "remove twice");
+	CHECK(gslb_overrides_remove(&ov, "b/*", GSLB_OVERRIDE_STATE) == 0 && ov.count == 1,
+	      "remove");
+	CHECK(gslb_overrides_remove(&ov, "b/*", GSLB_OVERRIDE_STATE) == STEER_ENOENT,
+	      "remove twice");
 	/* Many rules force the array to grow. */
 	for (int i = 0; i < 100; i++) {
 		char p[32];
@@ -306,9 +308,17 @@ static void test_state_file_load(void)
 	    {"gslb/state/crlf.state", 0, NULL},
 	    {"gslb/state/bad_missing_state.state", STEER_ESYNTAX,
 	     "gslb/state/bad_missing_state.state:2: missing state after "
-	     "'service/vpn.example.test/*' (want UP or DOWN)"},
+	     "'service/vpn.example.test/*' (want UP, DOWN or WEIGHT n)"},
 	    {"gslb/state/bad_state_word.state", STEER_ESYNTAX,
-	     "gslb/state/bad_state_word.state:4: bad state 'SIDEWAYS' (want UP or DOWN)"},
+	     "gslb/state/bad_state_word.state:4: bad state 'SIDEWAYS' (want UP, DOWN or WEIGHT n)"},
+	    {"gslb/state/bad_weight.state", STEER_ESYNTAX,
+	     "gslb/state/bad_weight.state:2: bad weight '-3' (want 0..65535)"},
+	    {"gslb/state/bad_weight_big.state", STEER_ESYNTAX,
+	     "gslb/state/bad_weight_big.state:1: bad weight '65536' (want 0..65535)"},
+	    {"gslb/state/bad_weight_missing.state", STEER_ESYNTAX,
+	     "gslb/state/bad_weight_missing.state:1: bad weight '' (want 0..65535)"},
+	    {"gslb/state/bad_weight_extra.state", STEER_ESYNTAX,
+	     "gslb/state/bad_weight_extra.state:1: unexpected 'x' after the weight"},
 	    {"gslb/state/bad_extra_word.state", STEER_ESYNTAX,
 	     "gslb/state/bad_extra_word.state:1: unexpected 'now' after the state"},
 	    {"gslb/state/bad_bracket.state", STEER_ESYNTAX,
@@ -352,11 +362,15 @@ static void test_state_file_load(void)
 	    {"service/vpn.example.test/*", true, 5},
 	    {"service/vpn.example.test/edu/192.0.2.10", false, 6},
 	    {"service/WWW.example.test/unicom/2001:db8:2::10", true, 8},
+	    {"service/www.example.test/*", false, 9},
 	};
 	CHECK(ov.count == STEER_ARRAY_LEN(want), "good: %zu rules", ov.count);
 	for (size_t i = 0; i < ov.count && i < STEER_ARRAY_LEN(want); i++)
 		CHECK(strcmp(ov.rules[i].pattern, want[i].pattern) == 0 &&
-		          ov.rules[i].down == want[i].down && ov.rules[i].line == want[i].line,
+		          ov.rules[i].down == want[i].down && ov.rules[i].line == want[i].line &&
+		          ov.rules[i].kind ==
+		              (i == 4 ? GSLB_OVERRIDE_WEIGHT : GSLB_OVERRIDE_STATE) &&
+		          ov.rules[i].weight == (i == 4 ? 25 : 0),
 		      "good rule %zu: '%s' %d line %u", i, ov.rules[i].pattern, ov.rules[i].down,
 		      ov.rules[i].line);
 	gslb_health_t *h = named_table();
@@ -405,14 +419,16 @@ static void test_state_file_save(void)
 	CHECK(back.count == ov.count, "round trip keeps %zu rules", back.count);
 	for (size_t i = 0; i < back.count && i < ov.count; i++)
 		CHECK(strcmp(back.rules[i].pattern, ov.rules[i].pattern) == 0 &&
-		          back.rules[i].down == ov.rules[i].down,
+		          back.rules[i].down == ov.rules[i].down &&
+		          back.rules[i].kind == ov.rules[i].kind &&
+		          back.rules[i].weight == ov.rules[i].weight,
 		      "round trip rule %zu", i);
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644, "mode 0644");
 	CHECK(dir_has_only(dir, "overrides.state"), "no temporary file left behind");
 
 	/* Saving again replaces the file in place. */
-	CHECK(gslb_overrides_remove(&ov, "*/*/telecom/*") == 0, "remove");
+	CHECK(gslb_overrides_remove(&ov, "*/*/telecom/*", GSLB_OVERRIDE_STATE) == 0, "remove");
 	CHECK(gslb_overrides_save(&ov, path, err, sizeof(err)) == 0, "save again");
 	CHECK(gslb_overrides_load(&back, path, err, sizeof(err)) == 0 && back.count == ov.count,
 	      "reload again");
@@ -430,6 +446,60 @@ static void test_state_file_save(void)
 	rmdir(dir);
 }
 
+/* Weight rules: per kind the last match wins, state rules are independent, ramps scale. */
+static void test_weights(void)
+{
+	gslb_health_t *h = named_table();
+	for (uint32_t i = 0; i < N_TARGETS; i++)
+		CHECK(gslb_health_weight(h, i, 7) == 7, "configured weight by default (%u)", i);
+	CHECK(gslb_health_weight(NULL, 0, 9) == 9, "no table: configured weight");
+
+	gslb_overrides_t ov;
+	gslb_overrides_init(&ov);
+	char err[256];
+	CHECK(gslb_overrides_set_weight(&ov, "service/vpn.example.test/*", 50, 0, err,
+	                                sizeof(err)) == 0,
+	      "weight rule");
+	CHECK(gslb_overrides_set(&ov, "service/vpn.example.test/*", true, 0, err, sizeof(err)) == 0,
+	      "state rule with the same pattern is a second rule");
+	CHECK(ov.count == 2, "two kinds, two rules");
+	CHECK(gslb_overrides_set_weight(&ov, "*/edu/*", 0, 0, err, sizeof(err)) == 0, "drain edu");
+	uint32_t matches[3];
+	gslb_health_apply_overrides(h, &ov, matches);
+	CHECK(matches[0] == 4 && matches[1] == 4 && matches[2] == 3, "matches %u %u %u", matches[0],
+	      matches[1], matches[2]);
+	CHECK(gslb_health_weight(h, 0, 7) == 50, "vpn telecom: 50");
+	CHECK(gslb_health_weight(h, 3, 7) == 0, "vpn edu: the later rule (0) wins");
+	CHECK(gslb_health_weight(h, 4, 7) == 7, "www telecom: configured");
+	CHECK(gslb_sttl_down(gslb_health_sttl(h, 0)) && !gslb_sttl_down(gslb_health_sttl(h, 4)),
+	      "state rule applied independently");
+	gslb_health_entry_t e;
+	CHECK(gslb_health_entry(h, 0, &e) == 0 && e.weight == 50 && e.weight_pattern &&
+	          strcmp(e.weight_pattern, "service/vpn.example.test/*") == 0,
+	      "entry shows the weight rule");
+	CHECK(gslb_health_entry(h, 4, &e) == 0 && e.weight == -1 && !e.weight_pattern,
+	      "entry without weight rule");
+
+	CHECK(gslb_health_set_ramp(h, 0, 10) == 0 && gslb_health_weight(h, 0, 7) == 5,
+	      "ramp 10%% of 50 = 5");
+	CHECK(gslb_health_set_ramp(h, 4, 10) == 0 && gslb_health_weight(h, 4, 7) == 1,
+	      "ramp rounds up: 10%% of 7 = 1");
+	CHECK(gslb_health_entry(h, 4, &e) == 0 && e.ramp == 10, "entry shows the ramp");
+	CHECK(gslb_health_set_ramp(h, N_TARGETS, 10) == STEER_ERANGE, "ramp beyond");
+	gslb_health_t *d = gslb_health_dup(h, N_TARGETS);
+	CHECK(gslb_health_weight(d, 0, 7) == 5, "dup keeps weights and ramps");
+	CHECK(gslb_overrides_remove(&ov, "service/vpn.example.test/*", GSLB_OVERRIDE_WEIGHT) == 0,
+	      "remove the weight rule only");
+	CHECK(ov.count == 2 && ov.rules[0].kind == GSLB_OVERRIDE_STATE, "state rule kept");
+	gslb_health_apply_overrides(d, &ov, NULL);
+	CHECK(gslb_health_weight(d, 0, 7) == 1, "ramp survives re-applying overrides: 10%% of 7");
+	CHECK(gslb_health_set_ramp(d, 0, 100) == 0 && gslb_health_weight(d, 0, 7) == 7,
+	      "ramp 100 = full");
+	gslb_health_free(d);
+	gslb_health_free(h);
+	gslb_overrides_deinit(&ov);
+}
+
 int main(void)
 {
 	test_sttl_packing();
@@ -440,5 +510,6 @@ int main(void)
 	test_override_list();
 	test_state_file_load();
 	test_state_file_save();
+	test_weights();
 	return unit_finish("test_health");
 }

@@ -770,6 +770,66 @@ static void test_in_dc_weighted(void)
 	gslb_health_free(p.health);
 }
 
+/* Weights from the health table (admin overrides, slow start) replace the configured ones. */
+static void test_in_dc_weight_overrides(void)
+{
+	static const char *const names[] = {"p/a1", "p/a2", "p/a3", "p/a4", "p/a5", "p/a6"};
+	pool_t p;
+	pool_init(&p, GSLB_POLICY_WEIGHTED, 0);
+	for (uint32_t i = 0; i < 6; i++)
+		CHECK(gslb_health_set_name(p.health, i, names[i]) == 0, "name");
+	gslb_overrides_t ov;
+	gslb_overrides_init(&ov);
+	char err[256];
+	/* 1:2:3:4 becomes 4:0:3:1: a2 drained, a1 and a4 swapped. */
+	CHECK(gslb_overrides_set_weight(&ov, "p/a1", 4, 0, err, sizeof(err)) == 0 &&
+	          gslb_overrides_set_weight(&ov, "p/a2", 0, 0, err, sizeof(err)) == 0 &&
+	          gslb_overrides_set_weight(&ov, "p/a4", 1, 0, err, sizeof(err)) == 0,
+	      "weight rules");
+	gslb_health_apply_overrides(p.health, &ov, NULL);
+	gslb_policy_rng_t rng;
+	gslb_policy_rng_init(&rng, 7);
+	unsigned obs[6] = {0};
+	for (unsigned i = 0; i < DRAWS; i++) {
+		unsigned k = pool_pick(&p, &rng, 0);
+		obs[k < 6 ? k : 5]++;
+	}
+	CHECK(obs[1] == 0, "weight 0 drains the address (%u)", obs[1]);
+	unsigned got[3] = {obs[0], obs[2], obs[3]};
+	double expect[3] = {DRAWS * 4 / 8.0, DRAWS * 3 / 8.0, DRAWS * 1 / 8.0};
+	double x = chi2(got, expect, 3);
+	CHECK(x < chi2_crit[2], "weights 4:3:1 from the API: chi2 %.2f (%u %u %u)", x, got[0],
+	      got[1], got[2]);
+
+	/* Persist and multi read the same weights; every weight 0 means equals, not silence. */
+	CHECK(gslb_overrides_set_weight(&ov, "p/*", 0, 0, err, sizeof(err)) == 0, "drain all");
+	gslb_health_apply_overrides(p.health, &ov, NULL);
+	memset(obs, 0, sizeof(obs));
+	for (unsigned i = 0; i < 4000; i++)
+		obs[pool_pick(&p, &rng, 0) % 6]++;
+	CHECK(obs[0] > 800 && obs[1] > 800 && obs[2] > 800 && obs[3] > 800 && obs[4] == 0,
+	      "all drained: UP addresses answered as equals (%u %u %u %u %u)", obs[0], obs[1],
+	      obs[2], obs[3], obs[4]);
+
+	/* Slow start: a3 at 10% of 3 rounds up to 1, so a1:a3 = 4:1 once the rest is drained. */
+	gslb_overrides_deinit(&ov);
+	gslb_overrides_init(&ov);
+	CHECK(gslb_overrides_set_weight(&ov, "p/a[24]", 0, 0, err, sizeof(err)) == 0 &&
+	          gslb_overrides_set_weight(&ov, "p/a1", 4, 0, err, sizeof(err)) == 0,
+	      "rules");
+	gslb_health_apply_overrides(p.health, &ov, NULL);
+	CHECK(gslb_health_set_ramp(p.health, 2, 10) == 0, "ramp a3");
+	memset(obs, 0, sizeof(obs));
+	for (unsigned i = 0; i < DRAWS; i++)
+		obs[pool_pick(&p, &rng, 0) % 6]++;
+	unsigned two[2] = {obs[0], obs[2]};
+	double e2[2] = {DRAWS * 0.8, DRAWS * 0.2};
+	x = chi2(two, e2, 2);
+	CHECK(x < chi2_crit[1], "ramp 10%%: chi2 %.2f (%u %u)", x, two[0], two[1]);
+	gslb_overrides_deinit(&ov);
+	gslb_health_free(p.health);
+}
+
 static void test_in_dc_round_robin(void)
 {
 	pool_t p;
@@ -1393,6 +1453,7 @@ int main(void)
 	test_no_health_and_v4_only();
 	test_ttl();
 	test_in_dc_weighted();
+	test_in_dc_weight_overrides();
 	test_in_dc_round_robin();
 	test_in_dc_multi();
 	test_in_dc_all_and_failover();
