@@ -42,6 +42,10 @@ ZONES_DIR = ROOT / "tests" / "data" / "zones" / "integration"
 # Absolute, because daemons run with their test folder as working directory.
 STEERD = os.path.abspath(os.environ.get("STEERD") or ROOT / "build" / "src" / "daemon" / "steerd")
 STEERCTL = os.path.abspath(os.environ.get("STEERCTL") or ROOT / "build" / "tools" / "steerctl")
+# tests/health/probe_run (probes from the command line): $STEER_PROBE_RUN, else the build that
+# holds $STEERD, so the sanitizer stage of `make test` runs the sanitized probes too.
+PROBE_RUN = os.path.abspath(os.environ.get("STEER_PROBE_RUN")
+                            or Path(STEERD).resolve().parents[2] / "tests" / "probe_run")
 
 # Seconds; sanitized builds start and answer several times slower than normal ones.
 START_TIMEOUT = 20.0

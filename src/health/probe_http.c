@@ -1,0 +1,602 @@
+/*
+ * HTTP and HTTPS probes: one libcurl easy handle per probe, all of them in one multi handle
+ * per probe context, driven by the context's event loop through libcurl's "multi socket"
+ * interface (CURLMOPT_SOCKETFUNCTION -> ev_io, CURLMOPT_TIMERFUNCTION -> ev_timer). Only the
+ * thread that runs the loop touches any of it.
+ *
+ * Every probe opens a new connection and closes it afterwards (CURLOPT_FRESH_CONNECT +
+ * CURLOPT_FORBID_REUSE), and TLS sessions are never resumed. A health check answers "would a
+ * new client be served?": a kept-alive connection can outlive the listener (a server being
+ * shut down gracefully, a crashed acceptor, a firewall change) and keep reporting up, and
+ * reusing one races with the server's keep-alive timeout, which shows up as spurious
+ * failures. A resumed TLS session skips the certificate check, so an expired or replaced
+ * certificate would go unnoticed. One handshake per interval per target is cheap.
+ *
+ * Callbacks: a result is only delivered from check_done(), which runs from our ev watchers
+ * after curl_multi_socket_action() has returned, so user callbacks may start and cancel
+ * probes (which call curl_multi_add_handle / curl_multi_remove_handle) freely. Adding a
+ * handle only arms the timer, so nothing runs inside health_probe_http_start().
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <ev.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "health/probe_int.h"
+
+/* Extra time libcurl gets past the probe's own timeout before the guard timer reports the
+ * failure itself: curl's CURLOPT_TIMEOUT_MS normally ends the transfer first, the guard only
+ * makes "exactly one callback" hold even if libcurl loses track of a transfer. */
+#define HTTP_GUARD_EXTRA_S 1.0
+
+/* Longest URL we build; the path is the only unbounded part and comes from configuration. */
+#define HTTP_URL_MAX 2048
+
+/* Bytes of the expected body substring quoted in a failure detail. */
+#define HTTP_DETAIL_BODY_MAX 40
+
+typedef struct http_sock http_sock_t;
+
+struct health_http {
+	struct ev_loop *loop;
+	CURLM *multi;
+	ev_timer timer;     /* libcurl's single timeout (CURLMOPT_TIMERFUNCTION) */
+	http_sock_t *socks; /* every socket libcurl asked us to watch, owned */
+};
+
+/* One socket libcurl watches, attached to it with curl_multi_assign(). */
+struct http_sock {
+	ev_io io;
+	health_http_t *http;
+	curl_socket_t fd;
+	http_sock_t *prev, *next;
+};
+
+typedef struct {
+	health_probe_t base;
+	health_http_t *http;
+	CURL *easy;
+	struct curl_slist *connect_to; /* owned, libcurl does not copy lists */
+	const health_probe_spec_t *spec;
+	health_probe_cb cb;
+	void *arg;
+	uint32_t timeout_ms;
+	struct timespec start;
+	ev_timer guard;
+	bool
+	    stopped; /* the write callback ended the transfer: CURLE_WRITE_ERROR is not a failure */
+	size_t body_len;
+	char errbuf[CURL_ERROR_SIZE];
+	char body[HEALTH_HTTP_BODY_MAX];
+} http_probe_t;
+
+/* ---------------------------------------------------------------------------------------- */
+/* The multi handle and the event loop */
+
+static void check_done(health_http_t *http);
+
+static void sock_free(health_http_t *http, http_sock_t *s)
+{
+	ev_io_stop(http->loop, &s->io);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		http->socks = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	free(s);
+}
+
+static void on_sock_event(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	http_sock_t *s = w->data;
+	health_http_t *http = s->http;
+	int flags = 0;
+	if (revents & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (revents & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	if (revents & EV_ERROR)
+		flags |= CURL_CSELECT_ERR;
+	int running;
+	/* May free s (CURL_POLL_REMOVE). An error here leaves a transfer to the guard timer. */
+	(void)curl_multi_socket_action(http->multi, s->fd, flags, &running);
+	check_done(http);
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	(void)easy;
+	health_http_t *http = userp;
+	http_sock_t *s = socketp;
+	if (what == CURL_POLL_REMOVE) {
+		if (s)
+			sock_free(http, s);
+		return 0;
+	}
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->http = http;
+		s->fd = fd;
+		s->io.data = s;
+		ev_init(&s->io, on_sock_event);
+		s->next = http->socks;
+		if (http->socks)
+			http->socks->prev = s;
+		http->socks = s;
+		curl_multi_assign(http->multi, fd, s);
+	}
+	ev_io_stop(http->loop, &s->io);
+	int events =
+	    ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	if (events) {
+		ev_io_set(&s->io, fd, events);
+		ev_io_start(http->loop, &s->io);
+	}
+	return 0;
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	health_http_t *http = w->data;
+	int running;
+	(void)curl_multi_socket_action(http->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_done(http);
+}
+
+/* libcurl must not be re-entered from here: only arm the timer. A 0 timeout fires on the
+ * next loop iteration, which is what keeps the first socket action out of the caller. */
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	(void)multi;
+	health_http_t *http = userp;
+	ev_timer_stop(http->loop, &http->timer);
+	if (timeout_ms >= 0) {
+		ev_timer_set(&http->timer, (double)timeout_ms / 1000.0, 0.);
+		ev_timer_start(http->loop, &http->timer);
+	}
+	return 0;
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int health_http_init(health_probe_ctx_t *ctx, char *err, size_t errlen)
+{
+	/* Never cleaned up: curl_global_cleanup() is not thread-safe and the process ends soon
+	 * enough. The daemon calls curl_global_init() before starting threads anyway. */
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(global_rc));
+		return -EIO;
+	}
+	health_http_t *http = xcalloc(1, sizeof(*http));
+	http->loop = ctx->loop;
+	http->multi = curl_multi_init();
+	if (!http->multi) {
+		snprintf(err, errlen, "libcurl: cannot create a multi handle");
+		free(http);
+		return -EIO;
+	}
+	ev_timer_init(&http->timer, on_timer, 0., 0.);
+	http->timer.data = http;
+	CURLMcode mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+	if (mc == CURLM_OK)
+		mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETDATA, http);
+	if (mc == CURLM_OK)
+		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	if (mc == CURLM_OK)
+		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERDATA, http);
+	if (mc != CURLM_OK) {
+		snprintf(err, errlen, "libcurl: %s", curl_multi_strerror(mc));
+		health_http_fini(http);
+		return -EIO;
+	}
+	ctx->http = http;
+	return 0;
+}
+
+void health_http_fini(health_http_t *http)
+{
+	if (!http)
+		return;
+	/* May still report sockets through on_curl_socket, so http stays valid until after. */
+	curl_multi_cleanup(http->multi);
+	ev_timer_stop(http->loop, &http->timer);
+	while (http->socks)
+		sock_free(http, http->socks);
+	free(http);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* One probe */
+
+static void probe_free(http_probe_t *p)
+{
+	ev_timer_stop(p->http->loop, &p->guard);
+	/* Also drops a CURLMSG_DONE still queued for this handle, so a probe cancelled from
+	 * another probe's callback during check_done() is never reported. */
+	curl_multi_remove_handle(p->http->multi, p->easy);
+	curl_easy_cleanup(p->easy);
+	curl_slist_free_all(p->connect_to);
+	free(p);
+}
+
+static void probe_cancel(health_probe_t *self)
+{
+	probe_free((http_probe_t *)self);
+}
+
+static void probe_finish(http_probe_t *p, const health_probe_result_t *res)
+{
+	health_probe_cb cb = p->cb;
+	void *arg = p->arg;
+	probe_free(p);
+	cb(res, arg);
+}
+
+static bool body_found(const http_probe_t *p)
+{
+	const char *want = p->spec->body;
+	return memmem(p->body, p->body_len, want, strlen(want)) != NULL;
+}
+
+/* Keeps the first HEALTH_HTTP_BODY_MAX bytes and stops the transfer as soon as nothing more
+ * can change the result: the status is known before the first body byte arrives. */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+	http_probe_t *p = userp;
+	size_t len = size * nmemb;
+	size_t take = sizeof(p->body) - p->body_len;
+	if (take > len)
+		take = len;
+	memcpy(p->body + p->body_len, data, take);
+	p->body_len += take;
+	if (p->spec->body && p->body_len < sizeof(p->body) && !body_found(p))
+		return len;
+	p->stopped = true;
+	return len == 0 ? 1 : 0; /* any value but len aborts with CURLE_WRITE_ERROR */
+}
+
+static bool status_expected(const health_probe_spec_t *spec, long status)
+{
+	if (spec->n_status == 0)
+		return status >= 200 && status <= 399;
+	for (unsigned i = 0; i < spec->n_status && i < HEALTH_HTTP_STATUS_MAX; i++) {
+		if (spec->status[i] == status)
+			return true;
+	}
+	return false;
+}
+
+static void status_list_text(const health_probe_spec_t *spec, char *buf, size_t size)
+{
+	if (spec->n_status == 0) {
+		snprintf(buf, size, "200-399");
+		return;
+	}
+	size_t off = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < spec->n_status && i < HEALTH_HTTP_STATUS_MAX && off < size; i++) {
+		int n = snprintf(buf + off, size - off, "%s%u", i ? ", " : "", spec->status[i]);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* The expected body text as it may appear in a one-line log: short, no control bytes. */
+static void body_text(const char *body, char buf[static HTTP_DETAIL_BODY_MAX + 4])
+{
+	size_t n = 0;
+	for (; body[n] && n < HTTP_DETAIL_BODY_MAX; n++) {
+		unsigned char c = (unsigned char)body[n];
+		buf[n] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	strcpy(buf + n, body[n] ? "..." : "");
+}
+
+static bool is_tls_error(CURLcode rc)
+{
+	switch ((int)rc) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Which step a timed-out transfer was in. libcurl 7.88 records CONNECT_TIME only once every
+ * connection filter is up (TLS included), but knows the local port as soon as TCP is. */
+static const char *timeout_phase(const http_probe_t *p)
+{
+	curl_off_t connect_us = 0, tls_us = 0;
+	long local_port = 0;
+	curl_easy_getinfo(p->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	curl_easy_getinfo(p->easy, CURLINFO_LOCAL_PORT, &local_port);
+	if (connect_us == 0 && local_port == 0)
+		return "connect: ";
+	if (p->spec->type != HEALTH_PROBE_HTTPS)
+		return "";
+	curl_easy_getinfo(p->easy, CURLINFO_APPCONNECT_TIME_T, &tls_us);
+	return tls_us == 0 ? "TLS handshake: " : "";
+}
+
+static void error_result(http_probe_t *p, CURLcode rc, health_probe_result_t *res)
+{
+	size_t n = strlen(p->errbuf);
+	while (n > 0 && (p->errbuf[n - 1] == '\n' || p->errbuf[n - 1] == ' '))
+		p->errbuf[--n] = '\0';
+	const char *text = n ? p->errbuf : curl_easy_strerror(rc);
+	long oserr = 0;
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		health_probe_result_set(res, false, p->start, "%stimeout after %u ms",
+		                        timeout_phase(p), p->timeout_ms);
+	} else if (rc == CURLE_COULDNT_CONNECT) {
+		curl_easy_getinfo(p->easy, CURLINFO_OS_ERRNO, &oserr);
+		health_probe_result_set(res, false, p->start, "connect: %s",
+		                        oserr > 0 ? strerror((int)oserr) : text);
+	} else if (is_tls_error(rc)) {
+		health_probe_result_set(res, false, p->start, "TLS: %s", text);
+	} else {
+		health_probe_result_set(res, false, p->start, "%s", text);
+	}
+}
+
+static void transfer_result(http_probe_t *p, CURLcode rc, health_probe_result_t *res)
+{
+	if (rc == CURLE_WRITE_ERROR && p->stopped)
+		rc = CURLE_OK;
+	if (rc != CURLE_OK) {
+		error_result(p, rc, res);
+		return;
+	}
+	long status = 0;
+	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (!status_expected(p->spec, status)) {
+		char want[HEALTH_HTTP_STATUS_MAX * 7];
+		status_list_text(p->spec, want, sizeof(want));
+		health_probe_result_set(res, false, p->start, "HTTP %ld (expected %s)", status,
+		                        want);
+	} else if (p->spec->body && !body_found(p)) {
+		char want[HTTP_DETAIL_BODY_MAX + 4];
+		body_text(p->spec->body, want);
+		health_probe_result_set(res, false, p->start, "HTTP %ld but body lacks \"%s\"",
+		                        status, want);
+	} else {
+		health_probe_result_set(res, true, p->start, "HTTP %ld", status);
+	}
+}
+
+/* Results leave only from here, after curl_multi_socket_action() has returned; the msg
+ * pointer dies with curl_multi_remove_handle(), so take what is needed first. */
+static void check_done(health_http_t *http)
+{
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(http->multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		CURLcode rc = msg->data.result;
+		char *priv = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+		http_probe_t *p = (http_probe_t *)priv;
+		health_probe_result_t res;
+		transfer_result(p, rc, &res);
+		probe_finish(p, &res);
+	}
+}
+
+static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	http_probe_t *p = w->data;
+	health_probe_result_t res;
+	health_probe_result_set(&res, false, p->start, "timeout after %u ms (libcurl stalled)",
+	                        p->timeout_ms);
+	probe_finish(p, &res);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Starting */
+
+/* A host name or an IPv6/IPv4 literal: what may go between "://" and ":port" unescaped. */
+static bool host_valid(const char *host, bool *ipv6)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+	*ipv6 = inet_pton(AF_INET6, host, buf) == 1;
+	if (*ipv6)
+		return true;
+	if (host[0] == '\0')
+		return false;
+	for (const char *c = host; *c; c++) {
+		if (!(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') &&
+		    !(*c >= '0' && *c <= '9') && *c != '-' && *c != '.' && *c != '_')
+			return false;
+	}
+	return true;
+}
+
+/* Visible ASCII only: a space or control byte would be rejected by libcurl at transfer time,
+ * and a configuration error belongs at start. */
+static bool path_valid(const char *path)
+{
+	if (path[0] != '/')
+		return false;
+	for (const char *c = path; *c; c++) {
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* The target address for a URL or CURLOPT_CONNECT_TO: IPv6 in brackets, with its zone. */
+static void addr_text(const steer_sockaddr_t *dst, const char *zone_sep, char *buf, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN];
+	if (dst->sa.sa_family == AF_INET) {
+		inet_ntop(AF_INET, &dst->sin.sin_addr, ip, sizeof(ip));
+		snprintf(buf, size, "%s", ip);
+		return;
+	}
+	inet_ntop(AF_INET6, &dst->sin6.sin6_addr, ip, sizeof(ip));
+	char zone[IF_NAMESIZE + 1] = "";
+	uint32_t scope = dst->sin6.sin6_scope_id;
+	if (scope != 0 && !if_indextoname(scope, zone))
+		snprintf(zone, sizeof(zone), "%u", scope);
+	snprintf(buf, size, "[%s%s%s]", ip, zone[0] ? zone_sep : "", zone);
+}
+
+/* The URL, and when a Host is configured the CURLOPT_CONNECT_TO entry that sends the
+ * connection to the target address: the URL's host then only names Host and TLS SNI and
+ * verification, and nothing is looked up. CONNECT_TO is per handle, unlike CURLOPT_RESOLVE,
+ * which fills the multi handle's shared DNS cache where two targets with the same Host would
+ * overwrite each other. */
+static int build_target(http_probe_t *p, const health_probe_req_t *req, char *url, char *err,
+                        size_t errlen)
+{
+	const health_probe_spec_t *spec = req->spec;
+	const char *scheme = spec->type == HEALTH_PROBE_HTTPS ? "https" : "http";
+	const char *path = spec->path ? spec->path : "/";
+	unsigned port = steer_sockaddr_port(&req->dst);
+	if (!path_valid(path)) {
+		snprintf(err, errlen, "http probe path must start with / and be visible ASCII");
+		return STEER_EINVAL;
+	}
+	char addr[STEER_SOCKADDR_STRLEN + IF_NAMESIZE];
+	int n;
+	if (spec->host) {
+		bool ipv6;
+		if (!host_valid(spec->host, &ipv6)) {
+			snprintf(err, errlen, "http probe host is not a host name or address");
+			return STEER_EINVAL;
+		}
+		n = snprintf(url, HTTP_URL_MAX, "%s://%s%s%s:%u%s", scheme, ipv6 ? "[" : "",
+		             spec->host, ipv6 ? "]" : "", port, path);
+		char connect_to[STEER_SOCKADDR_STRLEN + IF_NAMESIZE + 16];
+		addr_text(&req->dst, "%", addr, sizeof(addr));
+		snprintf(connect_to, sizeof(connect_to), "::%s:%u", addr, port);
+		p->connect_to = curl_slist_append(NULL, connect_to);
+		if (!p->connect_to) {
+			snprintf(err, errlen, "out of memory");
+			return STEER_ENOMEM;
+		}
+	} else {
+		addr_text(&req->dst, "%25", addr, sizeof(addr));
+		n = snprintf(url, HTTP_URL_MAX, "%s://%s:%u%s", scheme, addr, port, path);
+	}
+	if (n < 0 || n >= HTTP_URL_MAX) {
+		snprintf(err, errlen, "http probe path too long");
+		return STEER_EINVAL;
+	}
+	return 0;
+}
+
+static CURLcode set_options(http_probe_t *p, const char *url)
+{
+	CURL *e = p->easy;
+	long verify = p->spec->tls_verify ? 1L : 0L;
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (rc == CURLE_OK)                                                                \
+			rc = curl_easy_setopt(e, opt, val);                                        \
+	} while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_PRIVATE, (void *)p);
+	SET(CURLOPT_ERRORBUFFER, p->errbuf);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, (void *)p);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_TIMEOUT_MS, (long)p->timeout_ms);
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_USERAGENT, "steer-health/1");
+	SET(CURLOPT_NOPROXY, "*");
+	SET(CURLOPT_FRESH_CONNECT, 1L);
+	SET(CURLOPT_FORBID_REUSE, 1L);
+	SET(CURLOPT_SSL_SESSIONID_CACHE, 0L);
+	SET(CURLOPT_SSL_VERIFYPEER, verify);
+	SET(CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	if (p->connect_to)
+		SET(CURLOPT_CONNECT_TO, p->connect_to);
+#undef SET
+	return rc;
+}
+
+int health_probe_http_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                            health_probe_t **out, char *err, size_t errlen)
+{
+	http_probe_t *p = xcalloc(1, sizeof(*p));
+	p->base.cancel = probe_cancel;
+	p->http = ctx->http;
+	p->spec = req->spec;
+	p->cb = req->cb;
+	p->arg = req->arg;
+	p->timeout_ms = req->timeout_ms;
+	p->start = health_probe_now();
+	ev_timer_init(&p->guard, on_guard, req->timeout_ms / 1000.0 + HTTP_GUARD_EXTRA_S, 0.);
+	p->guard.data = p;
+
+	char url[HTTP_URL_MAX];
+	int ret = build_target(p, req, url, err, errlen);
+	if (ret != 0)
+		goto fail;
+	p->easy = curl_easy_init();
+	if (!p->easy) {
+		snprintf(err, errlen, "libcurl: cannot create a handle");
+		ret = STEER_ENOMEM;
+		goto fail;
+	}
+	CURLcode rc = set_options(p, url);
+	if (rc != CURLE_OK) {
+		snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(rc));
+		ret = -EIO;
+		goto fail;
+	}
+	CURLMcode mc = curl_multi_add_handle(p->http->multi, p->easy);
+	if (mc != CURLM_OK) {
+		snprintf(err, errlen, "libcurl: %s", curl_multi_strerror(mc));
+		ret = -EIO;
+		goto fail;
+	}
+	ev_timer_start(p->http->loop, &p->guard);
+	*out = &p->base;
+	return 0;
+fail:
+	curl_easy_cleanup(p->easy);
+	curl_slist_free_all(p->connect_to);
+	free(p);
+	return ret;
+}

@@ -1,0 +1,47 @@
+/*
+ * Internals shared by the probe types: the context, the per-type start functions and small
+ * helpers for timing and result text. Only src/health/probe*.c include this.
+ */
+#pragma once
+
+#include <time.h>
+
+#include "health/probe.h"
+
+typedef struct health_http health_http_t;
+
+struct health_probe_ctx {
+	struct ev_loop *loop;
+	health_http_t *http; /* libcurl multi state, owned (probe_http.c) */
+};
+
+/* Per-type start functions: the contract of health_probe_start(), the type already checked. */
+int health_probe_tcp_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                           health_probe_t **out, char *err, size_t errlen);
+int health_probe_http_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                            health_probe_t **out, char *err, size_t errlen);
+int health_probe_dns_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                           health_probe_t **out, char *err, size_t errlen);
+int health_probe_exec_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                            health_probe_t **out, char *err, size_t errlen);
+
+/** Create the libcurl multi state for @p ctx. Returns 0 or -EIO with @p err. */
+int health_http_init(health_probe_ctx_t *ctx, char *err, size_t errlen);
+
+/** Free the libcurl multi state (no transfer may be running). NULL-safe. */
+void health_http_fini(health_http_t *http);
+
+/** A monotonic timestamp for RTT measurement. */
+static inline struct timespec health_probe_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts;
+}
+
+/** Microseconds since @p start (saturating at UINT32_MAX). */
+uint32_t health_probe_elapsed_us(struct timespec start);
+
+/** Fill @p res: @p ok, the RTT since @p start and a printf-formatted detail. */
+void health_probe_result_set(health_probe_result_t *res, bool ok, struct timespec start,
+                             const char *fmt, ...) STEER_PRINTF(4, 5);
