@@ -59,7 +59,10 @@ typedef struct {
 	conf_nets_t *nets;
 	size_t n_nets;
 	char *geoip_database; /* resolved path, NULL = no mmdb */
-	bool auto_distance;   /* order by great-circle distance when no rule matches */
+	/* resolved path of a second mmdb whose ASNs are merged into the first's records
+	 * (GeoLite2-City + GeoLite2-ASN), NULL = none */
+	char *geoip_asn_database;
+	bool auto_distance; /* order by great-circle distance when no rule matches */
 	conf_geoip_rule_t *rules;
 	size_t n_rules;
 	conf_dclist_t default_dcs;  /* when nothing matches; empty = the service's own order */

@@ -60,8 +60,11 @@ const conf_section_t conf_sections[] = {
      "datacenters to prefer for them. Give exactly one of `file` and `cidr`.",
      true, NULL},
     {"maps.geoip", false, 0,
-     "A map's `geoip` mapping: a MaxMind database (mmdb, e.g. GeoLite2-City or GeoLite2-ASN) "
-     "consulted for clients no `nets` prefix matched.",
+     "A map's `geoip` mapping: a MaxMind database (mmdb, e.g. GeoLite2-City or GeoLite2-ASN), "
+     "or a location database plus an ASN database (`asn-database`), consulted for clients no "
+     "`nets` prefix matched. A rule needing data that no configured database has (an `asn` "
+     "rule on a City database alone, a `match` rule or `auto-distance` on an ASN database) is "
+     "a configuration error.",
      true, NULL},
     {"maps.geoip.rules", true, 0,
      "Each item of `geoip.rules`: a location or ASN rule and its datacenters. ASN rules win "
@@ -294,6 +297,14 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_REQUIRED,
      .doc = "The mmdb file (GeoLite2/GeoIP2 City, Country or ASN)."},
     {.section = "maps.geoip",
+     .name = "asn-database",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_map_t, geoip_asn_database),
+     .doc = "A second mmdb file with ASN data (GeoLite2-ASN, GeoIP2-ISP) used together with "
+            "`database` (then a City or Country database): each address gets the location "
+            "from `database` and the ASN from this one, so `asn` and `match` rules work in "
+            "one map. Unset: ASNs come from `database` alone."},
+    {.section = "maps.geoip",
      .name = "auto-distance",
      .type = CONF_TYPE_BOOL,
      .offset = offsetof(conf_map_t, auto_distance),
@@ -315,7 +326,8 @@ const conf_key_t conf_keys[] = {
      .name = "asn",
      .type = CONF_TYPE_NODE,
      .type_doc = "list of AS numbers (a single number is accepted too)",
-     .doc = "Autonomous system numbers, e.g. `[4134, 4812]`; needs a database with ASN data."},
+     .doc = "Autonomous system numbers, e.g. `[4134, 4812]`; needs ASN data: an ASN, ISP or "
+            "Enterprise `database`, or an `asn-database`."},
     {.section = "maps.geoip.rules",
      .name = "datacenters",
      .type = CONF_TYPE_NODE,

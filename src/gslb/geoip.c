@@ -658,6 +658,208 @@ int gslb_geoip_walk(const gslb_geoip_db_t *db, gslb_geoip_leaf_cb cb, void *ctx,
 }
 
 /* =========================================================================================
+ * Walking a location database and an ASN database as one
+ */
+
+void gslb_geoip_record_merge(const gslb_geoip_record_t *loc, const gslb_geoip_record_t *asn,
+                             gslb_geoip_record_t *out)
+{
+	if (loc) {
+		*out = *loc;
+	} else {
+		memset(out, 0, sizeof(*out));
+	}
+	out->id = GSLB_GEOIP_NO_ID;
+	if (asn && (asn->flags & GSLB_GEOIP_REC_ASN)) {
+		out->asn = asn->asn;
+		out->flags |= GSLB_GEOIP_REC_ASN;
+	}
+}
+
+/* One leaf of the ASN database, kept between the two walks. */
+typedef struct {
+	steer_prefix_t prefix;
+	uint32_t rec; /* index into pair_t.recs (the walk's record id) */
+} pair_leaf_t;
+
+typedef struct {
+	/* the ASN database, walked first: leaves in walk order, records by id */
+	pair_leaf_t *leaves;
+	size_t n_leaves, cap_leaves;
+	gslb_geoip_record_t *recs;
+	uint32_t n_recs, cap_recs;
+	/* the merge */
+	size_t next;     /* first ASN leaf not handled yet */
+	size_t last_asn; /* the ASN leaf handled last, SIZE_MAX before the first */
+	bool have_loc;
+	steer_prefix_t last_loc_prefix; /* the location leaf handled last */
+	gslb_geoip_record_t last_loc;   /* its record (city points into the mapping: stays valid) */
+	/* dense ids for (location record id, ASN record id) pairs; open addressing */
+	uint64_t *keys; /* pair + 1, 0 = free */
+	uint32_t *ids;
+	uint32_t mask, n_pairs;
+	gslb_geoip_leaf_cb cb;
+	void *ctx;
+	uint64_t leaves_out;
+} pair_t;
+
+static int pair_collect(const steer_prefix_t *prefix, const gslb_geoip_record_t *rec, void *ctx)
+{
+	pair_t *p = ctx;
+	if (p->n_leaves == p->cap_leaves) {
+		p->cap_leaves = p->cap_leaves ? p->cap_leaves * 2 : 1024;
+		p->leaves = xrealloc(p->leaves, p->cap_leaves * sizeof(*p->leaves));
+	}
+	p->leaves[p->n_leaves++] = (pair_leaf_t){.prefix = *prefix, .rec = rec->id};
+	if (rec->id >= p->n_recs) { /* ids are dense, in first-seen order */
+		while (rec->id >= p->cap_recs)
+			p->cap_recs = p->cap_recs ? p->cap_recs * 2 : 256;
+		p->recs = xrealloc(p->recs, (size_t)p->cap_recs * sizeof(*p->recs));
+		p->n_recs = rec->id + 1;
+	}
+	p->recs[rec->id] = *rec;
+	return 0;
+}
+
+static void pair_grow(pair_t *p)
+{
+	uint32_t size = p->mask ? (p->mask + 1) * 2 : 1024;
+	uint64_t *keys = xcalloc(size, sizeof(*keys));
+	uint32_t *ids = xcalloc(size, sizeof(*ids));
+	for (uint32_t i = 0; p->mask && i <= p->mask; i++) {
+		if (!p->keys[i])
+			continue;
+		uint32_t s = hash_offset((uint32_t)(p->keys[i] ^ (p->keys[i] >> 29))) & (size - 1);
+		while (keys[s])
+			s = (s + 1) & (size - 1);
+		keys[s] = p->keys[i];
+		ids[s] = p->ids[i];
+	}
+	free(p->keys);
+	free(p->ids);
+	p->keys = keys;
+	p->ids = ids;
+	p->mask = size - 1;
+}
+
+/* The dense id of the pair (@p loc_id, @p asn_id); GSLB_GEOIP_NO_ID stands for "no record". */
+static uint32_t pair_id(pair_t *p, uint32_t loc_id, uint32_t asn_id)
+{
+	/* never 0: at least one side is a real record, so not both are GSLB_GEOIP_NO_ID */
+	uint64_t key = (((uint64_t)loc_id << 32) | asn_id) + 1;
+	uint32_t s = hash_offset((uint32_t)(key ^ (key >> 29))) & p->mask;
+	for (; p->keys[s]; s = (s + 1) & p->mask)
+		if (p->keys[s] == key)
+			return p->ids[s];
+	p->keys[s] = key;
+	p->ids[s] = p->n_pairs++;
+	if (p->n_pairs * 2 > p->mask + 1)
+		pair_grow(p);
+	return p->n_pairs - 1;
+}
+
+/* True when @p outer contains @p inner (or equals it). */
+static bool prefix_contains(const steer_prefix_t *outer, const steer_prefix_t *inner)
+{
+	if (outer->family != inner->family || outer->len > inner->len)
+		return false;
+	unsigned bytes = outer->len / 8u, rest = outer->len % 8u;
+	if (memcmp(outer->addr, inner->addr, bytes) != 0)
+		return false;
+	return rest == 0 ||
+	       ((outer->addr[bytes] ^ inner->addr[bytes]) & (uint8_t)(0xFF00u >> rest)) == 0;
+}
+
+/* Walk order: IPv4 before IPv6, then by start address, then wider first. */
+static int prefix_order(const steer_prefix_t *a, const steer_prefix_t *b)
+{
+	if (a->family != b->family)
+		return a->family == AF_INET ? -1 : 1;
+	int c = memcmp(a->addr, b->addr, sizeof(a->addr));
+	if (c != 0)
+		return c;
+	return (a->len > b->len) - (a->len < b->len);
+}
+
+static int pair_emit(pair_t *p, const steer_prefix_t *prefix, const gslb_geoip_record_t *loc,
+                     const gslb_geoip_record_t *asn)
+{
+	gslb_geoip_record_t rec;
+	gslb_geoip_record_merge(loc, asn, &rec);
+	rec.id = pair_id(p, loc ? loc->id : GSLB_GEOIP_NO_ID, asn ? asn->id : GSLB_GEOIP_NO_ID);
+	p->leaves_out++;
+	return p->cb(prefix, &rec, p->ctx);
+}
+
+/* An ASN leaf: inside the location leaf handled last, or alone. Both streams consist of
+ * disjoint blocks in walk order, so the only block of the other stream that can contain a
+ * block is the one handled just before it. */
+static int pair_asn_leaf(pair_t *p, size_t i)
+{
+	const pair_leaf_t *l = &p->leaves[i];
+	bool inside = p->have_loc && prefix_contains(&p->last_loc_prefix, &l->prefix);
+	p->last_asn = i;
+	return pair_emit(p, &l->prefix, inside ? &p->last_loc : NULL, &p->recs[l->rec]);
+}
+
+static int pair_loc_leaf(const steer_prefix_t *prefix, const gslb_geoip_record_t *rec, void *ctx)
+{
+	pair_t *p = ctx;
+	int ret = 0;
+	while (ret == 0 && p->next < p->n_leaves &&
+	       prefix_order(&p->leaves[p->next].prefix, prefix) < 0)
+		ret = pair_asn_leaf(p, p->next++);
+	if (ret != 0)
+		return ret;
+	const gslb_geoip_record_t *asn = NULL;
+	if (p->next < p->n_leaves && prefix_order(&p->leaves[p->next].prefix, prefix) == 0) {
+		/* the same block in both: one leaf */
+		p->last_asn = p->next++;
+		asn = &p->recs[p->leaves[p->last_asn].rec];
+	} else if (p->last_asn != SIZE_MAX &&
+	           prefix_contains(&p->leaves[p->last_asn].prefix, prefix)) {
+		asn = &p->recs[p->leaves[p->last_asn].rec];
+	}
+	p->have_loc = true;
+	p->last_loc_prefix = *prefix;
+	p->last_loc = *rec;
+	return pair_emit(p, prefix, rec, asn);
+}
+
+int gslb_geoip_walk_pair(const gslb_geoip_db_t *loc, const gslb_geoip_db_t *asn,
+                         gslb_geoip_leaf_cb cb, void *ctx, gslb_geoip_walk_stats_t *stats,
+                         char *err, size_t errlen)
+{
+	pair_t p = {.cb = cb, .ctx = ctx, .last_asn = SIZE_MAX};
+	gslb_geoip_walk_stats_t sa = {0}, sl = {0};
+	pair_grow(&p);
+	int ret = gslb_geoip_walk(asn, pair_collect, &p, &sa, err, errlen);
+	size_t held = p.cap_leaves * sizeof(*p.leaves) + (size_t)p.cap_recs * sizeof(*p.recs);
+	if (ret == 0)
+		ret = gslb_geoip_walk(loc, pair_loc_leaf, &p, &sl, err, errlen);
+	while (ret == 0 && p.next < p.n_leaves)
+		ret = pair_asn_leaf(&p, p.next++);
+	if (stats) {
+		size_t pairs = ((size_t)p.mask + 1) * (sizeof(*p.keys) + sizeof(*p.ids));
+		/* the ASN leaves are held through both walks */
+		size_t peak =
+		    held + (sa.cache_bytes > sl.cache_bytes ? sa.cache_bytes : sl.cache_bytes);
+		*stats = (gslb_geoip_walk_stats_t){
+		    .leaves = p.leaves_out,
+		    .records = p.n_pairs,
+		    .nodes = sa.nodes + sl.nodes,
+		    .aliases = sa.aliases + sl.aliases,
+		    .cache_bytes = peak + pairs,
+		};
+	}
+	free(p.leaves);
+	free(p.recs);
+	free(p.keys);
+	free(p.ids);
+	return ret;
+}
+
+/* =========================================================================================
  * Rules
  */
 

@@ -5,7 +5,8 @@
  * search tree is walked once (gslb_geoip_walk); each data record is decoded once into a
  * gslb_geoip_record_t and classified (gslb_geoip_classify) into an ordered datacenter list,
  * which the map builder overlays into its own prefix tree (gslb/nettree) below the `nets`
- * entries. gslb_geoip_lookup() answers single addresses for `steerctl explain`.
+ * entries. gslb_geoip_lookup() answers single addresses for `steerctl explain`. A map may
+ * also pair a location database with an ASN database (gslb_geoip_walk_pair below).
  *
  * Accepted databases: MaxMind GeoIP2/GeoLite2 City, Country, ASN, ISP and Enterprise, and the
  * same layouts from other vendors (DB-IP "DBIP-City-Lite"...); metadata.database_type must
@@ -152,6 +153,48 @@ int gslb_geoip_walk(const gslb_geoip_db_t *db, gslb_geoip_leaf_cb cb, void *ctx,
     STEER_NONNULL(1, 2, 5) STEER_WUR;
 
 /* -------------------------------------------------------------------------------------------
+ * Two databases as one: a location database (City, Country) plus an ASN database
+ *
+ * Operators pair GeoLite2-City with GeoLite2-ASN: the City database does not carry ASNs. The
+ * pair answers like one database whose blocks are the intersection refinement of both trees
+ * (City 1.0.0.0/16 and ASN 1.0.0.0/24 give 1.0.0.0/24 with both records' facts, the rest of
+ * the /16 with the City facts alone) and whose records are merged by
+ * gslb_geoip_record_merge().
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Merge the records two databases hold for the same address into @p out: the location facts
+ * (continent, country, subdivision, city, coordinates, the REGISTERED flag) come from @p loc,
+ * the ASN from @p asn when it has one, else from @p loc (an Enterprise database carries both).
+ * Either record may be NULL (that database has no data there); with both NULL, @p out is an
+ * empty record. out->data_offset is @p loc's (0 without it) and out->id is
+ * GSLB_GEOIP_NO_ID: the pair walk sets its own. @p out may not alias an input.
+ */
+void gslb_geoip_record_merge(const gslb_geoip_record_t *loc, const gslb_geoip_record_t *asn,
+                             gslb_geoip_record_t *out) STEER_NONNULL(3);
+
+/**
+ * Walk @p loc and @p asn as one database: every address with data in either gets the merged
+ * record of both (gslb_geoip_record_merge). Leaves come in overlay order rather than as
+ * disjoint blocks: ascending start address (IPv4 first), a wider block before the narrower
+ * ones inside it, and a narrower block overrides the wider one on its addresses, so feeding
+ * the leaves to gslb_nettree_set() in order yields the refinement. A caller must therefore set
+ * every leaf, a leaf no rule matches to its default value, rather than skip it. rec->id is dense
+ * over the distinct (location record, ASN record) pairs, so callers memoize per id as for one
+ * database.
+ *
+ * How: @p asn is walked first into a sorted array (24 bytes per leaf and 48 per distinct
+ * record, freed on return), then @p loc is walked once and merged with it like two sorted
+ * lists: O(leaves of both), no search per leaf. Only @p asn is held in memory, which suits the
+ * usual sizes (GeoLite2-ASN has a few hundred thousand blocks, GeoLite2-City millions). @p stats
+ * sums both walks (records: distinct pairs; cache_bytes: the peak of the temporary memory). Returns
+ * 0, the callback's negative code, or STEER_EMALF with a reason naming the file in @p err.
+ */
+int gslb_geoip_walk_pair(const gslb_geoip_db_t *loc, const gslb_geoip_db_t *asn,
+                         gslb_geoip_leaf_cb cb, void *ctx, gslb_geoip_walk_stats_t *stats,
+                         char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 6) STEER_WUR;
+
+/* -------------------------------------------------------------------------------------------
  * Rules: record -> ordered datacenter list
  *
  * Precedence, first that applies wins:
@@ -206,7 +249,7 @@ int gslb_geoip_rules_new(const gslb_geoip_rule_def_t *defs, size_t n_defs, size_
 /** Free @p rules (NULL is a no-op). */
 void gslb_geoip_rules_free(gslb_geoip_rules_t *rules);
 
-/** True when some rule needs ASN data (to warn about ASN rules on a City-only database). */
+/** True when some rule needs ASN data (ASN rules on a City-only database are refused). */
 bool gslb_geoip_rules_use_asn(const gslb_geoip_rules_t *rules) STEER_NONNULL(1);
 
 /** True when some rule needs location data or auto_distance is on. */

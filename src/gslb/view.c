@@ -40,6 +40,7 @@ typedef struct {
 	uint16_t *pool;       /* conf datacenter indices */
 	size_t n_lists;
 	gslb_geoip_db_t *db;       /* owned, NULL without geoip; kept for explain */
+	gslb_geoip_db_t *asn_db;   /* owned, NULL without geoip.asn-database */
 	gslb_geoip_rules_t *rules; /* owned, NULL without geoip */
 	gslb_geo_coords_t *coords; /* owned, one per conf datacenter */
 	unsigned *rule_lines;      /* owned, config line per geoip rule (explain) */
@@ -291,6 +292,9 @@ typedef struct {
 	uint32_t *cache; /* per record id: list id + 1; UINT32_MAX = no match; 0 = unknown */
 	size_t cache_len;
 	uint16_t *tmp; /* n_dc entries */
+	/* A pair walk overlays narrower leaves on wider ones, so a leaf nothing matches must be
+	 * set to the default list (its id here) instead of being skipped; UINT32_MAX: skip. */
+	uint32_t no_match_value;
 } walk_ctx_t;
 
 #define WALK_NO_MATCH UINT32_MAX
@@ -317,18 +321,46 @@ static int walk_cb(const steer_prefix_t *prefix, const gslb_geoip_record_t *rec,
 		w->cache[rec->id] = v;
 	}
 	if (v == WALK_NO_MATCH)
-		return 0;
+		return w->no_match_value == UINT32_MAX
+		           ? 0
+		           : gslb_nettree_set(w->b, prefix, w->no_match_value);
 	return gslb_nettree_set(w->b, prefix, v - 1);
 }
 
-static int build_geoip(const conf_t *conf, const conf_map_t *cm, view_map_t *m, intern_t *in,
-                       gslb_nettree_builder_t *b, uint16_t *tmp, char *err, size_t errlen)
+/* Open the map's database(s). With asn-database the first one must hold locations and the
+ * second ASNs: anything else is a configuration mistake, not a map that silently never
+ * matches. */
+static int geoip_open(const conf_t *conf, const conf_map_t *cm, view_map_t *m, char *err,
+                      size_t errlen)
 {
 	char msg[512];
 	int ret = gslb_geoip_open(cm->geoip_database, &m->db, msg, sizeof(msg));
+	if (ret == 0 && cm->geoip_asn_database)
+		ret = gslb_geoip_open(cm->geoip_asn_database, &m->asn_db, msg, sizeof(msg));
 	if (ret < 0)
 		return build_err(err, errlen, conf, cm->line, "map %s: %s", cm->name, msg);
+	if (!m->asn_db)
+		return 0;
+	gslb_geoip_db_info_t loc, asn;
+	gslb_geoip_info(m->db, &loc);
+	gslb_geoip_info(m->asn_db, &asn);
+	if (!(loc.kinds & GSLB_GEOIP_KIND_LOCATION))
+		return build_err(err, errlen, conf, cm->line,
+		                 "map %s: geoip.database %s (%s) has no location data: with "
+		                 "asn-database it must be a City, Country or Enterprise database",
+		                 cm->name, loc.path, loc.type);
+	if (!(asn.kinds & GSLB_GEOIP_KIND_ASN))
+		return build_err(err, errlen, conf, cm->line,
+		                 "map %s: geoip.asn-database %s (%s) has no ASN data: want an ASN, "
+		                 "ISP or Enterprise database",
+		                 cm->name, asn.path, asn.type);
+	return 0;
+}
 
+static int geoip_rules(const conf_t *conf, const conf_map_t *cm, view_map_t *m, char *err,
+                       size_t errlen)
+{
+	char msg[512];
 	gslb_geoip_rule_def_t *defs = xcalloc(cm->n_rules ? cm->n_rules : 1, sizeof(*defs));
 	uint16_t *dcs = xcalloc(1 + cm->n_rules * (conf->n_datacenters + 1), sizeof(*dcs));
 	uint16_t *p = dcs;
@@ -348,27 +380,78 @@ static int build_geoip(const conf_t *conf, const conf_map_t *cm, view_map_t *m, 
 		m->rule_lines[i] = cm->rules[i].line;
 	gslb_geoip_opts_t opts = {.auto_distance = cm->auto_distance};
 	size_t bad = 0;
-	ret = gslb_geoip_rules_new(defs, cm->n_rules, conf->n_datacenters, &opts, &m->rules, &bad,
-	                           msg, sizeof(msg));
+	int ret = gslb_geoip_rules_new(defs, cm->n_rules, conf->n_datacenters, &opts, &m->rules,
+	                               &bad, msg, sizeof(msg));
 	free(defs);
 	free(dcs);
 	if (ret < 0) {
 		unsigned line = bad < cm->n_rules ? cm->rules[bad].line : cm->line;
 		return build_err(err, errlen, conf, line, "map %s: geoip rule: %s", cm->name, msg);
 	}
+	return 0;
+}
+
+/* The first rule that is (@p asn) or is not an ASN rule, or NULL. */
+static const conf_geoip_rule_t *first_rule(const conf_map_t *cm, bool asn)
+{
+	for (size_t i = 0; i < cm->n_rules; i++)
+		if ((cm->rules[i].n_asn > 0) == asn)
+			return &cm->rules[i];
+	return NULL;
+}
+
+/* A rule needing data that no configured database has would never match: refuse it. */
+static int geoip_check_data(const conf_t *conf, const conf_map_t *cm, const view_map_t *m,
+                            char *err, size_t errlen)
+{
 	gslb_geoip_db_info_t info;
 	gslb_geoip_info(m->db, &info);
-	if (gslb_geoip_rules_use_asn(m->rules) && !(info.kinds & GSLB_GEOIP_KIND_ASN))
-		log_warn("%s:%u: map %s: ASN rules may never match: %s (%s) is not an ASN, ISP or "
-		         "Enterprise database",
-		         conf_file(conf), cm->line, cm->name, info.path, info.type);
-	if (gslb_geoip_rules_use_location(m->rules) && !(info.kinds & GSLB_GEOIP_KIND_LOCATION))
-		log_warn("%s:%u: map %s: location rules may never match: %s (%s) is not a City, "
-		         "Country or Enterprise database",
-		         conf_file(conf), cm->line, cm->name, info.path, info.type);
+	unsigned kinds = info.kinds;
+	if (m->asn_db) {
+		gslb_geoip_db_info_t asn;
+		gslb_geoip_info(m->asn_db, &asn);
+		kinds |= asn.kinds & GSLB_GEOIP_KIND_ASN;
+	}
+	const conf_geoip_rule_t *r = first_rule(cm, true);
+	if (gslb_geoip_rules_use_asn(m->rules) && !(kinds & GSLB_GEOIP_KIND_ASN))
+		return build_err(err, errlen, conf, r ? r->line : cm->line,
+		                 "map %s: geoip rule with 'asn', but %s (%s) has no ASN data: add "
+		                 "geoip.asn-database (e.g. GeoLite2-ASN) or use an ASN, ISP or "
+		                 "Enterprise database",
+		                 cm->name, info.path, info.type);
+	r = first_rule(cm, false);
+	if (gslb_geoip_rules_use_location(m->rules) && !(kinds & GSLB_GEOIP_KIND_LOCATION))
+		return build_err(err, errlen, conf, r ? r->line : cm->line,
+		                 "map %s: geoip %s needs location data, but %s (%s) has none: use "
+		                 "a City, Country or Enterprise database",
+		                 cm->name, r ? "rule with 'match'" : "auto-distance", info.path,
+		                 info.type);
+	return 0;
+}
 
-	walk_ctx_t w = {.b = b, .map = m, .in = in, .n_dc = conf->n_datacenters, .tmp = tmp};
-	ret = gslb_geoip_walk(m->db, walk_cb, &w, NULL, msg, sizeof(msg));
+static int build_geoip(const conf_t *conf, const conf_map_t *cm, view_map_t *m, intern_t *in,
+                       gslb_nettree_builder_t *b, uint16_t *tmp, uint32_t def, char *err,
+                       size_t errlen)
+{
+	int ret = geoip_open(conf, cm, m, err, errlen);
+	if (ret == 0)
+		ret = geoip_rules(conf, cm, m, err, errlen);
+	if (ret == 0)
+		ret = geoip_check_data(conf, cm, m, err, errlen);
+	if (ret < 0)
+		return ret;
+
+	char msg[512];
+	walk_ctx_t w = {.b = b,
+	                .map = m,
+	                .in = in,
+	                .n_dc = conf->n_datacenters,
+	                .tmp = tmp,
+	                .no_match_value = m->asn_db ? def : UINT32_MAX};
+	if (m->asn_db)
+		ret = gslb_geoip_walk_pair(m->db, m->asn_db, walk_cb, &w, NULL, msg, sizeof(msg));
+	else
+		ret = gslb_geoip_walk(m->db, walk_cb, &w, NULL, msg, sizeof(msg));
 	free(w.cache);
 	if (ret == STEER_EMALF)
 		return build_err(err, errlen, conf, cm->line, "map %s: %s", cm->name, msg);
@@ -411,7 +494,7 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, ch
 	b = gslb_nettree_builder_new((uint32_t)def);
 
 	if (cm->geoip_database) {
-		ret = build_geoip(conf, cm, m, &in, b, tmp, err, errlen);
+		ret = build_geoip(conf, cm, m, &in, b, tmp, (uint32_t)def, err, errlen);
 		if (ret < 0)
 			goto out;
 	}
@@ -471,6 +554,7 @@ static void map_free(view_map_t *m)
 	free(m->list_len);
 	free(m->pool);
 	gslb_geoip_close(m->db);
+	gslb_geoip_close(m->asn_db);
 	gslb_geoip_rules_free(m->rules);
 	free(m->coords);
 	free(m->rule_lines);
@@ -1183,6 +1267,60 @@ static const char *how_str(client_how_t how)
 	return "?";
 }
 
+/* One database's facts for explain: "/16 AS/CN/31/Shanghai AS4812" (ASN only when known). */
+static void explain_facts(const gslb_geoip_record_t *rec, unsigned plen, bool location, out_t *o)
+{
+	outf(o, "/%u", plen);
+	if (location)
+		outf(o, " %s/%s/%s/%.*s", rec->continent, rec->country, rec->subdivision,
+		     rec->city ? (int)rec->city_len : 0, rec->city ? rec->city : "");
+	if (rec->flags & GSLB_GEOIP_REC_ASN)
+		outf(o, " AS%u", (unsigned)rec->asn);
+}
+
+/* What the database(s) say about @p addr and how the rules classify it. With an
+ * asn-database both records are shown, each with its own block, then the merged verdict. */
+static void explain_geoip(const gslb_view_t *v, const view_map_t *m, int fam, const uint8_t *addr,
+                          out_t *o)
+{
+	gslb_geoip_record_t loc, asn, rec;
+	unsigned lplen = 0, aplen = 0;
+	int rl = gslb_geoip_lookup(m->db, fam, addr, &loc, &lplen);
+	int ra = m->asn_db ? gslb_geoip_lookup(m->asn_db, fam, addr, &asn, &aplen) : STEER_ENOENT;
+	if (rl != 0 && ra != 0) {
+		outf(o, "geoip: no data for this address\n");
+		return;
+	}
+	gslb_geoip_record_merge(rl == 0 ? &loc : NULL, ra == 0 ? &asn : NULL, &rec);
+	outf(o, "geoip: ");
+	if (!m->asn_db) {
+		explain_facts(&loc, lplen, true, o);
+	} else {
+		gslb_geoip_db_info_t li, ai;
+		gslb_geoip_info(m->db, &li);
+		gslb_geoip_info(m->asn_db, &ai);
+		if (rl == 0)
+			explain_facts(&loc, lplen, true, o);
+		else
+			outf(o, "no location data");
+		outf(o, " (%s); ", li.type);
+		if (ra == 0 && (asn.flags & GSLB_GEOIP_REC_ASN))
+			explain_facts(&asn, aplen, false, o);
+		else
+			outf(o, "no ASN");
+		outf(o, " (%s)", ai.type);
+	}
+	uint16_t tmp[GSLB_POLICY_DC_MAX * 4];
+	size_t n = v->n_dcs < STEER_ARRAY_LEN(tmp) ? v->n_dcs : STEER_ARRAY_LEN(tmp);
+	gslb_geoip_match_t mt = {0};
+	if (gslb_geoip_classify(m->rules, &rec, m->coords, v->n_dcs, tmp, &n, &mt) < 0)
+		n = 0;
+	outf(o, ", classified by %s", gslb_geoip_how_str(mt.how));
+	if (mt.how == GSLB_GEOIP_BY_ASN || mt.how == GSLB_GEOIP_BY_LOCATION)
+		outf(o, " (rule %zu, line %u)", mt.rule + 1, m->rule_lines[mt.rule]);
+	outf(o, "\n");
+}
+
 static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
 {
 	const view_map_t *m = s->map;
@@ -1196,33 +1334,8 @@ static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_
 	addr_str(fam, block, a, sizeof(a));
 	outf(o, "map: %s, block %s/%u (scope %u)%s\n", m->name, a, bits, bits,
 	     d->list == 0 ? ", the map default" : "");
-	if (m->db) {
-		gslb_geoip_record_t rec;
-		unsigned plen = 0;
-		int ret = gslb_geoip_lookup(m->db, fam, d->addr, &rec, &plen);
-		if (ret == 0) {
-			uint16_t tmp[GSLB_POLICY_DC_MAX * 4];
-			size_t n = v->n_dcs < sizeof(tmp) / sizeof(tmp[0])
-			               ? v->n_dcs
-			               : sizeof(tmp) / sizeof(tmp[0]);
-			gslb_geoip_match_t mt = {0};
-			if (gslb_geoip_classify(m->rules, &rec, m->coords, v->n_dcs, tmp, &n, &mt) <
-			    0)
-				n = 0;
-			outf(o, "geoip: /%u %s/%s/%s/%.*s", plen, rec.continent, rec.country,
-			     rec.subdivision, rec.city ? (int)rec.city_len : 0,
-			     rec.city ? rec.city : "");
-			if (rec.flags & GSLB_GEOIP_REC_ASN)
-				outf(o, " AS%u", (unsigned)rec.asn);
-			outf(o, ", classified by %s", gslb_geoip_how_str(mt.how));
-			if (mt.how == GSLB_GEOIP_BY_ASN || mt.how == GSLB_GEOIP_BY_LOCATION)
-				outf(o, " (rule %zu, line %u)", mt.rule + 1,
-				     m->rule_lines[mt.rule]);
-			outf(o, "\n");
-		} else {
-			outf(o, "geoip: no data for this address\n");
-		}
-	}
+	if (m->db)
+		explain_geoip(v, m, fam, d->addr, o);
 	outf(o, "map datacenters:");
 	if (m->list_len[d->list] == 0)
 		outf(o, " (empty: the service's configured order)");

@@ -4,7 +4,8 @@
  * classification. Runs in tests/data.
  *
  * With an argument, `test_geoip FILE.mmdb` instead walks FILE and prints time and memory, to
- * measure real databases (GeoLite2-City) that cannot live in the repository.
+ * measure real databases (GeoLite2-City) that cannot live in the repository;
+ * `test_geoip CITY.mmdb ASN.mmdb` measures the pair walk of a map with geoip.asn-database.
  */
 #include <arpa/inet.h>
 #include <math.h>
@@ -1101,6 +1102,394 @@ static void test_classify_edges(void)
 	CHECK(strcmp(gslb_geoip_how_str(GSLB_GEOIP_BY_DISTANCE), "distance") == 0, "how_str");
 }
 
+/* ----------------------------------------------------------------------------------------
+ * Two databases walked as one (geoip.asn-database): test-pair-*.mmdb, make_pair_mmdb.pl
+ */
+
+typedef struct {
+	steer_prefix_t prefix;
+	gslb_geoip_record_t rec;
+} got_leaf_t;
+
+typedef struct {
+	got_leaf_t *v;
+	size_t n, cap;
+	int order_errors; /* a leaf that starts before the previous one */
+} leaves_t;
+
+/* Walk order: IPv4 first, then by start address, wider first. */
+static int prefix_order(const steer_prefix_t *a, const steer_prefix_t *b)
+{
+	if (a->family != b->family)
+		return a->family == AF_INET ? -1 : 1;
+	int c = memcmp(a->addr, b->addr, 16);
+	return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static bool prefix_has(const steer_prefix_t *p, int family, const uint8_t *addr)
+{
+	if (p->family != family)
+		return false;
+	for (unsigned b = 0; b < p->len; b++) {
+		uint8_t m = (uint8_t)(0x80u >> (b % 8));
+		if ((p->addr[b / 8] & m) != (addr[b / 8] & m))
+			return false;
+	}
+	return true;
+}
+
+static int collect_all(const steer_prefix_t *p, const gslb_geoip_record_t *rec, void *ctx)
+{
+	leaves_t *l = ctx;
+	if (l->n && prefix_order(&l->v[l->n - 1].prefix, p) >= 0)
+		l->order_errors++;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v)
+			abort();
+	}
+	l->v[l->n++] = (got_leaf_t){.prefix = *p, .rec = *rec};
+	return 0;
+}
+
+/* The record in force at @p addr after applying the leaves in order (a later leaf overrides
+ * an earlier one where it lies inside it, as gslb_nettree_set() does), or NULL. */
+static const gslb_geoip_record_t *overlay_at(const leaves_t *l, int family, const uint8_t *addr)
+{
+	for (size_t i = l->n; i-- > 0;)
+		if (prefix_has(&l->v[i].prefix, family, addr))
+			return &l->v[i].rec;
+	return NULL;
+}
+
+/* The reference: both databases looked up directly, the records merged. */
+static bool pair_lookup(const gslb_geoip_db_t *loc, const gslb_geoip_db_t *asn, int family,
+                        const uint8_t *addr, gslb_geoip_record_t *out)
+{
+	gslb_geoip_record_t l, a;
+	unsigned len;
+	int rl = gslb_geoip_lookup(loc, family, addr, &l, &len);
+	int ra = gslb_geoip_lookup(asn, family, addr, &a, &len);
+	CHECK((rl == 0 || rl == STEER_ENOENT) && (ra == 0 || ra == STEER_ENOENT), "lookup %d %d",
+	      rl, ra);
+	if (rl != 0 && ra != 0)
+		return false;
+	gslb_geoip_record_merge(rl == 0 ? &l : NULL, ra == 0 ? &a : NULL, out);
+	return true;
+}
+
+static bool same_facts(const gslb_geoip_record_t *a, const gslb_geoip_record_t *b)
+{
+	return strcmp(a->continent, b->continent) == 0 && strcmp(a->country, b->country) == 0 &&
+	       strcmp(a->subdivision, b->subdivision) == 0 && a->city_len == b->city_len &&
+	       (a->city_len == 0 || memcmp(a->city, b->city, a->city_len) == 0) &&
+	       a->city_geoname_id == b->city_geoname_id && a->flags == b->flags &&
+	       a->asn == b->asn && a->lat == b->lat && a->lon == b->lon &&
+	       a->data_offset == b->data_offset;
+}
+
+static void addr_text(int family, const uint8_t *addr, char *buf, size_t len)
+{
+	inet_ntop(family, addr, buf, (socklen_t)len);
+}
+
+/* The IPv6 ranges the walk skips as links to the IPv4 tree (lookups follow them). */
+static bool in_alias(int family, const uint8_t *a)
+{
+	static const uint8_t zero[12];
+	return family == AF_INET6 && (memcmp(a, zero, 12) == 0 || (a[0] == 0x20 && a[1] == 0x02) ||
+	                              (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0) ||
+	                              (memcmp(a, zero, 10) == 0 && a[10] == 0xff && a[11] == 0xff));
+}
+
+/* Compare the pair walk with the reference at @p addr. Returns false on a mismatch. */
+static bool check_point(const gslb_geoip_db_t *loc, const gslb_geoip_db_t *asn, const leaves_t *l,
+                        int family, const uint8_t *addr)
+{
+	if (in_alias(family, addr))
+		return true;
+	gslb_geoip_record_t want;
+	bool have = pair_lookup(loc, asn, family, addr, &want);
+	const gslb_geoip_record_t *got = overlay_at(l, family, addr);
+	bool ok = have ? got && same_facts(got, &want) : got == NULL;
+	if (!ok) {
+		char a[INET6_ADDRSTRLEN];
+		addr_text(family, addr, a, sizeof(a));
+		CHECK(false, "pair walk at %s: got %s AS%u, want %s %s AS%u", a,
+		      got ? got->country : "(nothing)", got ? got->asn : 0, have ? "" : "(nothing)",
+		      have ? want.country : "", have ? want.asn : 0);
+	}
+	return ok;
+}
+
+/* @p addr += @p delta (+1/-1) in the family's width; false when it wraps. */
+static bool addr_step(int family, uint8_t *addr, int delta)
+{
+	int bytes = family == AF_INET ? 4 : 16;
+	for (int i = bytes - 1; i >= 0; i--) {
+		uint8_t old = addr[i];
+		addr[i] = (uint8_t)(old + delta);
+		if ((delta > 0 && old != 0xff) || (delta < 0 && old != 0))
+			return true;
+	}
+	return false;
+}
+
+/* Probe both ends of every block of @p single and the addresses just outside them. */
+static size_t check_edges(const gslb_geoip_db_t *loc, const gslb_geoip_db_t *asn,
+                          const leaves_t *pair, const leaves_t *single, size_t *bad)
+{
+	size_t probes = 0;
+	for (size_t i = 0; i < single->n && *bad < 10; i++) {
+		const steer_prefix_t *p = &single->v[i].prefix;
+		uint8_t pts[4][16];
+		memcpy(pts[0], p->addr, 16);
+		prefix_last(p, pts[1]);
+		memcpy(pts[2], pts[0], 16);
+		memcpy(pts[3], pts[1], 16);
+		bool ok2 = addr_step(p->family, pts[2], -1);
+		bool ok3 = addr_step(p->family, pts[3], +1);
+		for (int k = 0; k < 4; k++) {
+			if ((k == 2 && !ok2) || (k == 3 && !ok3))
+				continue;
+			probes++;
+			if (!check_point(loc, asn, pair, p->family, pts[k]))
+				(*bad)++;
+		}
+	}
+	return probes;
+}
+
+static void walk_single(const gslb_geoip_db_t *db, leaves_t *out)
+{
+	char err[256] = "";
+	int ret = gslb_geoip_walk(db, collect_all, out, NULL, err, sizeof(err));
+	CHECK(ret == 0, "walk: %s", err);
+}
+
+/* Leaves sharing an id must carry the same facts (callers memoize per id). */
+static void check_ids(const char *what, const leaves_t *l, uint32_t records)
+{
+	const gslb_geoip_record_t **by_id = calloc(records + 1, sizeof(*by_id));
+	int bad = 0;
+	for (size_t i = 0; i < l->n && by_id; i++) {
+		const gslb_geoip_record_t *r = &l->v[i].rec;
+		if (r->id >= records) {
+			bad++;
+			continue;
+		}
+		if (!by_id[r->id])
+			by_id[r->id] = r;
+		else if (!same_facts(by_id[r->id], r))
+			bad++;
+	}
+	CHECK(by_id && bad == 0, "%s: %d leaves with an id out of range or shared by other facts",
+	      what, bad);
+	free(by_id);
+}
+
+/* Brute force: the pair walk against direct lookups in both databases. */
+static void check_pair_brute(const char *city_path, const char *asn_path, unsigned random_points)
+{
+	gslb_geoip_db_t *loc = open_ok(city_path), *asn = open_ok(asn_path);
+	if (!loc || !asn) {
+		gslb_geoip_close(loc);
+		gslb_geoip_close(asn);
+		return;
+	}
+	leaves_t pair = {0}, sl = {0}, sa = {0};
+	gslb_geoip_walk_stats_t st;
+	char err[256] = "";
+	int ret = gslb_geoip_walk_pair(loc, asn, collect_all, &pair, &st, err, sizeof(err));
+	CHECK(ret == 0 && st.leaves == pair.n, "walk_pair %s: %d %s", city_path, ret, err);
+	CHECK(pair.order_errors == 0, "%s: %d leaves out of walk order", city_path,
+	      pair.order_errors);
+	check_ids(city_path, &pair, st.records);
+	walk_single(loc, &sl);
+	walk_single(asn, &sa);
+	size_t bad = 0, probes = check_edges(loc, asn, &pair, &sl, &bad);
+	probes += check_edges(loc, asn, &pair, &sa, &bad);
+	/* random addresses, half of them inside blocks of the two databases */
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (unsigned i = 0; i < random_points && bad < 10; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		const leaves_t *src = (x & 1) ? &sl : &sa;
+		uint8_t a[16] = {0};
+		int family = AF_INET;
+		if (src->n && (x & 2)) {
+			const steer_prefix_t *p = &src->v[(x >> 8) % src->n].prefix;
+			family = p->family;
+			memcpy(a, p->addr, 16);
+			for (unsigned b = p->len; b < (family == AF_INET ? 32u : 128u); b++)
+				if ((x >> (b % 61)) & 1)
+					a[b / 8] |= (uint8_t)(0x80u >> (b % 8));
+		} else {
+			for (int k = 0; k < 16; k++)
+				a[k] = (uint8_t)(x >> ((k % 8) * 8));
+			if (x & 4) {
+				family = AF_INET6;
+				a[0] = 0x24; /* 2400::/8 and around, where the test data is */
+			}
+		}
+		probes++;
+		if (!check_point(loc, asn, &pair, family, a))
+			bad++;
+	}
+	CHECK(bad == 0, "%s + %s: %zu of %zu probes differ", city_path, asn_path, bad, probes);
+	if (getenv("TEST_GEOIP_VERBOSE"))
+		printf("%s + %s: %zu + %zu leaves -> %zu pair leaves, %u pairs; %zu probes\n",
+		       city_path, asn_path, sl.n, sa.n, pair.n, st.records, probes);
+	free(pair.v);
+	free(sl.v);
+	free(sa.v);
+	gslb_geoip_close(loc);
+	gslb_geoip_close(asn);
+}
+
+static void test_record_merge(void)
+{
+	gslb_geoip_record_t loc = {.city = "Shanghai",
+	                           .city_len = 8,
+	                           .id = 3,
+	                           .data_offset = 77,
+	                           .asn = 4812,
+	                           .lat = 31.0f,
+	                           .lon = 121.0f,
+	                           .continent = "AS",
+	                           .country = "CN",
+	                           .subdivision = "31",
+	                           .flags = GSLB_GEOIP_REC_LOCATION | GSLB_GEOIP_REC_ASN};
+	gslb_geoip_record_t asn = {
+	    .id = 5, .data_offset = 999, .asn = 4134, .country = "US", .flags = GSLB_GEOIP_REC_ASN};
+	gslb_geoip_record_t out;
+	gslb_geoip_record_merge(&loc, &asn, &out);
+	CHECK(out.asn == 4134 && strcmp(out.country, "CN") == 0 && out.data_offset == 77 &&
+	          out.id == GSLB_GEOIP_NO_ID && out.city == loc.city &&
+	          out.flags == (GSLB_GEOIP_REC_LOCATION | GSLB_GEOIP_REC_ASN),
+	      "merge: location from loc, ASN from asn");
+	asn.flags = 0;
+	gslb_geoip_record_merge(&loc, &asn, &out);
+	CHECK(out.asn == 4812 && (out.flags & GSLB_GEOIP_REC_ASN),
+	      "merge: an ASN record without an ASN keeps the location database's");
+	asn.flags = GSLB_GEOIP_REC_ASN;
+	gslb_geoip_record_merge(NULL, &asn, &out);
+	CHECK(out.asn == 4134 && out.flags == GSLB_GEOIP_REC_ASN && out.country[0] == '\0' &&
+	          out.data_offset == 0 && !out.city,
+	      "merge: ASN only, no location facts from the ASN database");
+	gslb_geoip_record_merge(&loc, NULL, &out);
+	CHECK(out.asn == 4812 && strcmp(out.subdivision, "31") == 0, "merge: location only");
+	gslb_geoip_record_merge(NULL, NULL, &out);
+	CHECK(out.flags == 0 && out.continent[0] == '\0' && out.id == GSLB_GEOIP_NO_ID,
+	      "merge: nothing");
+}
+
+/* The hand-made pair: the exact leaves, in overlay order, with merged facts. */
+static void test_walk_pair(void)
+{
+	static const struct {
+		const char *prefix;
+		const char *where; /* "CN/31", or "" without location */
+		uint32_t asn;      /* 0: none */
+	} want[] = {
+	    {"1.0.0.0/16", "CN/31", 0},    /* the rest of the /16: City facts alone */
+	    {"1.0.0.0/24", "CN/31", 4134}, /* ... overridden by the ASN blocks inside */
+	    {"1.0.1.0/24", "CN/31", 4812},     {"5.1.0.0/16", "DE/HE", 0},
+	    {"14.0.0.0/8", "", 4837}, /* ASN wider than City */
+	    {"14.1.0.0/16", "CN/11", 4837},    {"14.200.0.0/16", "CN/31", 4837},
+	    {"36.0.0.0/12", "", 4538},         {"58.32.0.0/13", "CN/31", 4812}, /* once */
+	    {"101.0.0.0/12", "CN/31", 0},      {"101.4.0.0/14", "CN/31", 4134},
+	    {"101.8.0.0/13", "CN/31", 4134},   {"2001:da8::/32", "CN/11", 0},
+	    {"2001:da8::/48", "CN/11", 23910}, {"2408:8000::/20", "", 4837},
+	    {"240e::/20", "CN/31", 0},         {"240e::/24", "CN/31", 4134},
+	    {"240e:100::/24", "CN/31", 4812},
+	};
+	gslb_geoip_db_t *loc = open_ok(DIR "test-pair-city.mmdb");
+	gslb_geoip_db_t *asn = open_ok(DIR "test-pair-asn.mmdb");
+	if (loc && asn) {
+		leaves_t l = {0};
+		gslb_geoip_walk_stats_t st;
+		char err[256] = "";
+		int ret = gslb_geoip_walk_pair(loc, asn, collect_all, &l, &st, err, sizeof(err));
+		CHECK(ret == 0, "walk_pair: %s", err);
+		CHECK(l.n == STEER_ARRAY_LEN(want), "pair: %zu leaves, want %zu", l.n,
+		      STEER_ARRAY_LEN(want));
+		for (size_t i = 0; i < l.n && i < STEER_ARRAY_LEN(want); i++) {
+			char p[64], where[16];
+			prefix_str(&l.v[i].prefix, p, sizeof(p));
+			const gslb_geoip_record_t *r = &l.v[i].rec;
+			snprintf(where, sizeof(where), "%s%s%s", r->country,
+			         r->country[0] ? "/" : "", r->subdivision);
+			uint32_t a = (r->flags & GSLB_GEOIP_REC_ASN) ? r->asn : 0;
+			CHECK(strcmp(p, want[i].prefix) == 0 && strcmp(where, want[i].where) == 0 &&
+			          a == want[i].asn,
+			      "pair leaf %zu: %s %s AS%u, want %s %s AS%u", i, p, where, a,
+			      want[i].prefix, want[i].where, want[i].asn);
+		}
+		/* ids: (SH,-) (SH,4134) (SH,4812) (FRA,-) (-,4837) (BJ,4837) (SH,4837) (-,4538)
+		 * (BJ,-) (BJ,23910) = 10 pairs; the rest repeat one */
+		CHECK(st.records == 10, "pair: %u distinct pairs, want 10", st.records);
+		check_ids("small pair", &l, st.records);
+		free(l.v);
+		size_t n = 0;
+		ret = gslb_geoip_walk_pair(loc, asn, count_leaves, &n, NULL, err, sizeof(err));
+		CHECK(ret == 0 && n == STEER_ARRAY_LEN(want), "count: %d %zu", ret, n);
+	}
+	gslb_geoip_close(loc);
+	gslb_geoip_close(asn);
+	check_pair_brute(DIR "test-pair-city.mmdb", DIR "test-pair-asn.mmdb", 2000);
+	check_pair_brute(DIR "test-pair-rand-city.mmdb", DIR "test-pair-rand-asn.mmdb", 20000);
+	/* the existing single databases as a pair too (aliases, a host route, IPv6) */
+	check_pair_brute(DIR "test-city.mmdb", DIR "test-asn.mmdb", 2000);
+	/* an IPv4-only location database with an IPv6 ASN database */
+	check_pair_brute(DIR "test-country-v4.mmdb", DIR "test-asn.mmdb", 2000);
+	/* a location block wider than all of IPv4 (::/64), split by the walk */
+	check_pair_brute(DIR "test-wide.mmdb", DIR "test-asn.mmdb", 2000);
+}
+
+static int stop_at_third(const steer_prefix_t *p, const gslb_geoip_record_t *rec, void *ctx)
+{
+	(void)p;
+	(void)rec;
+	int *n = ctx;
+	return ++*n == 3 ? -42 : 0;
+}
+
+static void test_walk_pair_errors(void)
+{
+	gslb_geoip_db_t *loc = open_ok(DIR "test-pair-city.mmdb");
+	gslb_geoip_db_t *asn = open_ok(DIR "test-pair-asn.mmdb");
+	if (loc && asn) {
+		int n = 0;
+		char err[256] = "";
+		int ret = gslb_geoip_walk_pair(loc, asn, stop_at_third, &n, NULL, err, sizeof(err));
+		CHECK(ret == -42 && n == 3, "pair walk stops on a callback error: %d %d", ret, n);
+	}
+	/* a corrupt ASN database: the error names its file */
+	size_t len = 0;
+	uint8_t *data = slurp(DIR "test-pair-asn.mmdb", &len);
+	if (data && len > 64 && loc) {
+		put24(data + 3, 0xFFFFFF); /* the root's right record: beyond the data section */
+		const char *path = write_temp(data, len);
+		gslb_geoip_db_t *bad = NULL;
+		char err[256] = "";
+		if (path && gslb_geoip_open(path, &bad, err, sizeof(err)) == 0) {
+			size_t n = 0;
+			int ret = gslb_geoip_walk_pair(loc, bad, count_leaves, &n, NULL, err,
+			                               sizeof(err));
+			CHECK(ret == STEER_EMALF && strstr(err, path), "corrupt ASN db: %d %s", ret,
+			      err);
+			gslb_geoip_close(bad);
+		}
+		if (path)
+			unlink(path);
+	}
+	gslb_geoip_close(loc);
+	gslb_geoip_close(asn);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static double now_s(void)
@@ -1151,10 +1540,47 @@ static int bench(const char *path)
 	return 0;
 }
 
+/* Measurement mode for a pair: walk CITY and ASN as one (geoip.asn-database). */
+static int bench_pair(const char *city, const char *asn)
+{
+	long rss0 = max_rss_kib();
+	gslb_geoip_db_t *loc = NULL, *adb = NULL;
+	char err[256];
+	if (gslb_geoip_open(city, &loc, err, sizeof(err)) != 0 ||
+	    gslb_geoip_open(asn, &adb, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		gslb_geoip_close(loc);
+		return 1;
+	}
+	size_t n_loc = 0, n_asn = 0, n = 0;
+	gslb_geoip_walk_stats_t st;
+	double t0 = now_s();
+	int ret = gslb_geoip_walk(loc, count_leaves, &n_loc, NULL, err, sizeof(err));
+	if (ret == 0)
+		ret = gslb_geoip_walk(adb, count_leaves, &n_asn, NULL, err, sizeof(err));
+	double t1 = now_s();
+	if (ret == 0)
+		ret = gslb_geoip_walk_pair(loc, adb, count_leaves, &n, &st, err, sizeof(err));
+	double t2 = now_s();
+	if (ret != 0)
+		fprintf(stderr, "%s\n", err);
+	else
+		printf("%s + %s: single walks %.3f s (%zu + %zu leaves); pair walk %.3f s: %llu "
+		       "leaves, %u distinct pairs, temporary memory %.1f MiB; max RSS +%ld KiB "
+		       "(includes the mapped file pages touched)\n",
+		       city, asn, t1 - t0, n_loc, n_asn, t2 - t1, (unsigned long long)st.leaves,
+		       st.records, (double)st.cache_bytes / 1048576.0, max_rss_kib() - rss0);
+	gslb_geoip_close(loc);
+	gslb_geoip_close(adb);
+	return ret == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2)
 		return bench(argv[1]);
+	if (argc == 3)
+		return bench_pair(argv[1], argv[2]);
 	test_distance();
 	test_order_by_distance();
 	test_open();
@@ -1165,5 +1591,8 @@ int main(int argc, char **argv)
 	test_rules_errors();
 	test_classify();
 	test_classify_edges();
+	test_record_merge();
+	test_walk_pair();
+	test_walk_pair_errors();
 	return unit_finish("test_geoip");
 }

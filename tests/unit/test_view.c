@@ -5,12 +5,14 @@
 #include "gslb/view.h"
 
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "dns/const.h"
 #include "dns/dname.h"
+#include "gslb/geoip.h"
 #include "unit.h"
 
 /* ---- conf building helpers ---- */
@@ -233,6 +235,7 @@ static void init_conf(conf_t *c)
 	    .asn = edu_asn, .n_asn = 1, .datacenters = DCLIST(l_edu_uni), .line = 16};
 	maps[2] = (conf_map_t){.name = "world",
 	                       .geoip_database = "gslb/mmdb/test-city.mmdb",
+	                       .geoip_asn_database = "gslb/mmdb/test-asn.mmdb",
 	                       .auto_distance = true,
 	                       .rules = geo_rules,
 	                       .n_rules = 2,
@@ -621,6 +624,58 @@ static void expect_build_error(const conf_t *c, const char *want, const char *wh
 	gslb_view_free(v);
 }
 
+/* A rule that needs data no configured database has is an error, not a silent no-match. */
+static void test_geoip_data_errors(void)
+{
+	conf_t c;
+	init_conf(&c);
+	maps[2].geoip_asn_database = NULL;
+	expect_build_error(&c,
+	                   "test.yaml:16: map world: geoip rule with 'asn', but "
+	                   "gslb/mmdb/test-city.mmdb (GeoIP2-City) has no ASN data",
+	                   "ASN rule without an ASN database");
+	init_conf(&c);
+	maps[2].geoip_asn_database = "gslb/mmdb/test-city.mmdb";
+	expect_build_error(&c,
+	                   "test.yaml:13: map world: geoip.asn-database gslb/mmdb/test-city.mmdb "
+	                   "(GeoIP2-City) has no ASN data",
+	                   "asn-database without ASNs");
+	init_conf(&c);
+	maps[2].geoip_database = "gslb/mmdb/test-asn.mmdb";
+	expect_build_error(&c,
+	                   "test.yaml:13: map world: geoip.database gslb/mmdb/test-asn.mmdb "
+	                   "(GeoLite2-ASN) has no location data",
+	                   "pair without a location database");
+	init_conf(&c);
+	maps[2].geoip_database = "gslb/mmdb/test-asn.mmdb";
+	maps[2].geoip_asn_database = NULL;
+	expect_build_error(&c,
+	                   "test.yaml:15: map world: geoip rule with 'match' needs location data, "
+	                   "but gslb/mmdb/test-asn.mmdb (GeoLite2-ASN) has none",
+	                   "location rule on an ASN database");
+	init_conf(&c);
+	maps[2].geoip_database = "gslb/mmdb/test-asn.mmdb";
+	maps[2].geoip_asn_database = NULL;
+	maps[2].n_rules = 0;
+	expect_build_error(&c, "test.yaml:13: map world: geoip auto-distance needs location data",
+	                   "auto-distance on an ASN database");
+	init_conf(&c);
+	maps[2].geoip_asn_database = "gslb/mmdb/nope.mmdb";
+	expect_build_error(&c, "test.yaml:13: map world: gslb/mmdb/nope.mmdb: No such file",
+	                   "missing asn-database");
+	init_conf(&c);
+	/* an ASN database alone with only ASN rules is fine */
+	maps[2].geoip_database = "gslb/mmdb/test-asn.mmdb";
+	maps[2].geoip_asn_database = NULL;
+	maps[2].auto_distance = false;
+	maps[2].rules = &geo_rules[1];
+	maps[2].n_rules = 1;
+	gslb_view_t *v = build(&c);
+	if (v)
+		EXPECT_A(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", "192.0.2.10", 16);
+	gslb_view_free(v);
+}
+
 static void test_build_errors(void)
 {
 	conf_t c;
@@ -651,6 +706,7 @@ static void test_build_errors(void)
 	init_conf(&c);
 	geo_rules[0].match = "XX/CN";
 	expect_build_error(&c, "test.yaml:15: map world: geoip rule:", "bad rule");
+	test_geoip_data_errors();
 	init_conf(&c);
 	services[0].map = SIZE_MAX;
 	expect_build_error(&c, "test.yaml:20: service vpn.example.test.: policy geo needs a map",
@@ -766,6 +822,414 @@ static void test_ecs_ignored_flag(const gslb_view_t *v)
 	CHECK(!r.ecs_ignored, "whoami flagged as ignored");
 }
 
+/* ---- a map on two databases (City + ASN) against a brute-force reference ----
+ *
+ * The reference looks every address up in both databases, merges the records, classifies
+ * them by the same rules and takes the map default when nothing matches. Its scope for an
+ * address x is the shortest s such that the decision is the same on all of x/s, found by
+ * evaluating the decision at every point of x/s where either database's block changes.
+ * The view must report that block and that datacenter list (through explain, which prints
+ * the map block and the list the query path used).
+ */
+
+#define PAIR_CITY "gslb/mmdb/test-pair-rand-city.mmdb"
+#define PAIR_ASN  "gslb/mmdb/test-pair-rand-asn.mmdb"
+
+static uint32_t pr_asn_tel[] = {4134}, pr_asn_tel_edu[] = {4812, 9808}, pr_asn_uni[] = {4837};
+static size_t l_uni_tel[] = {DC_UNICOM, DC_TELECOM}, l_edu[] = {DC_EDU},
+              l_edu_eu[] = {DC_EDU, DC_EU}, l_tel_edu[] = {DC_TELECOM, DC_EDU},
+              l_uni[] = {DC_UNICOM}, l_eu_uni[] = {DC_EU, DC_UNICOM};
+static conf_geoip_rule_t pr_rules[7];
+static conf_map_t pr_map;
+static conf_service_dc_t pr_sdcs[4];
+static conf_service_t pr_svc;
+
+static void init_pair_conf(conf_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->path = "pair.yaml";
+	c->datacenters = dcs;
+	c->n_datacenters = DC_N;
+	pr_rules[0] = (conf_geoip_rule_t){
+	    .asn = pr_asn_tel, .n_asn = 1, .datacenters = DCLIST(l_tel), .line = 10};
+	pr_rules[1] =
+	    (conf_geoip_rule_t){.match = "AS/CN/11", .datacenters = DCLIST(l_uni_tel), .line = 11};
+	pr_rules[2] = (conf_geoip_rule_t){
+	    .asn = pr_asn_tel_edu, .n_asn = 2, .datacenters = DCLIST(l_tel_edu), .line = 12};
+	pr_rules[3] =
+	    (conf_geoip_rule_t){.match = "AS/CN/44", .datacenters = DCLIST(l_edu), .line = 13};
+	pr_rules[4] = (conf_geoip_rule_t){
+	    .asn = pr_asn_uni, .n_asn = 1, .datacenters = DCLIST(l_uni), .line = 14};
+	pr_rules[5] = (conf_geoip_rule_t){.match = "EU", .datacenters = DCLIST(l_eu), .line = 15};
+	pr_rules[6] =
+	    (conf_geoip_rule_t){.match = "NA/US/CA", .datacenters = DCLIST(l_edu_eu), .line = 16};
+	pr_map = (conf_map_t){.name = "pair",
+	                      .geoip_database = PAIR_CITY,
+	                      .geoip_asn_database = PAIR_ASN,
+	                      .auto_distance = true,
+	                      .rules = pr_rules,
+	                      .n_rules = N(pr_rules),
+	                      .default_dcs = DCLIST(l_eu_uni),
+	                      .line = 9};
+	c->maps = &pr_map;
+	c->n_maps = 1;
+	pr_sdcs[0] = sdc(DC_TELECOM, a_telecom, 2, 21);
+	pr_sdcs[1] = sdc(DC_UNICOM, a_unicom, 2, 22);
+	pr_sdcs[2] = sdc(DC_EDU, a_edu, 1, 23);
+	pr_sdcs[3] = sdc(DC_EU, a_eu, 1, 24);
+	pr_svc = (conf_service_t){.name = "pair.example.test",
+	                          .policy = "geo",
+	                          .map = 0,
+	                          .ttl = 30,
+	                          .dcs = pr_sdcs,
+	                          .n_dcs = 4,
+	                          .line = 20};
+	c->services = &pr_svc;
+	c->n_services = 1;
+}
+
+typedef struct {
+	steer_prefix_t *v;
+	size_t n, cap;
+} blocks_t;
+
+static int collect_block(const steer_prefix_t *p, const gslb_geoip_record_t *rec, void *ctx)
+{
+	(void)rec;
+	blocks_t *b = ctx;
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 1024;
+		b->v = realloc(b->v, b->cap * sizeof(*b->v));
+		if (!b->v)
+			abort();
+	}
+	b->v[b->n++] = *p;
+	return 0;
+}
+
+typedef struct {
+	gslb_geoip_db_t *loc, *asn;
+	gslb_geoip_rules_t *rules;
+	gslb_geo_coords_t coords[DC_N];
+	blocks_t blocks; /* every block of both databases */
+	/* per family (0 IPv4, 1 IPv6), sorted: where a block starts or the address after it */
+	uint8_t (*points[2])[16];
+	size_t n_points[2];
+	char (*memo[2])[64]; /* the decision at each point, "" until computed */
+} ref_t;
+
+/* The reference decision at one address: the datacenter names, space-separated. */
+static void ref_decide(const ref_t *r, int family, const uint8_t *addr, char *out, size_t len)
+{
+	uint16_t list[DC_N];
+	size_t n = 0;
+	static const uint8_t teredo[4] = {0x20, 0x01, 0, 0};
+	/* the walk skips the writer's links to IPv4 there; a lookup would follow them */
+	bool alias = family == AF_INET6 &&
+	             (memcmp(addr, teredo, 4) == 0 || (addr[0] == 0x20 && addr[1] == 0x02));
+	gslb_geoip_record_t l, a, m;
+	unsigned plen;
+	int rl = alias ? STEER_ENOENT : gslb_geoip_lookup(r->loc, family, addr, &l, &plen);
+	int ra = alias ? STEER_ENOENT : gslb_geoip_lookup(r->asn, family, addr, &a, &plen);
+	if (rl == 0 || ra == 0) {
+		gslb_geoip_record_merge(rl == 0 ? &l : NULL, ra == 0 ? &a : NULL, &m);
+		n = DC_N;
+		if (gslb_geoip_classify(r->rules, &m, r->coords, DC_N, list, &n, NULL) < 0)
+			n = 0;
+	}
+	if (n == 0) {
+		for (size_t i = 0; i < N(l_eu_uni); i++)
+			list[i] = (uint16_t)l_eu_uni[i];
+		n = N(l_eu_uni);
+	}
+	size_t pos = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n && pos < len; i++)
+		pos += (size_t)snprintf(out + pos, len - pos, " %s", dcs[list[i]].name);
+}
+
+static void addr_last(int family, const uint8_t *base, unsigned plen, uint8_t *out)
+{
+	unsigned bits = family == AF_INET ? 32 : 128;
+	memcpy(out, base, 16);
+	for (unsigned b = plen; b < bits; b++)
+		out[b / 8] |= (uint8_t)(0x80u >> (b % 8));
+}
+
+/* +1 in the family's width; false on wrap-around. */
+static bool addr_next(int family, uint8_t *a)
+{
+	for (int i = (family == AF_INET ? 4 : 16) - 1; i >= 0; i--)
+		if (++a[i] != 0)
+			return true;
+	return false;
+}
+
+static bool in_prefix(const uint8_t *base, unsigned plen, const uint8_t *a)
+{
+	if (memcmp(base, a, plen / 8) != 0)
+		return false;
+	return plen % 8 == 0 || ((base[plen / 8] ^ a[plen / 8]) & (0xff00u >> (plen % 8))) == 0;
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
+
+/* The points where the decision can change: both ends of every database block, and the
+ * edges of the alias ranges the walk skips. */
+static void ref_points(ref_t *r)
+{
+	static const steer_prefix_t extra[] = {
+	    {.family = AF_INET6, .len = 32, .addr = {0x20, 0x01}},
+	    {.family = AF_INET6, .len = 16, .addr = {0x20, 0x02}},
+	};
+	for (int f = 0; f < 2; f++) {
+		r->points[f] = calloc(2 * (r->blocks.n + N(extra)) + 1, 16);
+		if (!r->points[f])
+			abort();
+	}
+	for (size_t i = 0; i < r->blocks.n + N(extra); i++) {
+		const steer_prefix_t *p =
+		    i < r->blocks.n ? &r->blocks.v[i] : &extra[i - r->blocks.n];
+		int f = p->family == AF_INET ? 0 : 1;
+		memcpy(r->points[f][r->n_points[f]++], p->addr, 16);
+		uint8_t *next = r->points[f][r->n_points[f]];
+		addr_last(p->family, p->addr, p->len, next);
+		if (addr_next(p->family, next))
+			r->n_points[f]++;
+	}
+	for (int f = 0; f < 2; f++) {
+		qsort(r->points[f], r->n_points[f], 16, addr_cmp);
+		r->memo[f] = calloc(r->n_points[f] + 1, sizeof(*r->memo[f]));
+		if (!r->memo[f])
+			abort();
+	}
+}
+
+/* True when the decision is @p want everywhere in @p x/@p s. */
+static bool ref_constant(ref_t *r, int family, const uint8_t *x, unsigned s, const char *want)
+{
+	uint8_t base[16] = {0};
+	memcpy(base, x, family == AF_INET ? 4 : 16);
+	for (unsigned b = s; b < 128; b++)
+		base[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
+	char got[128];
+	ref_decide(r, family, base, got, sizeof(got));
+	if (strcmp(got, want) != 0)
+		return false;
+	int f = family == AF_INET ? 0 : 1;
+	size_t lo = 0, hi = r->n_points[f]; /* first point >= base */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (memcmp(r->points[f][mid], base, 16) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < r->n_points[f] && in_prefix(base, s, r->points[f][i]); i++) {
+		char *d = r->memo[f][i];
+		if (d[0] == '\0')
+			ref_decide(r, family, r->points[f][i], d, sizeof(*r->memo[f]));
+		if (strcmp(d, want) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The reference scope: the shortest prefix around @p x on which the decision is constant. */
+static unsigned ref_scope(ref_t *r, int family, const uint8_t *x, const char *want)
+{
+	unsigned lo = 0, hi = family == AF_INET ? 32 : 128; /* constant at hi, always */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (ref_constant(r, family, x, mid, want))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Compare the view and the reference at @p x; false on a mismatch. */
+static bool pair_check_one(const gslb_view_t *v, ref_t *r, int family, const uint8_t *x, char *buf,
+                           size_t len)
+{
+	char a[INET6_ADDRSTRLEN], ecs[INET6_ADDRSTRLEN + 8];
+	inet_ntop(family, x, a, sizeof(a));
+	snprintf(ecs, sizeof(ecs), "%s/%u", a, family == AF_INET ? 32 : 128);
+	int ret = gslb_view_explain(v, "pair.example.test", "192.0.2.1", ecs, buf, len);
+	char want[128];
+	ref_decide(r, family, x, want, sizeof(want));
+	unsigned want_scope = ref_scope(r, family, x, want);
+	const char *blk = strstr(buf, ", block ");
+	const char *dcl = strstr(buf, "map datacenters:");
+	unsigned got_scope = 999;
+	const char *slash = blk ? strchr(blk, '/') : NULL;
+	if (slash)
+		got_scope = (unsigned)strtoul(slash + 1, NULL, 10);
+	char got[128] = "";
+	if (dcl) {
+		const char *eol = strchr(dcl, '\n');
+		size_t n = eol ? (size_t)(eol - dcl) : strlen(dcl);
+		n -= strlen("map datacenters:");
+		if (n >= sizeof(got))
+			n = sizeof(got) - 1;
+		memcpy(got, dcl + strlen("map datacenters:"), n);
+		got[n] = '\0';
+	}
+	bool ok = ret == 0 && strcmp(got, want) == 0 && got_scope == want_scope;
+	CHECK(ok, "pair map at %s: got [%s] /%u, want [%s] /%u", ecs, got, got_scope, want,
+	      want_scope);
+	return ok;
+}
+
+static bool ref_init(ref_t *r)
+{
+	char err[256] = "";
+	memset(r, 0, sizeof(*r));
+	if (gslb_geoip_open(PAIR_CITY, &r->loc, err, sizeof(err)) != 0 ||
+	    gslb_geoip_open(PAIR_ASN, &r->asn, err, sizeof(err)) != 0 ||
+	    gslb_geoip_walk(r->loc, collect_block, &r->blocks, NULL, err, sizeof(err)) != 0 ||
+	    gslb_geoip_walk(r->asn, collect_block, &r->blocks, NULL, err, sizeof(err)) != 0) {
+		CHECK(false, "reference: %s", err);
+		return false;
+	}
+	ref_points(r);
+	gslb_geoip_rule_def_t defs[N(pr_rules)];
+	static uint16_t lists[N(pr_rules)][DC_N];
+	for (size_t i = 0; i < N(pr_rules); i++) {
+		for (size_t j = 0; j < pr_rules[i].datacenters.n; j++)
+			lists[i][j] = (uint16_t)pr_rules[i].datacenters.dc[j];
+		defs[i] = (gslb_geoip_rule_def_t){.match = pr_rules[i].match,
+		                                  .asns = pr_rules[i].asn,
+		                                  .n_asns = pr_rules[i].n_asn,
+		                                  .dcs = lists[i],
+		                                  .n_dcs = pr_rules[i].datacenters.n};
+	}
+	for (size_t i = 0; i < DC_N; i++)
+		r->coords[i] = (gslb_geo_coords_t){
+		    .valid = dcs[i].has_coords, .lat = dcs[i].lat, .lon = dcs[i].lon};
+	gslb_geoip_opts_t opts = {.auto_distance = true};
+	int ret =
+	    gslb_geoip_rules_new(defs, N(defs), DC_N, &opts, &r->rules, NULL, err, sizeof(err));
+	CHECK(ret == 0, "reference rules: %s", err);
+	return ret == 0;
+}
+
+static void ref_free(ref_t *r)
+{
+	gslb_geoip_close(r->loc);
+	gslb_geoip_close(r->asn);
+	gslb_geoip_rules_free(r->rules);
+	free(r->blocks.v);
+	for (int f = 0; f < 2; f++) {
+		free(r->points[f]);
+		free(r->memo[f]);
+	}
+}
+
+static void test_pair_map_brute(void)
+{
+	conf_t c;
+	init_pair_conf(&c);
+	gslb_view_t *v = build(&c);
+	ref_t r;
+	if (!v || !ref_init(&r)) {
+		if (v)
+			ref_free(&r);
+		gslb_view_free(v);
+		return;
+	}
+	char *buf = malloc(8192);
+	size_t probes = 0, bad = 0;
+	/* both ends of every block, the address after it, and random addresses inside */
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	for (size_t i = 0; buf && i < r.blocks.n && bad < 10; i += 1 + (x % 3)) {
+		const steer_prefix_t *p = &r.blocks.v[i];
+		uint8_t pts[4][16];
+		memcpy(pts[0], p->addr, 16);
+		addr_last(p->family, p->addr, p->len, pts[1]);
+		memcpy(pts[2], pts[1], 16);
+		bool next = addr_next(p->family, pts[2]);
+		memcpy(pts[3], p->addr, 16);
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		for (unsigned b = p->len; b < (p->family == AF_INET ? 32u : 128u); b++)
+			if ((x >> (b % 64)) & 1)
+				pts[3][b / 8] |= (uint8_t)(0x80u >> (b % 8));
+		for (int k = 0; k < 4; k++) {
+			if (k == 2 && !next)
+				continue;
+			probes++;
+			if (!pair_check_one(v, &r, p->family, pts[k], buf, 8192))
+				bad++;
+		}
+	}
+	if (getenv("TEST_VIEW_VERBOSE"))
+		printf("pair map: %zu blocks in the two databases, %zu probes, %zu bad\n",
+		       r.blocks.n, probes, bad);
+	CHECK(probes > 1000, "only %zu probes", probes);
+	free(buf);
+	ref_free(&r);
+	gslb_view_free(v);
+}
+
+/* The hand-made pair: the example of the docs, scopes included. */
+static void test_pair_map_small(void)
+{
+	conf_t c;
+	init_pair_conf(&c);
+	pr_map.geoip_database = "gslb/mmdb/test-pair-city.mmdb";
+	pr_map.geoip_asn_database = "gslb/mmdb/test-pair-asn.mmdb";
+	gslb_view_t *v = build(&c);
+	if (!v)
+		return;
+	/* City 1.0.0.0/16 Shanghai; ASN 1.0.0.0/24 AS4134 (rule: telecom), 1.0.1.0/24 AS4812
+	 * (telecom, edu); the rest of the /16: Shanghai has no rule, auto-distance: telecom,
+	 * unicom, eu. Scopes: the /24s, then the rest as the widest blocks: 1.0.2.0/23 ... */
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "1.0.0.0/24", "198.51.100.10", 24);
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "1.0.1.0/24", "198.51.100.10", 24);
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "1.0.2.0/24", "198.51.100.10", 23);
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "1.0.128.0/24", "198.51.100.10", 17);
+	/* ASN 14.0.0.0/8 AS4837 (rule: unicom) contains City 14.1.0.0/16 Beijing (ASN wins) */
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "14.1.2.0/24", "203.0.113.10 203.0.113.11",
+	         8);
+	/* ASN only: 36.0.0.0/12 AS4538, no rule and no location: the default (eu), merged
+	 * with the empty space around it into 32.0.0.0/4 */
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "36.1.0.0/24", "192.0.2.77", 4);
+	/* City only: Frankfurt, rule EU */
+	EXPECT_A(v, "pair.example.test", "192.0.2.1", "5.1.2.0/24", "192.0.2.77", 16);
+	/* IPv6: 240e::/20 Shanghai with 240e::/24 AS4134 and 240e:100::/24 AS4812 */
+	EXPECT_AAAA(v, "pair.example.test", "192.0.2.1", "240e:0:1::/48", "2001:db8:1::10", 24);
+	EXPECT_AAAA(v, "pair.example.test", "192.0.2.1", "240e:200::/48", "2001:db8:1::10", 23);
+	char buf[4096];
+	int ret =
+	    gslb_view_explain(v, "pair.example.test", "192.0.2.1", "1.0.1.0/24", buf, sizeof(buf));
+	CHECK(ret == 0 &&
+	          strstr(buf, "geoip: /16 AS/CN/31/Shanghai (GeoLite2-City); /24 AS4812 "
+	                      "(GeoLite2-ASN), classified by asn (rule 3, line 12)") &&
+	          strstr(buf, "map datacenters: telecom edu"),
+	      "explain pair:\n%s", buf);
+	ret =
+	    gslb_view_explain(v, "pair.example.test", "192.0.2.1", "1.0.9.0/24", buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "geoip: /16 AS/CN/31/Shanghai (GeoLite2-City); no ASN "
+	                              "(GeoLite2-ASN), classified by distance"),
+	      "explain pair, no ASN:\n%s", buf);
+	ret =
+	    gslb_view_explain(v, "pair.example.test", "192.0.2.1", "36.1.0.0/24", buf, sizeof(buf));
+	CHECK(ret == 0 &&
+	          strstr(buf, "geoip: no location data (GeoLite2-City); /12 AS4538 "
+	                      "(GeoLite2-ASN), classified by none") &&
+	          strstr(buf, "the map default"),
+	      "explain pair, ASN only:\n%s", buf);
+	if (getenv("TEST_VIEW_VERBOSE"))
+		fputs(buf, stdout);
+	gslb_view_free(v);
+}
+
 static void test_empty(void)
 {
 	conf_t c;
@@ -807,6 +1271,8 @@ int main(void)
 	test_private_ecs_used();
 	test_health_swap();
 	test_empty();
+	test_pair_map_small();
+	test_pair_map_brute();
 	gslb_view_free(NULL);
 	return unit_finish("view");
 }
