@@ -33,6 +33,14 @@
  *           (the offline form prints the same reply, computed from the config file)
  *   health  [{"id": 0, "name": "service/vpn.example.test/telecom/192.0.2.1", "state": "UP",
  *             "forced": false, "reason": "monitor: UP", "ttl_cap": 0}, ...]
+ *   monitors
+ *           [{"key": "web@192.0.2.1:80", "monitor": "web", "type": "http",
+ *             "address": "192.0.2.1:80", "state": "UP" | "DOWN" | "UP (restored)" |
+ *             "DOWN (restored)" | "unknown", "flapping": false, "since": 1700000000,
+ *             "ok_run": 5, "fail_run": 0, "flaps": 1, "probes": 42, "ttl_cap": 0,
+ *             "ramp_percent": 40 (while slow start ramps),
+ *             "last": {"ok": true, "rtt_us": 812, "detail": "HTTP 200", "at": 1700000042}}, ...]
+ *           (health rows also carry "monitors": [{"key", "state", "last"}] for their checks)
  *   override list
  *           {"state_file": "/var/lib/steer/overrides" | null,
  *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN" (state rules) |
@@ -393,6 +401,53 @@ static void print_health(const json_t *d)
 	}
 }
 
+static void print_monitors(const json_t *d)
+{
+	size_t i, wkey = strlen("CHECK");
+	const json_t *row;
+	if (!json_is_array(d)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	if (json_array_size(d) == 0) {
+		puts("no monitored targets");
+		return;
+	}
+	json_array_foreach(d, i, row)
+	{
+		const char *key = json_string_value(json_object_get(row, "key"));
+		if (key && strlen(key) > wkey)
+			wkey = strlen(key);
+	}
+	time_t now = time(NULL);
+	printf("%-*s  %-15s  %8s  %4s  %4s  %5s  %9s  %s\n", (int)wkey, "CHECK", "STATE", "FOR",
+	       "OK", "FAIL", "FLAPS", "RTT", "LAST RESULT");
+	json_array_foreach(d, i, row)
+	{
+		const char *key = json_string_value(json_object_get(row, "key"));
+		const char *state = json_string_value(json_object_get(row, "state"));
+		const json_t *last = json_object_get(row, "last");
+		char since[32], rtt[32] = "-";
+		long long age =
+		    (long long)(now - json_integer_value(json_object_get(row, "since")));
+		snprintf(since, sizeof(since), "%llds", age < 0 ? 0 : age);
+		if (json_is_object(last))
+			snprintf(rtt, sizeof(rtt), "%.1fms",
+			         json_integer_value(json_object_get(last, "rtt_us")) / 1000.0);
+		const char *detail = json_is_object(last)
+		                         ? json_string_value(json_object_get(last, "detail"))
+		                         : NULL;
+		printf("%-*s  %-15s  %8s  %4lld  %4lld  %5lld  %9s  %s%s\n", (int)wkey,
+		       key ? key : "?", state ? state : "?", since,
+		       (long long)json_integer_value(json_object_get(row, "ok_run")),
+		       (long long)json_integer_value(json_object_get(row, "fail_run")),
+		       (long long)json_integer_value(json_object_get(row, "flaps")), rtt,
+		       detail ? detail : "-",
+		       json_is_true(json_object_get(row, "flapping")) ? " (flapping)" : "");
+	}
+}
+
 /* ---- override ------------------------------------------------------------------------------ */
 
 static void print_overrides(const json_t *list)
@@ -495,6 +550,8 @@ static const struct {
      "           (explain --config FILE ...: offline, from a config file, no daemon)",
      2, 3, "NAME CLIENT-IP [ECS-SUBNET]"},
     {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0, ""},
+    {"monitors", print_monitors,
+     "health checks: state, how long, consecutive results, flaps, last RTT and result", 0, 0, ""},
     {"override", print_override,
      "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list:\n"
      "           force GSLB targets up or down, or set their weight, now, e.g.\n"

@@ -1034,6 +1034,7 @@ void conf_free(conf_t *conf)
 	conf_free_fields("server", conf);
 	conf_free_fields("log", conf);
 	conf_gslb_free(conf);
+	conf_health_free(conf);
 	free(conf->path);
 	free(conf);
 }

@@ -25,10 +25,51 @@ typedef struct {
  * parser; semantic checks that need gslb/ knowledge (policy names, all-down names, address
  * families per policy) run in the GSLB builder, which reports errors with @c line. ---- */
 
+/* ---- health monitors (issue 4) ---- */
+
+#define CONF_MONITOR_NONE    SIZE_MAX /* no monitor: always UP as far as monitors know */
+#define CONF_HTTP_STATUS_MAX 8
+
+/* A named monitor: what to check and the up/down state machine's parameters. */
+typedef struct {
+	char *name;
+	char *type;          /* tcp | http | https | dns | exec | static */
+	uint16_t port;       /* 0 = the type's default (80, 443, 53); tcp needs one */
+	unsigned interval;   /* ms between probe starts, default 2000 */
+	unsigned timeout;    /* ms, default 1000, below interval */
+	unsigned fall;       /* consecutive failures to go DOWN, default 3 */
+	unsigned rise;       /* consecutive successes to come UP, default 3 */
+	unsigned jitter;     /* percent of interval each probe start may move, default 10 */
+	unsigned hold_down;  /* ms a recovered target waits UP-ready before it is answered */
+	unsigned slow_start; /* ms over which a recovered target's weight ramps to 100% */
+	unsigned ttl_floor;  /* s, lowest TTL cap while a target is DOWN or flapping, default 5 */
+	/* http / https */
+	char *path;      /* default "/" */
+	char *host;      /* Host header and TLS name; NULL = the address */
+	char *body;      /* substring expected in the first 5,120 body bytes; NULL = any */
+	bool tls_verify; /* default true */
+	uint16_t status[CONF_HTTP_STATUS_MAX]; /* expected codes; none = 200..399 */
+	size_t n_status;
+	/* dns */
+	char *qname;    /* default: the monitored service's name */
+	uint16_t qtype; /* default A (1) */
+	uint8_t rcode;  /* default NOERROR (0) */
+	char *answer;   /* expected rdata text; NULL = any */
+	/* exec */
+	char **command; /* argv, NULL-terminated; n_command entries before the NULL */
+	size_t n_command;
+	/* static */
+	bool static_down; /* `state: down` */
+	unsigned line;
+} conf_monitor_t;
+
 typedef struct {
 	char *name;
 	bool has_coords;
 	double lat, lon; /* degrees, -90..90 / -180..180 */
+	size_t monitor;  /* link monitor (index into conf_t.monitors) or CONF_MONITOR_NONE */
+	char *probe;     /* what the link monitor probes: "addr" or "addr:port" (required with
+	                    monitor); when DOWN every address of the datacenter is DOWN */
 	unsigned line;
 } conf_datacenter_t;
 
@@ -75,6 +116,9 @@ typedef struct {
 	sa_family_t family; /* AF_INET or AF_INET6 */
 	uint8_t addr[16];
 	uint32_t weight; /* 1..65535, default 1 */
+	char *probe;     /* probe this "addr" or "addr:port" instead of the address; NULL = it */
+	char **requires; /* target names ("service/...", "datacenter/<dc>") that must be UP */
+	size_t n_requires;
 } conf_address_t;
 
 typedef struct {
@@ -84,6 +128,7 @@ typedef struct {
 	char *policy;    /* in-datacenter policy name, NULL = all UP addresses */
 	unsigned multi;  /* for policy multi: at most this many addresses */
 	uint32_t weight; /* 1..65535, default 1: datacenter-level weighted and persist */
+	size_t monitor;  /* index into conf_t.monitors; CONF_MONITOR_NONE = the service's */
 	unsigned line;
 } conf_service_dc_t;
 
@@ -99,6 +144,7 @@ typedef struct {
 	size_t n_fallback;
 	char *fallback_cname;                      /* or a CNAME target for all_down fallback */
 	unsigned persist_prefix4, persist_prefix6; /* client prefix hashed by persist (24 / 56) */
+	size_t monitor; /* default monitor of the addresses, or CONF_MONITOR_NONE */
 	unsigned line;
 } conf_service_t;
 
@@ -145,6 +191,11 @@ typedef struct {
 	char *state_file; /* admin overrides persisted here (read at start, written on change) */
 	conf_override_t *overrides; /* from the config, applied before the state file's */
 	size_t n_overrides;
+
+	/* health monitors: */
+	conf_monitor_t *monitors;
+	size_t n_monitors;
+	char *health_state_file; /* monitor states saved here, restored at start; NULL = none */
 } conf_t;
 
 /** A configuration with every default and no zones (quick mode starts from this). */

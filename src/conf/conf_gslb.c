@@ -243,10 +243,17 @@ static int address_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 {
 	(void)ctx;
 	char what[96];
-	conf_address_t *addr = base;
-	uint32_t weight = addr->weight;
-	int ret = parse_ip(ld, what_of(key, what, sizeof(what)), value, addr);
-	addr->weight = weight;
+	conf_address_t *addr = base, ip;
+	if (strcmp(key->name, "probe") == 0)
+		return conf_health_probe(ld, key, value, &addr->probe);
+	if (strcmp(key->name, "requires") == 0)
+		return conf_health_requires(ld, key, value, addr);
+	/* address: keep the keys loaded before it (weight, probe, ...) */
+	int ret = parse_ip(ld, what_of(key, what, sizeof(what)), value, &ip);
+	if (ret == 0) {
+		addr->family = ip.family;
+		memcpy(addr->addr, ip.addr, sizeof(addr->addr));
+	}
 	return ret;
 }
 
@@ -258,8 +265,10 @@ static int addr_item(conf_loader_t *ld, const char *what, const yaml_node_t *ite
 	if (item->type == YAML_MAPPING_NODE) {
 		ret = conf_load_keys(ld, "services.datacenters.addresses", &addr, item,
 		                     address_node_cb, NULL);
-		if (ret != 0)
+		if (ret != 0) {
+			conf_health_address_free(&addr);
 			return ret;
+		}
 		if (addr.weight != 0)
 			list->any_weight = true;
 		else
@@ -271,10 +280,12 @@ static int addr_item(conf_loader_t *ld, const char *what, const yaml_node_t *ite
 	}
 	char text[INET6_ADDRSTRLEN];
 	for (size_t i = 0; i < *list->n; i++) {
-		if (same_addr(&(*list->items)[i], &addr))
+		if (same_addr(&(*list->items)[i], &addr)) {
+			conf_health_address_free(&addr);
 			return conf_fail(
 			    ld, conf_node_line(item), "%s: duplicate address '%s'", what,
 			    inet_ntop(addr.family, addr.addr, text, sizeof(text)) ? text : "?");
+		}
 	}
 	*list->items = xrealloc(*list->items, (*list->n + 1) * sizeof(**list->items));
 	(*list->items)[(*list->n)++] = addr;
@@ -310,7 +321,11 @@ static int datacenter_node_cb(conf_loader_t *ld, const conf_key_t *key, void *ba
 	char what[96];
 	conf_datacenter_t *dc = base;
 	what_of(key, what, sizeof(what));
-	/* coords: the only structured key */
+	if (strcmp(key->name, "monitor") == 0)
+		return conf_health_monitor_ref(ld, key, value, &dc->monitor);
+	if (strcmp(key->name, "probe") == 0)
+		return conf_health_probe(ld, key, value, &dc->probe);
+	/* coords */
 	if (value->type != YAML_SEQUENCE_NODE ||
 	    value->data.sequence.items.top - value->data.sequence.items.start != 2)
 		return conf_fail(ld, conf_node_line(value),
@@ -346,10 +361,13 @@ int conf_gslb_load_datacenters(conf_loader_t *ld, const yaml_node_t *node)
 		conf->datacenters = xrealloc(conf->datacenters, (conf->n_datacenters + 1) *
 		                                                    sizeof(*conf->datacenters));
 		conf_datacenter_t *dc = &conf->datacenters[conf->n_datacenters++];
-		*dc = (conf_datacenter_t){.line = (unsigned)conf_node_line(item)};
+		*dc = (conf_datacenter_t){.monitor = CONF_MONITOR_NONE,
+		                          .line = (unsigned)conf_node_line(item)};
 		int ret = conf_load_keys(ld, "datacenters", dc, item, datacenter_node_cb, NULL);
 		if (ret == 0)
 			ret = check_name(ld, "datacenters.name", dc->name, dc->line);
+		if (ret == 0)
+			ret = conf_health_check_datacenter(ld, dc);
 		if (ret != 0)
 			return ret;
 		for (size_t i = 0; i + 1 < conf->n_datacenters; i++) {
@@ -560,6 +578,8 @@ static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	conf_service_dc_t *sdc = base;
 	sdc_ctx_t *c = ctx;
 	what_of(key, what, sizeof(what));
+	if (strcmp(key->name, "monitor") == 0)
+		return conf_health_monitor_ref(ld, key, value, &sdc->monitor);
 	if (strcmp(key->name, "weights") == 0) {
 		c->weights_line = conf_node_line(value);
 		return for_each_item(ld, what, value, false, weight_item, c);
@@ -585,7 +605,8 @@ static int load_service_dc(conf_loader_t *ld, conf_service_t *svc, const yaml_no
 		    name, conf_is_null(v) ? "nothing" : conf_kind_name(v));
 	svc->dcs = xrealloc(svc->dcs, (svc->n_dcs + 1) * sizeof(*svc->dcs));
 	conf_service_dc_t *sdc = &svc->dcs[svc->n_dcs++];
-	*sdc = (conf_service_dc_t){.datacenter = idx, .line = (unsigned)conf_node_line(k)};
+	*sdc = (conf_service_dc_t){
+	    .datacenter = idx, .monitor = CONF_MONITOR_NONE, .line = (unsigned)conf_node_line(k)};
 	conf_apply_defaults("services.datacenters", sdc);
 	sdc_ctx_t c = {0};
 	ret = conf_load_keys(ld, "services.datacenters", sdc, v, sdc_node_cb, &c);
@@ -624,6 +645,8 @@ static int service_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	const conf_t *conf = ld->conf;
 	what_of(key, what, sizeof(what));
 	int ret = 0;
+	if (strcmp(key->name, "monitor") == 0)
+		return conf_health_monitor_ref(ld, key, value, &svc->monitor);
 	if (strcmp(key->name, "map") == 0) {
 		const char *text;
 		ret = scalar(ld, what, value, &text);
@@ -713,11 +736,14 @@ static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *o
 	conf->services = xrealloc(conf->services, (conf->n_services + 1) * sizeof(*conf->services));
 	conf_service_t *svc = &conf->services[conf->n_services++];
 	*svc = (conf_service_t){.map = SIZE_MAX,
+	                        .monitor = CONF_MONITOR_NONE,
 	                        .persist_prefix4 = 24,
 	                        .persist_prefix6 = 56,
 	                        .line = (unsigned)conf_node_line(item)};
 	conf_apply_defaults("services", svc);
 	int ret = conf_load_keys(ld, "services", svc, item, service_node_cb, NULL);
+	if (ret == 0)
+		ret = conf_health_check_service(ld, svc);
 	if (ret != 0)
 		return ret;
 	if (svc->n_fallback > 0 && svc->fallback_cname)
@@ -827,6 +853,8 @@ static void service_free(conf_service_t *svc)
 {
 	for (size_t i = 0; i < svc->n_dcs; i++) {
 		conf_free_fields("services.datacenters", &svc->dcs[i]);
+		for (size_t a = 0; a < svc->dcs[i].n_addresses; a++)
+			conf_health_address_free(&svc->dcs[i].addresses[a]);
 		free(svc->dcs[i].addresses);
 	}
 	free(svc->dcs);
@@ -836,8 +864,10 @@ static void service_free(conf_service_t *svc)
 
 void conf_gslb_free(conf_t *conf)
 {
-	for (size_t i = 0; i < conf->n_datacenters; i++)
+	for (size_t i = 0; i < conf->n_datacenters; i++) {
 		conf_free_fields("datacenters", &conf->datacenters[i]);
+		free(conf->datacenters[i].probe);
+	}
 	free(conf->datacenters);
 	for (size_t i = 0; i < conf->n_maps; i++)
 		map_free(&conf->maps[i]);

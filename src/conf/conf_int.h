@@ -149,3 +149,33 @@ int conf_gslb_load_gslb(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNUL
 
 /** Free every GSLB field of @p conf and reset them to empty. */
 void conf_gslb_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- health monitors (conf_health.c) ------------------------------------------------------ */
+
+/** Section loader for `monitors`; must load before the GSLB sections that refer to monitors. */
+int conf_health_load_monitors(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Resolve the monitor name in @p value (for @p key) to an index into conf_t.monitors. */
+int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                            size_t *out) STEER_NONNULL(1, 2, 3, 4);
+
+/** Validate a probe address ("IP", "IP:PORT", "[v6]:PORT") and replace *@p out with a copy. */
+int conf_health_probe(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                      char **out) STEER_NONNULL(1, 2, 3, 4);
+
+/** Append the target names of a `requires` list (or single value) to @p addr. */
+int conf_health_requires(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                         conf_address_t *addr) STEER_NONNULL(1, 2, 3, 4);
+
+/** A datacenter's link monitor and probe go together; checked once its keys are loaded. */
+int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc)
+    STEER_NONNULL(1, 2);
+
+/** An address `probe` needs a monitor from its datacenter or service; checked per service. */
+int conf_health_check_service(conf_loader_t *ld, const conf_service_t *svc) STEER_NONNULL(1, 2);
+
+/** Free the probe and requires of @p addr (not @p addr itself) and reset them. */
+void conf_health_address_free(conf_address_t *addr) STEER_NONNULL(1);
+
+/** Free the monitors and the `health` keys of @p conf and reset them to empty. */
+void conf_health_free(conf_t *conf) STEER_NONNULL(1);

@@ -34,6 +34,21 @@ static const conf_enum_t override_states[] = {
     {NULL, 0},
 };
 
+/* Stored in conf_monitor_t.static_down. */
+static const conf_enum_t static_states[] = {
+    {"up", 0},
+    {"down", 1},
+    {NULL, 0},
+};
+
+#define MONITOR_UINT(key, field, lo, hi, dflt, text)                                               \
+	{                                                                                          \
+		.section = "monitors", .name = key, .type = CONF_TYPE_UINT,                        \
+		.offset = offsetof(conf_monitor_t, field),                                         \
+		.size = sizeof(((conf_monitor_t *)0)->field), .min = lo, .max = hi, .def = dflt,   \
+		.doc = text                                                                        \
+	}
+
 /* sun_path holds 108 bytes including the terminating NUL. */
 #define UNIX_PATH_MAXLEN 107
 
@@ -44,6 +59,37 @@ const conf_section_t conf_sections[] = {
      "The zones to serve: a list with one mapping per zone. At least one zone is required. "
      "Zone files are re-read on reload only when they changed.",
      false, NULL},
+    {"health", false, 0, "Health monitoring settings that are not per monitor.", false, NULL},
+    {"monitors", false, 0,
+     "Health checks: a mapping of monitor name -> the keys below. Names may not contain `/` or "
+     "spaces. A monitor is attached by name to a service (every address of the service), to "
+     "one datacenter of a service (overriding the service's), or to a datacenter itself as a "
+     "link monitor that probes a `probe` address, such as the ISP gateway: while it is down, "
+     "every address behind that datacenter is down. A target goes down after `fall` failed "
+     "probes in a row and comes back after `rise` good ones. A key that only some types use "
+     "(`path`, `qname`, `command`, ...) is an error on the others. Example:\n\n"
+     "```yaml\n"
+     "monitors:\n"
+     "  web: { type: http, port: 8080, path: /health, expect-status: [200, 204] }\n"
+     "  gw: { type: tcp, port: 179, interval: 1000, timeout: 500, fall: 2 }\n"
+     "  dns1: { type: dns, qname: example.test., qtype: SOA, rcode: NOERROR }\n"
+     "  script: { type: exec, command: [/usr/local/bin/check-db, --quick] }\n"
+     "  maint: { type: static, state: down }\n"
+     "datacenters:\n"
+     "  - { name: telecom, monitor: gw, probe: 10.0.0.1 }\n"
+     "services:\n"
+     "  - name: www.example.test\n"
+     "    monitor: web\n"
+     "    datacenters:\n"
+     "      telecom:\n"
+     "        addresses:\n"
+     "          - 198.51.100.10\n"
+     "          - { address: 198.51.100.11, probe: \"10.0.0.11:8080\",\n"
+     "              requires: [datacenter/telecom] }\n"
+     "health:\n"
+     "  state-file: /var/lib/steer/health.state\n"
+     "```",
+     false, conf_health_load_monitors},
     {"datacenters", true, 0,
      "GSLB: the sites (or ISP links) that services answer from, one mapping per datacenter. "
      "Maps and services refer to them by name. All GSLB sections take effect on reload; a "
@@ -106,8 +152,8 @@ const conf_section_t conf_sections[] = {
      "order is the failover order (and the `geo` order for clients no map entry prefers).",
      true, NULL},
     {"services.datacenters.addresses", false, 0,
-     "An item of `addresses` written as a mapping, to give one address its own weight: "
-     "`{ address: 192.0.2.10, weight: 2 }`. A plain address has weight 1.",
+     "An item of `addresses` written as a mapping, to give one address its own weight, probe "
+     "or dependencies: `{ address: 192.0.2.10, weight: 2 }`. A plain address has weight 1.",
      true, NULL},
     {"whoami", false, 0,
      "GSLB: a list of names (each inside a served zone) that answer with the address of the "
@@ -226,6 +272,122 @@ const conf_key_t conf_keys[] = {
      .doc = "Clients allowed to transfer the zone with AXFR over TCP: addresses or prefixes "
             "such as `192.0.2.1`, `10.0.0.0/8`, `\"2001:db8::/32\"`. Host bits beyond the prefix "
             "length are an error, which catches typos. Unset or empty: nobody."},
+    /* ---- health monitors ---- */
+    {.section = "health",
+     .name = "state-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_t, health_state_file),
+     .doc = "Monitor states are saved here when they change and read back at start and on "
+            "reload, so a restarted server answers with the last known states until its first "
+            "probes complete. Unset: states are not saved."},
+    {.section = "monitors",
+     .name = "type",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "one of `tcp`, `http`, `https`, `dns`, `exec`, `static`",
+     .flags = CONF_F_REQUIRED,
+     .doc = "What a probe does: `tcp` connects; `http` and `https` send a GET and check the "
+            "status (and `body`); `dns` sends a query and checks the rcode (and `answer`); "
+            "`exec` runs `command` and checks for exit status 0; `static` never probes and "
+            "holds `state` (for maintenance)."},
+    {.section = "monitors",
+     .name = "port",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_monitor_t, port),
+     .size = sizeof(((conf_monitor_t *)0)->port),
+     .min = 1,
+     .max = 65535,
+     .doc = "Port to probe on the target address. Unset: 80 for `http`, 443 for `https`, 53 "
+            "for `dns`; `tcp` needs one. A port in a `probe` address wins. `tcp`, `http`, "
+            "`https` and `dns` only."},
+    MONITOR_UINT("interval", interval, 100, 3600000, "2000",
+                 "Milliseconds between the starts of two probes of a target."),
+    MONITOR_UINT("timeout", timeout, 10, 600000, "1000",
+                 "Milliseconds a probe may take before it counts as failed (an `exec` command "
+                 "is killed). Must be less than `interval`."),
+    MONITOR_UINT("fall", fall, 1, 100, "3", "Failed probes in a row that take a target down."),
+    MONITOR_UINT("rise", rise, 1, 100, "3", "Good probes in a row that bring a target back up."),
+    MONITOR_UINT("jitter", jitter, 0, 50, "10",
+                 "Each probe starts up to this percentage of `interval` early or late, so "
+                 "targets checked by one monitor are not all probed at once."),
+    MONITOR_UINT("hold-down", hold_down, 0, 86400000, "0",
+                 "Milliseconds a recovered target waits after its `rise` good probes before "
+                 "it is answered again, so a flapping server stays out longer."),
+    MONITOR_UINT("slow-start", slow_start, 0, 86400000, "0",
+                 "Milliseconds over which a recovered target's weight ramps up to its full "
+                 "weight, for weighted policies. `0`: full weight at once."),
+    MONITOR_UINT("ttl-floor", ttl_floor, 0, 86400, "5",
+                 "Seconds: while a target an answer depends on is down or flapping, the "
+                 "answer's TTL is at most this, so resolvers ask again soon."),
+    {.section = "monitors",
+     .name = "path",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, path),
+     .def = "/",
+     .doc = "`http`, `https`: the request path, with any query string; starts with `/`."},
+    {.section = "monitors",
+     .name = "host",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, host),
+     .doc = "`http`, `https`: the `Host` header and the TLS server name. Unset: the probed "
+            "address."},
+    {.section = "monitors",
+     .name = "expect-status",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of 1 to 8 HTTP status codes, 100 to 599 (a single code is accepted too)",
+     .doc = "`http`, `https`: the status codes that count as up. Unset: any 2xx or 3xx."},
+    {.section = "monitors",
+     .name = "body",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, body),
+     .doc = "`http`, `https`: text that must appear in the first 5,120 bytes of the response "
+            "body. Unset: the body is not checked."},
+    {.section = "monitors",
+     .name = "tls-verify",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_monitor_t, tls_verify),
+     .def = "true",
+     .doc = "`https`: verify the certificate chain and name (`host`, else the address). "
+            "`false` accepts self-signed certificates."},
+    {.section = "monitors",
+     .name = "qname",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_monitor_t, qname),
+     .doc = "`dns`: the name to query. Unset: the monitored service's name (a datacenter's "
+            "link monitor needs one)."},
+    {.section = "monitors",
+     .name = "qtype",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "a type mnemonic (`A`, `AAAA`, `NS`, `SOA`, `CNAME`, `MX`, `TXT`, `SRV`, `PTR`, "
+                 "`CAA`, `DS`, `DNSKEY`, ...) or `TYPEn`",
+     .def = "A",
+     .doc = "`dns`: the query type."},
+    {.section = "monitors",
+     .name = "rcode",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "`NOERROR`, `FORMERR`, `SERVFAIL`, `NXDOMAIN`, `NOTIMP`, `REFUSED`, `YXDOMAIN`, "
+                 "`YXRRSET`, `NXRRSET`, `NOTAUTH` or `NOTZONE`",
+     .def = "NOERROR",
+     .doc = "`dns`: the response code that counts as up."},
+    {.section = "monitors",
+     .name = "answer",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, answer),
+     .doc = "`dns`: an answer record's data, in presentation form (`192.0.2.1`), that must be "
+            "in the response. Unset: any answer."},
+    {.section = "monitors",
+     .name = "command",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of strings: the program (the `PATH` is searched) and its arguments",
+     .doc = "`exec`, required: the command to run, without a shell; exit status 0 is up. It "
+            "is killed when `timeout` passes."},
+    {.section = "monitors",
+     .name = "state",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_monitor_t, static_down),
+     .size = sizeof(((conf_monitor_t *)0)->static_down),
+     .enums = static_states,
+     .def = "up",
+     .doc = "`static`: the state every target of the monitor has."},
     /* ---- GSLB ---- */
     {.section = "datacenters",
      .name = "name",
@@ -240,6 +402,19 @@ const conf_key_t conf_keys[] = {
      .type_doc = "`[latitude, longitude]` in degrees (-90 to 90, -180 to 180)",
      .doc = "Where the datacenter is, for `geoip.auto-distance`. Unset: the datacenter is "
             "never chosen by distance."},
+    {.section = "datacenters",
+     .name = "monitor",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "A link monitor (see `monitors`) checking `probe`: while it is down, every address "
+            "of every service in this datacenter is down. Its target is named "
+            "`datacenter/<name>`. Unset: none."},
+    {.section = "datacenters",
+     .name = "probe",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "address: `IP`, `IP:PORT` or `\"[IPv6]:PORT\"`",
+     .doc = "What the link monitor probes, e.g. the ISP gateway. Required with `monitor` "
+            "(unless it is `static`), not allowed without it."},
     {.section = "maps",
      .name = "nets",
      .type = CONF_TYPE_NODE,
@@ -395,6 +570,13 @@ const conf_key_t conf_keys[] = {
      .def = "[24, 56]",
      .doc = "How much of the client address `persist` hashes: clients in one such subnet "
             "share a datacenter."},
+    {.section = "services",
+     .name = "monitor",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "The monitor (see `monitors`) checking every address of the service, unless its "
+            "datacenter names another. Unset: addresses are up unless a link monitor, a "
+            "dependency or an override says otherwise."},
     {.section = "services.datacenters",
      .name = "addresses",
      .type = CONF_TYPE_NODE,
@@ -433,6 +615,12 @@ const conf_key_t conf_keys[] = {
      .doc = "The datacenter's weight for the service-level `weighted` and `persist` "
             "policies: with weights 3 and 1, three clients in four get the first "
             "datacenter (when both are up)."},
+    {.section = "services.datacenters",
+     .name = "monitor",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "The monitor checking this datacenter's addresses, instead of the service's "
+            "`monitor`. Unset: the service's."},
     {.section = "services.datacenters.addresses",
      .name = "address",
      .type = CONF_TYPE_NODE,
@@ -448,6 +636,19 @@ const conf_key_t conf_keys[] = {
      .max = 65535,
      .def = "1",
      .doc = "The address's weight for `weighted`."},
+    {.section = "services.datacenters.addresses",
+     .name = "probe",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "address: `IP`, `IP:PORT` or `\"[IPv6]:PORT\"`",
+     .doc = "Probe this address (or port) instead of the answered one, e.g. a management "
+            "interface or a health port; a port here wins over the monitor's `port`. Needs a "
+            "`monitor` on the service or the datacenter. Unset: the address itself."},
+    {.section = "services.datacenters.addresses",
+     .name = "requires",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of target names (a single name is accepted too)",
+     .doc = "Targets that must be up for this address to be up, e.g. `datacenter/telecom` or "
+            "`service/db.example.test/dc1/10.1.1.1`. Unset or empty: none."},
     {.section = "gslb",
      .name = "state-file",
      .type = CONF_TYPE_PATH,

@@ -232,10 +232,94 @@ static int cmd_explain(const server_t *s, json_t *args, json_t **data, char *err
 	return 0;
 }
 
-static int health_row(const gslb_health_entry_t *e, void *ctx)
+/* One check as JSON (steerctl monitors, and inside health rows). */
+static json_t *check_json(const health_check_status_t *st)
 {
+	char addr[STEER_SOCKADDR_STRLEN];
+	steer_sockaddr_str(&st->addr, addr, sizeof(addr));
+	json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "key",
+	                        st->key, "monitor", st->monitor, "type",
+	                        st->is_static ? "static" : health_probe_type_name(st->type),
+	                        "address", addr, "state", health_check_state_str(st), "flapping",
+	                        st->flapping, "since", (json_int_t)st->since, "ok_run",
+	                        (json_int_t)st->ok_run, "fail_run", (json_int_t)st->fail_run,
+	                        "flaps", (json_int_t)st->flaps, "probes", (json_int_t)st->probes);
+	if (st->last_at) {
+		json_object_set_new(row, "last",
+		                    json_pack("{s:b, s:I, s:s, s:I}", "ok", st->last_ok, "rtt_us",
+		                              (json_int_t)st->last_rtt_us, "detail",
+		                              st->last_detail, "at", (json_int_t)st->last_at));
+	}
+	json_object_set_new(row, "ttl_cap", json_integer(st->ttl_cap));
+	if (st->ramp)
+		json_object_set_new(row, "ramp_percent", json_integer(st->ramp));
+	return row;
+}
+
+/* monitors: every check with its state machine and last result. */
+static json_t *cmd_monitors(const server_t *s)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; s->engine && i < health_engine_count(s->engine); i++) {
+		health_check_status_t st;
+		health_engine_status(s->engine, i, &st);
+		json_array_append_new(list, check_json(&st));
+	}
+	return list;
+}
+
+typedef struct {
+	const server_t *s;
+	json_t *list;
+} health_ctx_t;
+
+/* The checks target @p id depends on, with their states, as a JSON list. */
+static json_t *target_checks(const server_t *s, uint32_t id)
+{
+	json_t *list = json_array();
+	size_t n = 0;
+	const uint32_t *idx = s->plan ? monitor_plan_target_checks(s->plan, id, &n) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] >= health_engine_count(s->engine))
+			continue;
+		health_check_status_t st;
+		health_engine_status(s->engine, idx[i], &st);
+		json_t *row =
+		    json_pack("{s:s, s:s}", "key", st.key, "state", health_check_state_str(&st));
+		if (st.last_at)
+			json_object_set_new(row, "last", json_string(st.last_detail));
+		json_array_append_new(list, row);
+	}
+	return list;
+}
+
+/* Name the first DOWN check behind a monitor DOWN, e.g. " (web@192.0.2.1:80: HTTP 503)". */
+static void append_down_check(const server_t *s, const gslb_health_entry_t *e, char *reason,
+                              size_t len, size_t cap)
+{
+	if (!gslb_sttl_down(e->monitor) || !s->plan || len >= cap)
+		return;
+	size_t n = 0;
+	const uint32_t *idx = monitor_plan_target_checks(s->plan, e->id, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] >= health_engine_count(s->engine))
+			continue;
+		health_check_status_t st;
+		health_engine_status(s->engine, idx[i], &st);
+		if (st.known && st.down) {
+			snprintf(reason + len, cap - len, " (%s: %s)", st.key,
+			         st.last_at ? st.last_detail : health_check_state_str(&st));
+			return;
+		}
+	}
+}
+
+static int health_row(const gslb_health_entry_t *e, void *arg)
+{
+	health_ctx_t *ctx = arg;
 	char reason[1280];
-	gslb_health_reason(e, reason, sizeof(reason));
+	int n = gslb_health_reason(e, reason, sizeof(reason));
+	append_down_check(ctx->s, e, reason, n < 0 ? sizeof(reason) : (size_t)n, sizeof(reason));
 	json_t *row = json_pack("{s:I, s:o, s:s, s:b, s:s, s:I}", "id", (json_int_t)e->id, "name",
 	                        e->name ? json_string(e->name) : json_null(), "state",
 	                        gslb_sttl_down(e->eff) ? "DOWN" : "UP", "forced", e->forced,
@@ -244,16 +328,17 @@ static int health_row(const gslb_health_entry_t *e, void *ctx)
 		json_object_set_new(row, "weight_override", json_integer(e->weight));
 	if (e->ramp)
 		json_object_set_new(row, "ramp_percent", json_integer(e->ramp));
-	json_array_append_new(ctx, row);
+	json_object_set_new(row, "monitors", target_checks(ctx->s, e->id));
+	json_array_append_new(ctx->list, row);
 	return 0;
 }
 
 /* health: every GSLB target with its effective state and why. */
 static json_t *cmd_health(const server_t *s)
 {
-	json_t *list = json_array();
-	(void)gslb_health_list(gslb_view_health(s->gslb), health_row, list);
-	return list;
+	health_ctx_t ctx = {s, json_array()};
+	(void)gslb_health_list(gslb_view_health(s->gslb), health_row, &ctx);
+	return ctx.list;
 }
 
 /* How many targets of the current view @p pattern matches. */
@@ -406,10 +491,12 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
 		*data = cmd_stats(s);
 	else if (strcmp(cmd, "health") == 0)
 		*data = cmd_health(s);
+	else if (strcmp(cmd, "monitors") == 0)
+		*data = cmd_monitors(s);
 	else {
 		snprintf(err, errlen,
 		         "unknown command '%s' (try status, reload, zones, stats, explain, health, "
-		         "override)",
+		         "monitors, override)",
 		         cmd);
 		return STEER_EINVAL;
 	}

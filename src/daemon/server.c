@@ -183,6 +183,16 @@ int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t e
 	int ret = gslb_view_build(conf, out, err, errlen);
 	if (ret != 0 && errlen > 0 && err[0] == '\0')
 		snprintf(err, errlen, "GSLB configuration: %s", steer_strerror(ret));
+	if (ret != 0)
+		return ret;
+	/* The monitor wiring (requires, probe addresses) is part of the configuration too. */
+	monitor_plan_t *plan = NULL;
+	ret = monitor_plan_build(conf, gslb_view_health(*out), &plan, err, errlen);
+	monitor_plan_free(plan);
+	if (ret != 0) {
+		gslb_view_free(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 
@@ -289,6 +299,116 @@ static int api_overrides_load(const conf_t *conf, gslb_overrides_t *api, char *e
 	return ret;
 }
 
+/* Serve @p gslb (taken over) with the running zones; the old GSLB view is freed. */
+static void publish_gslb(server_t *s, gslb_view_t *gslb)
+{
+	auth_view_t *view = view_new((zone_set_t *)s->view->zones, gslb, s->conf);
+	/* net_publish() waits for the grace period: no query thread sees the old views after. */
+	auth_view_t *old = (auth_view_t *)net_publish(s->net, view);
+	gslb_view_t *old_gslb = s->gslb;
+	s->view = view;
+	s->gslb = gslb;
+	free(old); /* the zone set now belongs to the new view */
+	gslb_view_free(old_gslb);
+}
+
+/* A view like @p gslb with the monitors' current states in its health table. */
+static gslb_view_t *gslb_monitored(const server_t *s, const gslb_view_t *gslb)
+{
+	const gslb_health_t *old = gslb_view_health(gslb);
+	gslb_health_t *h = gslb_health_dup(old, old->count);
+	monitor_plan_apply(s->plan, s->engine, h);
+	return gslb_view_with_health(gslb, h);
+}
+
+/* Replace *@p gslb (unpublished) with its monitored version. */
+static void gslb_with_monitors(const server_t *s, gslb_view_t **gslb)
+{
+	gslb_view_t *next = gslb_monitored(s, *gslb);
+	gslb_view_free(*gslb);
+	*gslb = next;
+}
+
+/* A check changed: publish once per loop iteration however many results came in it. */
+static void on_monitor_change(void *arg)
+{
+	server_t *s = arg;
+	s->health_dirty = true;
+}
+
+static void on_loop_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	server_t *s = w->data;
+	if (!s->health_dirty || s->net == NULL || s->view == NULL)
+		return;
+	s->health_dirty = false;
+	publish_gslb(s, gslb_monitored(s, s->gslb));
+}
+
+/*
+ * Give the engine the checks of @p conf for @p gslb's targets; on success the plan replaces
+ * the running one. On error nothing changes.
+ */
+static int monitors_configure(server_t *s, const conf_t *conf, const gslb_view_t *gslb, char *err,
+                              size_t errlen)
+{
+	monitor_plan_t *plan = NULL;
+	int ret = monitor_plan_build(conf, gslb_view_health(gslb), &plan, err, errlen);
+	if (ret != 0)
+		return ret;
+	size_t n;
+	const health_check_def_t *defs = monitor_plan_checks(plan, &n);
+	health_engine_set_checks(s->engine, defs, n, conf->health_state_file);
+	monitor_plan_free(s->plan);
+	s->plan = plan;
+	return 0;
+}
+
+static void first_round_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	*(bool *)w->data = true;
+}
+
+/*
+ * Start the monitors and wait for their first round (bounded by the longest timeout), so
+ * the first answer already knows which backends are dead: no blind start. Then fold the
+ * states into s->gslb before anything is served.
+ */
+static int monitors_start(server_t *s, char *err, size_t errlen)
+{
+	int ret = health_engine_new(s->loop, s->conf->health_state_file, on_monitor_change, s,
+	                            &s->engine, err, errlen);
+	if (ret == 0)
+		ret = monitors_configure(s, s->conf, s->gslb, err, errlen);
+	if (ret != 0)
+		return ret;
+	size_t n;
+	(void)monitor_plan_checks(s->plan, &n);
+	if (n > 0) {
+		bool late = false;
+		ev_timer deadline;
+		ev_timer_init(&deadline, first_round_deadline,
+		              health_engine_max_timeout(s->engine) / 1000.0 + 0.2, 0.);
+		deadline.data = &late;
+		ev_timer_start(s->loop, &deadline);
+		while (!late && !health_engine_first_round_done(s->engine))
+			ev_run(s->loop, EVRUN_ONCE);
+		ev_timer_stop(s->loop, &deadline);
+		log_info("monitors: %zu check(s), first round %s", n,
+		         late ? "incomplete at the deadline (unknown states read as UP)" : "done");
+	}
+	gslb_with_monitors(s, &s->gslb);
+	s->health_dirty = false;
+	ev_prepare_init(&s->publish_w, on_loop_prepare);
+	s->publish_w.data = s;
+	ev_prepare_start(s->loop, &s->publish_w);
+	return 0;
+}
+
 int server_override(server_t *s, bool set, const gslb_override_t *rule, uint32_t *matched,
                     char *err, size_t errlen)
 {
@@ -352,14 +472,7 @@ int server_override(server_t *s, bool set, const gslb_override_t *rule, uint32_t
 	gslb_overrides_deinit(&s->api_overrides);
 	s->api_overrides = next;
 
-	auth_view_t *view = view_new((zone_set_t *)s->view->zones, gslb, s->conf);
-	/* net_publish() waits for the grace period: no query thread sees the old views after. */
-	auth_view_t *old = (auth_view_t *)net_publish(s->net, view);
-	gslb_view_t *old_gslb = s->gslb;
-	s->view = view;
-	s->gslb = gslb;
-	free(old); /* the zone set now belongs to the new view */
-	gslb_view_free(old_gslb);
+	publish_gslb(s, gslb);
 	if (rule->kind == GSLB_OVERRIDE_WEIGHT && set)
 		log_info("override set '%s' WEIGHT %u: %u target(s)", pattern, rule->weight,
 		         *matched);
@@ -628,17 +741,23 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
+	s->loop = ev_default_loop(EVFLAG_AUTO);
+	if (s->loop == NULL) {
+		zone_set_free(set);
+		log_err("cannot create the control event loop");
+		return STEER_ENOMEM;
+	}
+	ret = monitors_start(s, err, sizeof(err));
+	if (ret != 0) {
+		zone_set_free(set);
+		goto fail;
+	}
 	s->view = view_new(set, s->gslb, conf);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
-	s->loop = ev_default_loop(EVFLAG_AUTO);
-	if (s->loop == NULL) {
-		log_err("cannot create the control event loop");
-		return STEER_ENOMEM;
-	}
 	signals_start(s);
 	if ((ret = ctl_open(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = net_start(s->net)) != 0)
@@ -724,6 +843,13 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 		ret = server_gslb_build(conf, &gslb, err, errlen);
 		if (ret == 0)
 			ret = reload_overrides(s, conf, &gslb, err, errlen);
+		if (ret == 0) {
+			ret = monitors_configure(s, conf, gslb, err, errlen);
+			if (ret == 0)
+				gslb_with_monitors(s, &gslb);
+			else
+				gslb_view_free(gslb);
+		}
 		if (ret != 0) {
 			zone_set_free(set);
 			server_report_clear(report);
@@ -773,6 +899,12 @@ void server_stop(server_t *s)
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
 	gslb_overrides_deinit(&s->api_overrides);
+	if (s->loop != NULL)
+		ev_prepare_stop(s->loop, &s->publish_w);
+	health_engine_free(s->engine);
+	s->engine = NULL;
+	monitor_plan_free(s->plan);
+	s->plan = NULL;
 	if (s->pid_written && unlink(s->boot_conf->pid_file) != 0)
 		log_debug("cannot remove pid file %s: %s", s->boot_conf->pid_file,
 		          steer_strerror(-errno));

@@ -11,11 +11,14 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <ev.h>
+
 #include "auth/auth.h"
 #include "base/compiler.h"
 #include "base/log.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
+#include "daemon/monitors.h"
 #include "gslb/view.h"
 #include "net/net.h"
 #include "zone/zone_set.h"
@@ -74,6 +77,12 @@ typedef struct {
 	 * reload); without one they last until the process exits, across reloads.
 	 */
 	gslb_overrides_t api_overrides;
+	/* Health monitors, on the control loop: the engine runs the checks of @c plan, whose
+	 * results are folded into the GSLB health table once per loop iteration (publish_w). */
+	health_engine_t *engine;
+	monitor_plan_t *plan;
+	ev_prepare publish_w;
+	bool health_dirty; /* a check changed since the last publish */
 } server_t;
 
 /**

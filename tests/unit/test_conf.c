@@ -345,7 +345,7 @@ static const struct {
      "conf/err-unknown-key.yaml:3: unknown key 'listne' in section 'server'"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
-     "datacenters, maps, services, whoami, gslb)"},
+     "health, monitors, datacenters, maps, services, whoami, gslb)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -519,6 +519,241 @@ static void test_errors(void)
 	int ret = conf_load_file("conf/err-uint.yaml", &conf, small, sizeof(small));
 	CHECK(ret == STEER_ECONF && strlen(small) == sizeof(small) - 1,
 	      "short error buffer truncated: \"%s\"", small);
+}
+
+/* ---- health monitors ---- */
+
+/* The shared state-machine keys of @p m, as text, for one comparison per monitor. */
+static const char *timing_str(const conf_monitor_t *m)
+{
+	static char buf[128];
+	snprintf(buf, sizeof(buf), "%u/%u fall %u rise %u jitter %u hold %u slow %u floor %u",
+	         m->interval, m->timeout, m->fall, m->rise, m->jitter, m->hold_down, m->slow_start,
+	         m->ttl_floor);
+	return buf;
+}
+
+static const char default_timing[] = "2000/1000 fall 3 rise 3 jitter 10 hold 0 slow 0 floor 5";
+
+static void test_health_monitors(const conf_t *c)
+{
+	const conf_monitor_t *m = c->monitors;
+	CHECK(str_eq(m[0].name, "web") && str_eq(m[0].type, "http") && m[0].port == 8080 &&
+	          m[0].line == 8,
+	      "web: http on 8080, line %u", m[0].line);
+	CHECK(str_eq(m[0].path, "/health?full=1") && str_eq(m[0].host, "www.example.test") &&
+	          str_eq(m[0].body, "OK") && m[0].tls_verify,
+	      "web: path, host, body, tls-verify default true");
+	CHECK(m[0].n_status == 2 && m[0].status[0] == 200 && m[0].status[1] == 204,
+	      "web: expect-status [200, 204]: %zu codes", m[0].n_status);
+	CHECK(strcmp(timing_str(&m[0]),
+	             "5000/1500 fall 2 rise 4 jitter 0 hold 30000 slow 60000 floor 10") == 0,
+	      "web: timing %s", timing_str(&m[0]));
+	CHECK(str_eq(m[1].type, "https") && !m[1].tls_verify && m[1].port == 0 &&
+	          m[1].n_status == 1 && m[1].status[0] == 200 && str_eq(m[1].path, "/") &&
+	          !m[1].host && !m[1].body,
+	      "secure: https, tls-verify false, one status, port and path defaults");
+	CHECK(strcmp(timing_str(&m[1]), default_timing) == 0, "secure: default timing %s",
+	      timing_str(&m[1]));
+	CHECK(str_eq(m[2].type, "tcp") && m[2].port == 179 && m[2].interval == 1000 &&
+	          m[2].timeout == 500,
+	      "gw: tcp 179, 1000/500");
+	CHECK(str_eq(m[3].type, "dns") && str_eq(m[3].qname, "example.test.") && m[3].qtype == 6 &&
+	          m[3].rcode == 3 && str_eq(m[3].answer, "192.0.2.1"),
+	      "dns1: SOA (6) %u, NXDOMAIN (3) %u, qname and answer", m[3].qtype, m[3].rcode);
+	CHECK(!m[4].qname && m[4].qtype == 65280 && m[4].rcode == 0 && !m[4].answer,
+	      "dns2: TYPE65280 %u, NOERROR, no qname (the service's)", m[4].qtype);
+	CHECK(str_eq(m[5].type, "exec") && m[5].n_command == 3 &&
+	          str_eq(m[5].command[0], "/usr/local/bin/check-db") &&
+	          str_eq(m[5].command[1], "--quick") && str_eq(m[5].command[2], "") &&
+	          m[5].command[3] == NULL,
+	      "script: argv of 3 and a NULL terminator");
+	CHECK(str_eq(m[6].type, "static") && m[6].static_down, "maint: static down");
+	CHECK(str_eq(m[7].type, "static") && !m[7].static_down, "plain: static, default up");
+}
+
+static void test_health_targets(const conf_t *c)
+{
+	const conf_datacenter_t *d = c->datacenters;
+	CHECK(d[0].monitor == 2 && str_eq(d[0].probe, "10.0.0.1"), "telecom: link monitor gw");
+	CHECK(d[1].monitor == 3 && str_eq(d[1].probe, "[2001:db8::53]:5353"),
+	      "edu: dns1 probing [2001:db8::53]:5353");
+	CHECK(d[2].monitor == 6 && !d[2].probe, "dc1: static monitor needs no probe");
+	CHECK(d[3].monitor == CONF_MONITOR_NONE && !d[3].probe, "dc2: no link monitor");
+
+	const conf_service_t *s = &c->services[0];
+	CHECK(s->monitor == 0 && s->n_dcs == 2, "www: monitor web");
+	CHECK(s->dcs[0].monitor == 1 && s->dcs[1].monitor == CONF_MONITOR_NONE,
+	      "www: dc1 overrides with secure, dc2 keeps the service's");
+	const conf_address_t *a = s->dcs[0].addresses;
+	CHECK(s->dcs[0].n_addresses == 3 && !a[0].probe && a[0].n_requires == 0 && !a[0].requires,
+	      "plain address: no probe, no requires");
+	CHECK(str_eq(a[1].probe, "10.0.0.11:8080") && a[1].n_requires == 2 &&
+	          str_eq(a[1].requires[0], "datacenter/telecom") &&
+	          str_eq(a[1].requires[1], "service/db.example.test/dc1/10.1.1.1") &&
+	          a[1].weight == 1,
+	      "198.51.100.11: probe and two requires");
+	CHECK(strcmp(ip_str(&a[2]), "2001:db8::10") == 0 && str_eq(a[2].probe, "2001:db8::11") &&
+	          a[2].weight == 3 && a[2].n_requires == 1 &&
+	          str_eq(a[2].requires[0], "datacenter/edu"),
+	      "probe before address in the mapping is kept; a single requires value");
+	s = &c->services[1];
+	CHECK(s->monitor == CONF_MONITOR_NONE && s->dcs[0].monitor == CONF_MONITOR_NONE &&
+	          s->dcs[0].addresses[0].n_requires == 0,
+	      "db: no monitor, empty requires");
+}
+
+static void test_health(void)
+{
+	conf_t *c = load_ok("conf/health/valid.yaml");
+	if (!c)
+		return;
+	CHECK(str_eq(c->health_state_file, "conf/health/state/health.state"),
+	      "health.state-file resolved: %s", c->health_state_file);
+	CHECK(c->n_monitors == 8, "eight monitors: %zu", c->n_monitors);
+	CHECK(c->n_datacenters == 4 && c->n_services == 2, "datacenters and services");
+	if (c->n_monitors == 8 && c->n_datacenters == 4 && c->n_services == 2) {
+		test_health_monitors(c);
+		test_health_targets(c);
+	}
+	conf_free(c);
+
+	/* Monitors load before the sections that use them wherever they stand in the file. */
+	c = load_ok("conf/health/minimal.yaml");
+	if (c) {
+		const conf_monitor_t *m = c->monitors;
+		CHECK(c->n_monitors == 1 && str_eq(m[0].type, "http") && m[0].port == 0 &&
+		          str_eq(m[0].path, "/") && !m[0].host && !m[0].body && m[0].tls_verify &&
+		          m[0].n_status == 0 && !m[0].qname && m[0].qtype == 1 && m[0].rcode == 0 &&
+		          !m[0].answer && !m[0].command && m[0].n_command == 0 && !m[0].static_down,
+		      "minimal monitor: defaults");
+		if (c->n_monitors == 1)
+			CHECK(strcmp(timing_str(&m[0]), default_timing) == 0, "default timing %s",
+			      timing_str(&m[0]));
+		CHECK(!c->health_state_file, "no health state file by default");
+		CHECK(c->n_services == 1 && c->services[0].monitor == 0 &&
+		          c->services[0].dcs[0].monitor == CONF_MONITOR_NONE &&
+		          c->datacenters[0].monitor == CONF_MONITOR_NONE,
+		      "service monitor resolved, others none");
+		conf_free(c);
+	}
+
+	c = load_ok("conf/gslb.yaml");
+	if (c) {
+		bool none = c->n_monitors == 0 && !c->monitors && !c->health_state_file;
+		for (size_t i = 0; i < c->n_datacenters; i++)
+			none = none && c->datacenters[i].monitor == CONF_MONITOR_NONE &&
+			       !c->datacenters[i].probe;
+		for (size_t i = 0; i < c->n_services; i++) {
+			none = none && c->services[i].monitor == CONF_MONITOR_NONE;
+			for (size_t d = 0; d < c->services[i].n_dcs; d++)
+				none = none && c->services[i].dcs[d].monitor == CONF_MONITOR_NONE;
+		}
+		CHECK(none, "a GSLB config without monitors: every monitor is CONF_MONITOR_NONE");
+		conf_free(c);
+	}
+}
+
+#define H "conf/health/"
+
+static const struct {
+	const char *file;
+	const char *error;
+} health_error_rows[] = {
+    {H "err-undefined-monitor.yaml", H "err-undefined-monitor.yaml:10: services.monitor: "
+                                       "unknown monitor 'wbe' (monitors: web)"},
+    {H "err-undefined-dc-monitor.yaml", H "err-undefined-dc-monitor.yaml:5: datacenters.monitor: "
+                                          "unknown monitor 'gw' (no monitors are configured)"},
+    {H "err-undefined-sdc-monitor.yaml",
+     H "err-undefined-sdc-monitor.yaml:14: services.datacenters.monitor: unknown monitor 'web2' "
+       "(monitors: web, api)"},
+    {H "err-timeout.yaml", H "err-timeout.yaml:8: monitors.web: timeout (1000 ms) must be less "
+                             "than interval (1000 ms)"},
+    {H "err-timeout-default.yaml", H "err-timeout-default.yaml:7: monitors.web: timeout (1000 ms) "
+                                     "must be less than interval (500 ms)"},
+    {H "err-wrong-type-key.yaml", H "err-wrong-type-key.yaml:8: monitors.gw: 'path' does not "
+                                    "apply to tcp monitors (only http, https)"},
+    {H "err-command-on-http.yaml", H "err-command-on-http.yaml:5: monitors.web: 'command' does "
+                                     "not apply to http monitors (only exec)"},
+    {H "err-tls-verify-http.yaml", H "err-tls-verify-http.yaml:5: monitors.web: 'tls-verify' does "
+                                     "not apply to http monitors (only https)"},
+    {H "err-exec-no-command.yaml",
+     H "err-exec-no-command.yaml:5: monitors.script: an exec monitor needs a 'command'"},
+    {H "err-command-empty.yaml",
+     H "err-command-empty.yaml:5: monitors.command: needs at least one value"},
+    {H "err-tcp-no-port.yaml", H "err-tcp-no-port.yaml:5: monitors.gw: a tcp monitor needs a "
+                                 "'port'"},
+    {H "err-probe.yaml",
+     H "err-probe.yaml:14: services.datacenters.addresses.probe: invalid probe address "
+       "'192.0.2.300:80' (expected IP or IP:PORT, IPv6 as \"[2001:db8::1]:PORT\")"},
+    {H "err-probe-port0.yaml",
+     H "err-probe-port0.yaml:7: datacenters.probe: port 0 is not allowed in '10.0.0.1:0'"},
+    {H "err-qtype.yaml",
+     H "err-qtype.yaml:5: monitors.qtype: unknown qtype 'AXFR' (expected A, NS, CNAME, SOA, PTR, "
+       "HINFO, MX, TXT, AAAA, SRV, NAPTR, DNAME, DS, DNSKEY, TLSA, SVCB, HTTPS, CAA, NSEC, "
+       "NSEC3PARAM)"},
+    {H "err-qtype-meta.yaml", H "err-qtype-meta.yaml:5: monitors.qtype: 'TYPE255' is not a query "
+                                "type a monitor can ask for (TYPE1 to TYPE65535, no meta types)"},
+    {H "err-rcode.yaml",
+     H "err-rcode.yaml:5: monitors.rcode: unknown rcode 'NOERR' (expected NOERROR, FORMERR, "
+       "SERVFAIL, NXDOMAIN, NOTIMP, REFUSED, YXDOMAIN, YXRRSET, NXRRSET, NOTAUTH, NOTZONE)"},
+    {H "err-status.yaml", H "err-status.yaml:5: monitors.expect-status: '600' is not an HTTP "
+                            "status code (100 to 599)"},
+    {H "err-status-many.yaml",
+     H "err-status-many.yaml:5: monitors.expect-status: at most 8 status codes"},
+    {H "err-static-state.yaml",
+     H "err-static-state.yaml:5: monitors.state: expected one of up, down; got 'maybe'"},
+    {H "err-requires-space.yaml",
+     H "err-requires-space.yaml:12: services.datacenters.addresses.requires: 'datacenter/ dc1' is "
+       "not a target name (e.g. datacenter/NAME or service/NAME/DATACENTER/ADDRESS, without "
+       "spaces)"},
+    {H "err-type.yaml", H "err-type.yaml:5: monitors.type: expected one of tcp, http, https, dns, "
+                          "exec, static; got 'ping'"},
+    {H "err-type-missing.yaml",
+     H "err-type-missing.yaml:6: missing required key 'type' in section 'monitors'"},
+    {H "err-monitor-name.yaml",
+     H "err-monitor-name.yaml:5: monitors: 'web/1' must not contain '/' or spaces"},
+    {H "err-dc-probe-no-monitor.yaml",
+     H "err-dc-probe-no-monitor.yaml:5: datacenters: 'dc1' has a 'probe' but no 'monitor'"},
+    {H "err-dc-monitor-no-probe.yaml",
+     H "err-dc-monitor-no-probe.yaml:8: datacenters: 'dc2' has a 'monitor' but no 'probe' (the "
+       "address the link monitor checks, e.g. the ISP gateway)"},
+    {H "err-dc-dns-no-qname.yaml",
+     H "err-dc-dns-no-qname.yaml:7: datacenters: 'dc1' uses dns monitor 'dns1', which needs a "
+       "'qname' here (there is no service name to ask for)"},
+    {H "err-address-probe-no-monitor.yaml",
+     H "err-address-probe-no-monitor.yaml:9: services.datacenters.addresses: 192.0.2.1 has a "
+       "'probe' but no monitor (set 'monitor' on the service or the datacenter)"},
+    {H "err-monitor-unknown-key.yaml",
+     H "err-monitor-unknown-key.yaml:7: unknown key 'intervall' in section 'monitors'"},
+    {H "err-monitors-type.yaml", H "err-monitors-type.yaml:5: section 'monitors' must be a "
+                                   "mapping of monitor names to monitors, got a list"},
+    {H "err-path.yaml", H "err-path.yaml:5: monitors.web: path 'health' must start with '/' and "
+                          "contain no spaces (encode them as %20)"},
+    {H "err-interval.yaml",
+     H "err-interval.yaml:5: monitors.interval: 50 is out of range (100 to 3600000)"},
+    {H "err-health-key.yaml",
+     H "err-health-key.yaml:5: unknown key 'statefile' in section 'health'"},
+    {H "err-dup-monitor.yaml",
+     H "err-dup-monitor.yaml:6: duplicate key 'web' in section 'monitors' (first at line 5)"},
+};
+
+#undef H
+
+static void test_health_errors(void)
+{
+	for (size_t i = 0; i < sizeof(health_error_rows) / sizeof(health_error_rows[0]); i++) {
+		static conf_t sentinel;
+		char err[1024] = "";
+		conf_t *conf = &sentinel; /* must be reset to NULL on failure */
+		int ret = conf_load_file(health_error_rows[i].file, &conf, err, sizeof(err));
+		bool same = strcmp(err, health_error_rows[i].error) == 0;
+		CHECK(ret == STEER_ECONF && !conf && same, "%s -> \"%s\"%s%s",
+		      health_error_rows[i].file, err, same ? "" : " expected ",
+		      same ? "" : health_error_rows[i].error);
+		if (ret == 0)
+			conf_free(conf);
+	}
 }
 
 static const struct {
@@ -707,6 +942,8 @@ int main(void)
 	test_defaults();
 	test_errors();
 	test_gslb();
+	test_health();
+	test_health_errors();
 	test_add_listen();
 	test_add_zone();
 	test_restart_changes();

@@ -1,0 +1,600 @@
+/*
+ * The health-monitoring parts of the configuration: the `monitors` section (name -> monitor),
+ * and the `monitor`, `probe` and `requires` keys that datacenters, services, service
+ * datacenters and addresses carry (conf_gslb.c's callbacks hand those values to the helpers
+ * here). The `health` section is a plain mapping of conf_t keys and goes through the generic
+ * loader. `monitors` comes before `datacenters` in the section table, so it loads first and
+ * monitor names are resolved to indices while parsing: a typo is reported with its file:line.
+ * What cannot be resolved here (`requires` names targets the health engine builds) is only
+ * checked for shape. Control thread only.
+ */
+#include "conf/conf_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "dns/const.h"
+
+/* Monitor names appear in log lines and steerctl output next to target names. */
+#define MONITOR_NAME_MAXLEN 63
+
+typedef enum {
+	MON_TCP,
+	MON_HTTP,
+	MON_HTTPS,
+	MON_DNS,
+	MON_EXEC,
+	MON_STATIC,
+	MON_N,
+} mon_type_t;
+
+static const char *const type_names[MON_N] = {"tcp", "http", "https", "dns", "exec", "static"};
+
+#define T(type) (1u << (type))
+
+/* Keys that only some monitor types use; every other key applies to all of them. */
+static const struct {
+	const char *key;
+	unsigned types;
+} type_only_keys[] = {
+    {"port", T(MON_TCP) | T(MON_HTTP) | T(MON_HTTPS) | T(MON_DNS)},
+    {"path", T(MON_HTTP) | T(MON_HTTPS)},
+    {"host", T(MON_HTTP) | T(MON_HTTPS)},
+    {"expect-status", T(MON_HTTP) | T(MON_HTTPS)},
+    {"body", T(MON_HTTP) | T(MON_HTTPS)},
+    {"tls-verify", T(MON_HTTPS)},
+    {"qname", T(MON_DNS)},
+    {"qtype", T(MON_DNS)},
+    {"rcode", T(MON_DNS)},
+    {"answer", T(MON_DNS)},
+    {"command", T(MON_EXEC)},
+    {"state", T(MON_STATIC)},
+};
+
+typedef struct {
+	const char *name;
+	unsigned value;
+} mnemonic_t;
+
+/* Query types a health check may ask for; meta types (ANY, AXFR, OPT) make no sense here. */
+static const mnemonic_t qtypes[] = {
+    {"A", DNS_TYPE_A},         {"NS", DNS_TYPE_NS},
+    {"CNAME", DNS_TYPE_CNAME}, {"SOA", DNS_TYPE_SOA},
+    {"PTR", DNS_TYPE_PTR},     {"HINFO", DNS_TYPE_HINFO},
+    {"MX", DNS_TYPE_MX},       {"TXT", DNS_TYPE_TXT},
+    {"AAAA", DNS_TYPE_AAAA},   {"SRV", DNS_TYPE_SRV},
+    {"NAPTR", DNS_TYPE_NAPTR}, {"DNAME", DNS_TYPE_DNAME},
+    {"DS", DNS_TYPE_DS},       {"DNSKEY", DNS_TYPE_DNSKEY},
+    {"TLSA", DNS_TYPE_TLSA},   {"SVCB", DNS_TYPE_SVCB},
+    {"HTTPS", DNS_TYPE_HTTPS}, {"CAA", DNS_TYPE_CAA},
+    {"NSEC", DNS_TYPE_NSEC},   {"NSEC3PARAM", DNS_TYPE_NSEC3PARAM},
+};
+
+/* The header rcodes (4 bits, RFC 1035 and RFC 2136); extended ones need EDNS. */
+static const mnemonic_t rcodes[] = {
+    {"NOERROR", DNS_RCODE_NOERROR},
+    {"FORMERR", DNS_RCODE_FORMERR},
+    {"SERVFAIL", DNS_RCODE_SERVFAIL},
+    {"NXDOMAIN", DNS_RCODE_NXDOMAIN},
+    {"NOTIMP", DNS_RCODE_NOTIMP},
+    {"REFUSED", DNS_RCODE_REFUSED},
+    {"YXDOMAIN", 6},
+    {"YXRRSET", 7},
+    {"NXRRSET", 8},
+    {"NOTAUTH", DNS_RCODE_NOTAUTH},
+    {"NOTZONE", 10},
+};
+
+#define HTTP_STATUS_MIN 100
+#define HTTP_STATUS_MAX 599
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+/* Target names, monitor names and requires entries are single words in logs and commands. */
+static bool has_space_or_control(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		if (*p <= ' ' || *p == 0x7f)
+			return true;
+	}
+	return false;
+}
+
+typedef int (*scalar_cb)(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *item,
+                         const char *text, void *ctx);
+
+/*
+ * Call @p cb with the text of each item of list @p node; a single value is a one-item list.
+ * An empty list (or null) is an error unless @p allow_empty.
+ */
+static int for_each_scalar(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
+                           bool allow_empty, scalar_cb cb, void *ctx)
+{
+	const yaml_node_t *one = node;
+	const yaml_node_item_t *it = NULL, *top = NULL;
+	if (node->type == YAML_SEQUENCE_NODE) {
+		it = node->data.sequence.items.start;
+		top = node->data.sequence.items.top;
+	}
+	if (conf_is_null(node) || (node->type == YAML_SEQUENCE_NODE && it == top)) {
+		if (allow_empty)
+			return 0;
+		return conf_fail(ld, conf_node_line(node), "%s.%s: needs at least one value",
+		                 key->section, key->name);
+	}
+	if (node->type == YAML_MAPPING_NODE)
+		return conf_fail(ld, conf_node_line(node), "%s.%s: expected a list, got %s",
+		                 key->section, key->name, conf_kind_name(node));
+	do {
+		if (it)
+			one = conf_node(ld, *it++);
+		const char *text;
+		int ret = conf_scalar_text(ld, key, one, &text);
+		if (ret == 0)
+			ret = cb(ld, key, one, text, ctx);
+		if (ret != 0)
+			return ret;
+	} while (it && it < top);
+	return 0;
+}
+
+static int mnemonic(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
+                    const mnemonic_t *table, size_t n, unsigned *out)
+{
+	const char *text;
+	int ret = conf_scalar_text(ld, key, node, &text);
+	if (ret != 0)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		if (strcasecmp(table[i].name, text) == 0) {
+			*out = table[i].value;
+			return 0;
+		}
+	}
+	char names[256] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < n && used < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+		                         table[i].name);
+	return conf_fail(ld, conf_node_line(node), "%s.%s: unknown %s '%s' (expected %s)",
+	                 key->section, key->name, key->name, text, names);
+}
+
+static int parse_qtype(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
+                       uint16_t *out)
+{
+	unsigned v;
+	const char *text;
+	int ret = conf_scalar_text(ld, key, node, &text);
+	if (ret != 0)
+		return ret;
+	/* RFC 3597 generic form, for types we have no mnemonic for */
+	if (strncasecmp(text, "TYPE", 4) == 0 && text[4] >= '0' && text[4] <= '9') {
+		char *end = NULL;
+		errno = 0;
+		unsigned long n = strtoul(text + 4, &end, 10);
+		bool meta = n == DNS_TYPE_OPT || (n >= 128 && n <= 255);
+		if (*end != '\0' || errno == ERANGE || n == 0 || n > UINT16_MAX || meta)
+			return conf_fail(ld, conf_node_line(node),
+			                 "%s.%s: '%s' is not a query type a monitor can ask for "
+			                 "(TYPE1 to TYPE65535, no meta types)",
+			                 key->section, key->name, text);
+		*out = (uint16_t)n;
+		return 0;
+	}
+	ret = mnemonic(ld, key, node, qtypes, STEER_ARRAY_LEN(qtypes), &v);
+	if (ret == 0)
+		*out = (uint16_t)v;
+	return ret;
+}
+
+/* ---- monitors ----------------------------------------------------------------------------- */
+
+static int status_item(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *item,
+                       const char *text, void *ctx)
+{
+	conf_monitor_t *mon = ctx;
+	char *end = NULL;
+	errno = 0;
+	unsigned long code = text[0] >= '0' && text[0] <= '9' ? strtoul(text, &end, 10) : 0;
+	if (!end || *end != '\0' || errno == ERANGE || code < HTTP_STATUS_MIN ||
+	    code > HTTP_STATUS_MAX)
+		return conf_fail(ld, conf_node_line(item),
+		                 "%s.%s: '%s' is not an HTTP status code (%d to %d)", key->section,
+		                 key->name, text, HTTP_STATUS_MIN, HTTP_STATUS_MAX);
+	for (size_t i = 0; i < mon->n_status; i++) {
+		if (mon->status[i] == code)
+			return conf_fail(ld, conf_node_line(item), "%s.%s: %lu is listed twice",
+			                 key->section, key->name, code);
+	}
+	if (mon->n_status == CONF_HTTP_STATUS_MAX)
+		return conf_fail(ld, conf_node_line(item), "%s.%s: at most %d status codes",
+		                 key->section, key->name, CONF_HTTP_STATUS_MAX);
+	mon->status[mon->n_status++] = (uint16_t)code;
+	return 0;
+}
+
+static int command_item(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *item,
+                        const char *text, void *ctx)
+{
+	conf_monitor_t *mon = ctx;
+	if (mon->n_command == 0 && text[0] == '\0')
+		return conf_fail(ld, conf_node_line(item), "%s.%s: the program must not be empty",
+		                 key->section, key->name);
+	/* argv stays NULL-terminated after every append */
+	mon->command = xrealloc(mon->command, (mon->n_command + 2) * sizeof(*mon->command));
+	mon->command[mon->n_command++] = xstrdup(text);
+	mon->command[mon->n_command] = NULL;
+	return 0;
+}
+
+static void command_free(conf_monitor_t *mon)
+{
+	for (size_t i = 0; i < mon->n_command; i++)
+		free(mon->command[i]);
+	free(mon->command);
+	mon->command = NULL;
+	mon->n_command = 0;
+}
+
+static int monitor_type(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                        conf_monitor_t *mon)
+{
+	const char *text;
+	int ret = conf_scalar_text(ld, key, value, &text);
+	if (ret != 0)
+		return ret;
+	for (size_t i = 0; i < MON_N; i++) {
+		if (strcmp(type_names[i], text) == 0) {
+			free(mon->type);
+			mon->type = xstrdup(text);
+			return 0;
+		}
+	}
+	return conf_fail(ld, conf_node_line(value),
+	                 "%s.%s: expected one of tcp, http, https, dns, exec, static; got '%s'",
+	                 key->section, key->name, text);
+}
+
+static int monitor_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
+                           const yaml_node_t *value, void *ctx)
+{
+	(void)ctx;
+	conf_monitor_t *mon = base;
+	unsigned rcode;
+	int ret;
+	if (strcmp(key->name, "type") == 0)
+		return monitor_type(ld, key, value, mon);
+	if (strcmp(key->name, "expect-status") == 0) {
+		mon->n_status = 0;
+		return for_each_scalar(ld, key, value, false, status_item, mon);
+	}
+	if (strcmp(key->name, "qtype") == 0)
+		return parse_qtype(ld, key, value, &mon->qtype);
+	if (strcmp(key->name, "rcode") == 0) {
+		ret = mnemonic(ld, key, value, rcodes, STEER_ARRAY_LEN(rcodes), &rcode);
+		if (ret == 0)
+			mon->rcode = (uint8_t)rcode;
+		return ret;
+	}
+	STEER_ASSERT(strcmp(key->name, "command") == 0);
+	command_free(mon);
+	return for_each_scalar(ld, key, value, false, command_item, mon);
+}
+
+static mon_type_t type_of(const conf_monitor_t *mon)
+{
+	for (size_t i = 0; i < MON_N; i++) {
+		if (strcmp(type_names[i], mon->type) == 0)
+			return (mon_type_t)i;
+	}
+	STEER_ASSERT(!"monitor type validated while parsing");
+	return MON_STATIC;
+}
+
+/* Line of key @p name in mapping @p map, or @p fallback when it is not there. */
+static size_t key_line(conf_loader_t *ld, const yaml_node_t *map, const char *name, size_t fallback)
+{
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = conf_node(ld, p->key);
+		if (strcmp((const char *)k->data.scalar.value, name) == 0)
+			return conf_node_line(k);
+	}
+	return fallback;
+}
+
+/* Keys given for a type that does not use them: a silently ignored `path` on a tcp monitor
+ * would hide a mistake. */
+static int check_type_keys(conf_loader_t *ld, const conf_monitor_t *mon, const yaml_node_t *map)
+{
+	mon_type_t type = type_of(mon);
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = conf_node(ld, p->key);
+		const char *name = (const char *)k->data.scalar.value;
+		for (size_t i = 0; i < STEER_ARRAY_LEN(type_only_keys); i++) {
+			if (strcmp(type_only_keys[i].key, name) != 0 ||
+			    (type_only_keys[i].types & T(type)))
+				continue;
+			char types[64] = "";
+			size_t used = 0;
+			for (size_t t = 0; t < MON_N; t++) {
+				if (type_only_keys[i].types & T(t))
+					used += (size_t)snprintf(types + used, sizeof(types) - used,
+					                         "%s%s", used ? ", " : "",
+					                         type_names[t]);
+			}
+			return conf_fail(
+			    ld, conf_node_line(k),
+			    "monitors.%s: '%s' does not apply to %s monitors (only %s)", mon->name,
+			    name, mon->type, types);
+		}
+	}
+	return 0;
+}
+
+static int check_monitor(conf_loader_t *ld, const conf_monitor_t *mon, const yaml_node_t *map)
+{
+	int ret = check_type_keys(ld, mon, map);
+	if (ret != 0)
+		return ret;
+	if (mon->timeout >= mon->interval)
+		return conf_fail(
+		    ld, key_line(ld, map, "timeout", key_line(ld, map, "interval", mon->line)),
+		    "monitors.%s: timeout (%u ms) must be less than interval (%u ms)", mon->name,
+		    mon->timeout, mon->interval);
+	switch (type_of(mon)) {
+	case MON_TCP:
+		if (mon->port == 0)
+			return conf_fail(ld, mon->line, "monitors.%s: a tcp monitor needs a 'port'",
+			                 mon->name);
+		break;
+	case MON_EXEC:
+		if (mon->n_command == 0)
+			return conf_fail(ld, mon->line,
+			                 "monitors.%s: an exec monitor needs a 'command'",
+			                 mon->name);
+		break;
+	case MON_HTTP:
+	case MON_HTTPS:
+		if (mon->path[0] != '/' || has_space_or_control(mon->path))
+			return conf_fail(
+			    ld, key_line(ld, map, "path", mon->line),
+			    "monitors.%s: path '%s' must start with '/' and contain no "
+			    "spaces (encode them as %%20)",
+			    mon->name, mon->path);
+		if (mon->host && has_space_or_control(mon->host))
+			return conf_fail(ld, key_line(ld, map, "host", mon->line),
+			                 "monitors.%s: host '%s' must not contain spaces",
+			                 mon->name, mon->host);
+		break;
+	case MON_DNS:
+	case MON_STATIC:
+	case MON_N:
+		break;
+	}
+	return 0;
+}
+
+static int check_monitor_name(conf_loader_t *ld, const char *name, size_t line)
+{
+	size_t len = strlen(name);
+	if (len == 0)
+		return conf_fail(ld, line, "monitors: a monitor name must not be empty");
+	if (len > MONITOR_NAME_MAXLEN)
+		return conf_fail(ld, line, "monitors: '%s' is longer than %d bytes", name,
+		                 MONITOR_NAME_MAXLEN);
+	if (strchr(name, '/') || has_space_or_control(name))
+		return conf_fail(ld, line, "monitors: '%s' must not contain '/' or spaces", name);
+	return 0;
+}
+
+static void monitor_free(conf_monitor_t *mon)
+{
+	conf_free_fields("monitors", mon);
+	command_free(mon);
+	free(mon->type);
+	free(mon->name);
+}
+
+int conf_health_load_monitors(conf_loader_t *ld, const yaml_node_t *node)
+{
+	conf_t *conf = ld->conf;
+	int ret = 0;
+	if (conf_is_null(node))
+		return 0;
+	if (node->type != YAML_MAPPING_NODE)
+		return conf_fail(ld, conf_node_line(node),
+		                 "section 'monitors' must be a mapping of monitor names to "
+		                 "monitors, got %s",
+		                 conf_kind_name(node));
+	for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
+	     p < node->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = conf_node(ld, p->key), *v = conf_node(ld, p->value);
+		const char *name = conf_key_text(ld, k, &ret);
+		if (!name)
+			return ret;
+		ret = conf_check_duplicate_key(ld, node, p, name, "monitors");
+		if (ret == 0)
+			ret = check_monitor_name(ld, name, conf_node_line(k));
+		if (ret != 0)
+			return ret;
+		if (v->type != YAML_MAPPING_NODE)
+			return conf_fail(
+			    ld, conf_node_line(v),
+			    "monitors.%s: expected a mapping of keys (type, ...), got %s", name,
+			    conf_is_null(v) ? "nothing" : conf_kind_name(v));
+		conf->monitors =
+		    xrealloc(conf->monitors, (conf->n_monitors + 1) * sizeof(*conf->monitors));
+		conf_monitor_t *mon = &conf->monitors[conf->n_monitors++];
+		*mon = (conf_monitor_t){.name = xstrdup(name),
+		                        .qtype = DNS_TYPE_A,
+		                        .rcode = DNS_RCODE_NOERROR,
+		                        .line = (unsigned)conf_node_line(k)};
+		conf_apply_defaults("monitors", mon);
+		ret = conf_load_keys(ld, "monitors", mon, v, monitor_node_cb, NULL);
+		if (ret == 0)
+			ret = check_monitor(ld, mon, v);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* ---- references from datacenters, services and addresses ---------------------------------- */
+
+int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                            size_t *out)
+{
+	const conf_t *conf = ld->conf;
+	const char *text;
+	int ret = conf_scalar_text(ld, key, value, &text);
+	if (ret != 0)
+		return ret;
+	for (size_t i = 0; i < conf->n_monitors; i++) {
+		if (strcmp(conf->monitors[i].name, text) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	char names[256] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < conf->n_monitors && used < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+		                         conf->monitors[i].name);
+	return conf_fail(ld, conf_node_line(value), "%s.%s: unknown monitor '%s' (%s%s)",
+	                 key->section, key->name, text,
+	                 conf->n_monitors ? "monitors: " : "no monitors are configured", names);
+}
+
+int conf_health_probe(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                      char **out)
+{
+	const char *text;
+	steer_sockaddr_t addr;
+	int ret = conf_scalar_text(ld, key, value, &text);
+	if (ret != 0)
+		return ret;
+	if (steer_sockaddr_parse(text, 0, &addr) != 0)
+		return conf_fail(ld, conf_node_line(value),
+		                 "%s.%s: invalid probe address '%s' (expected IP or IP:PORT, IPv6 "
+		                 "as \"[2001:db8::1]:PORT\")",
+		                 key->section, key->name, text);
+	/* Port 0 is both "none given" (default 0) and an explicit ":0"; a second parse with
+	 * another default tells them apart. */
+	if (steer_sockaddr_port(&addr) == 0 && steer_sockaddr_parse(text, 1, &addr) == 0 &&
+	    steer_sockaddr_port(&addr) == 0)
+		return conf_fail(ld, conf_node_line(value), "%s.%s: port 0 is not allowed in '%s'",
+		                 key->section, key->name, text);
+	free(*out);
+	*out = xstrdup(text);
+	return 0;
+}
+
+typedef struct {
+	char ***items;
+	size_t *n;
+} str_list_t;
+
+static int requires_item(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *item,
+                         const char *text, void *ctx)
+{
+	str_list_t *list = ctx;
+	if (text[0] == '\0' || has_space_or_control(text))
+		return conf_fail(ld, conf_node_line(item),
+		                 "%s.%s: '%s' is not a target name (e.g. datacenter/NAME or "
+		                 "service/NAME/DATACENTER/ADDRESS, without spaces)",
+		                 key->section, key->name, text);
+	for (size_t i = 0; i < *list->n; i++) {
+		if (strcmp((*list->items)[i], text) == 0)
+			return conf_fail(ld, conf_node_line(item), "%s.%s: '%s' is listed twice",
+			                 key->section, key->name, text);
+	}
+	*list->items = xrealloc(*list->items, (*list->n + 1) * sizeof(**list->items));
+	(*list->items)[(*list->n)++] = xstrdup(text);
+	return 0;
+}
+
+int conf_health_requires(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                         conf_address_t *addr)
+{
+	str_list_t list = {.items = &addr->requires, .n = &addr->n_requires};
+	return for_each_scalar(ld, key, value, true, requires_item, &list);
+}
+
+int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc)
+{
+	if (dc->monitor == CONF_MONITOR_NONE) {
+		if (dc->probe)
+			return conf_fail(ld, dc->line,
+			                 "datacenters: '%s' has a 'probe' but no 'monitor'",
+			                 dc->name);
+		return 0;
+	}
+	const conf_monitor_t *mon = &ld->conf->monitors[dc->monitor];
+	mon_type_t type = type_of(mon);
+	if (type == MON_STATIC)
+		return 0; /* nothing is probed */
+	if (!dc->probe)
+		return conf_fail(ld, dc->line,
+		                 "datacenters: '%s' has a 'monitor' but no 'probe' (the address "
+		                 "the link monitor checks, e.g. the ISP gateway)",
+		                 dc->name);
+	if (type == MON_DNS && !mon->qname)
+		return conf_fail(ld, dc->line,
+		                 "datacenters: '%s' uses dns monitor '%s', which needs a 'qname' "
+		                 "here (there is no service name to ask for)",
+		                 dc->name, mon->name);
+	return 0;
+}
+
+int conf_health_check_service(conf_loader_t *ld, const conf_service_t *svc)
+{
+	char text[INET6_ADDRSTRLEN];
+	for (size_t d = 0; d < svc->n_dcs; d++) {
+		const conf_service_dc_t *sdc = &svc->dcs[d];
+		if (sdc->monitor != CONF_MONITOR_NONE || svc->monitor != CONF_MONITOR_NONE)
+			continue;
+		for (size_t a = 0; a < sdc->n_addresses; a++) {
+			const conf_address_t *addr = &sdc->addresses[a];
+			if (!addr->probe)
+				continue;
+			if (!inet_ntop(addr->family, addr->addr, text, sizeof(text)))
+				snprintf(text, sizeof(text), "?");
+			return conf_fail(ld, sdc->line,
+			                 "services.datacenters.addresses: %s has a 'probe' but no "
+			                 "monitor (set 'monitor' on the service or the datacenter)",
+			                 text);
+		}
+	}
+	return 0;
+}
+
+/* ---- freeing ------------------------------------------------------------------------------ */
+
+void conf_health_address_free(conf_address_t *addr)
+{
+	for (size_t i = 0; i < addr->n_requires; i++)
+		free(addr->requires[i]);
+	free(addr->requires);
+	free(addr->probe);
+	addr->requires = NULL;
+	addr->n_requires = 0;
+	addr->probe = NULL;
+}
+
+void conf_health_free(conf_t *conf)
+{
+	for (size_t i = 0; i < conf->n_monitors; i++)
+		monitor_free(&conf->monitors[i]);
+	free(conf->monitors);
+	conf->monitors = NULL;
+	conf->n_monitors = 0;
+	conf_free_fields("health", conf);
+}

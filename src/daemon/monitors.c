@@ -1,0 +1,335 @@
+#include "daemon/monitors.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+struct monitor_plan {
+	health_check_def_t *checks; /* key and monitor owned; spec strings borrow from conf */
+	size_t n_checks;
+	uint32_t *link; /* per conf datacenter: its link check, UINT32_MAX = none */
+	uint32_t n_targets;
+	uint32_t **deps; /* per target: check indices, owned */
+	size_t *n_deps;
+};
+
+static int plan_err(char *err, size_t errlen, const conf_t *conf, unsigned line, const char *fmt,
+                    ...) STEER_PRINTF(5, 6);
+
+static int plan_err(char *err, size_t errlen, const conf_t *conf, unsigned line, const char *fmt,
+                    ...)
+{
+	int n = snprintf(err, errlen, "%s:%u: ", conf->path ? conf->path : "(config)", line);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < errlen)
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return STEER_ECONF;
+}
+
+static uint16_t default_port(health_probe_type_t type, uint16_t configured)
+{
+	if (configured)
+		return configured;
+	switch (type) {
+	case HEALTH_PROBE_HTTP:
+		return 80;
+	case HEALTH_PROBE_HTTPS:
+		return 443;
+	case HEALTH_PROBE_DNS:
+		return 53;
+	default:
+		return 0;
+	}
+}
+
+/* The check of monitor @p m on @p probe (text) or @p addr; @p qname for dns without one. */
+static void def_fill(health_check_def_t *d, const conf_monitor_t *m, const steer_sockaddr_t *sa,
+                     const char *qname)
+{
+	*d = (health_check_def_t){.monitor = m->name,
+	                          .addr = *sa,
+	                          .interval_ms = m->interval,
+	                          .timeout_ms = m->timeout,
+	                          .jitter_pct = m->jitter,
+	                          .fall = m->fall,
+	                          .rise = m->rise,
+	                          .hold_down_ms = m->hold_down,
+	                          .slow_start_ms = m->slow_start,
+	                          .ttl_floor = m->ttl_floor};
+	d->is_static = strcmp(m->type, "static") == 0;
+	d->static_down = m->static_down;
+	if (!d->is_static && health_probe_type_parse(m->type, &d->spec.type) != 0)
+		d->is_static = true; /* the parser only lets known types through */
+	health_probe_spec_t *sp = &d->spec;
+	sp->path = m->path;
+	sp->host = m->host;
+	sp->body = m->body;
+	sp->tls_verify = m->tls_verify;
+	sp->n_status =
+	    (uint8_t)(m->n_status < HEALTH_HTTP_STATUS_MAX ? m->n_status : HEALTH_HTTP_STATUS_MAX);
+	memcpy(sp->status, m->status, sp->n_status * sizeof(sp->status[0]));
+	sp->qname = m->qname ? m->qname : qname;
+	sp->qtype = m->qtype ? m->qtype : 1;
+	sp->rcode = m->rcode;
+	sp->answer = m->answer;
+	sp->argv = m->command;
+}
+
+/* Index of the check for (monitor @p mi, probe address, qname), added when new. */
+static uint32_t check_find_or_add(monitor_plan_t *p, const conf_t *conf, size_t mi,
+                                  const steer_sockaddr_t *sa, const char *qname)
+{
+	const conf_monitor_t *m = &conf->monitors[mi];
+	char addr[STEER_SOCKADDR_STRLEN], key[STEER_SOCKADDR_STRLEN + 600];
+	steer_sockaddr_str(sa, addr, sizeof(addr));
+	bool per_name = strcmp(m->type, "dns") == 0 && !m->qname;
+	snprintf(key, sizeof(key), "%s@%s%s%s", m->name, addr, per_name ? "/" : "",
+	         per_name ? qname : "");
+	for (size_t i = 0; i < p->n_checks; i++)
+		if (strcmp(p->checks[i].key, key) == 0)
+			return (uint32_t)i;
+	p->checks = xrealloc(p->checks, (p->n_checks + 1) * sizeof(*p->checks));
+	health_check_def_t *d = &p->checks[p->n_checks];
+	def_fill(d, m, sa, qname);
+	d->key = xstrdup(key);
+	return (uint32_t)p->n_checks++;
+}
+
+/* The probe address: @p probe text (with or without port) or the answer address. */
+static int probe_addr(const conf_monitor_t *m, const char *probe, sa_family_t family,
+                      const uint8_t *raw, steer_sockaddr_t *out)
+{
+	health_probe_type_t type;
+	uint16_t port = m->port;
+	if (health_probe_type_parse(m->type, &type) == 0)
+		port = default_port(type, m->port);
+	if (probe)
+		return steer_sockaddr_parse(probe, port, out);
+	memset(out, 0, sizeof(*out));
+	if (family == AF_INET) {
+		out->sin.sin_family = AF_INET;
+		memcpy(&out->sin.sin_addr, raw, 4);
+		out->sin.sin_port = htons(port);
+	} else {
+		out->sin6.sin6_family = AF_INET6;
+		memcpy(&out->sin6.sin6_addr, raw, 16);
+		out->sin6.sin6_port = htons(port);
+	}
+	return 0;
+}
+
+static void dep_add(monitor_plan_t *p, uint32_t t, uint32_t check)
+{
+	for (size_t i = 0; i < p->n_deps[t]; i++)
+		if (p->deps[t][i] == check)
+			return;
+	p->deps[t] = xrealloc(p->deps[t], (p->n_deps[t] + 1) * sizeof(uint32_t));
+	p->deps[t][p->n_deps[t]++] = check;
+}
+
+static int links_build(monitor_plan_t *p, const conf_t *conf, char *err, size_t errlen)
+{
+	p->link = xmalloc((conf->n_datacenters + 1) * sizeof(*p->link));
+	for (size_t i = 0; i < conf->n_datacenters; i++) {
+		const conf_datacenter_t *dc = &conf->datacenters[i];
+		p->link[i] = UINT32_MAX;
+		if (dc->monitor == CONF_MONITOR_NONE)
+			continue;
+		steer_sockaddr_t sa;
+		if (!dc->probe || probe_addr(&conf->monitors[dc->monitor], dc->probe, 0, NULL, &sa))
+			return plan_err(err, errlen, conf, dc->line,
+			                "datacenter %s: link monitor needs a probe address "
+			                "(probe: ADDRESS[:PORT]), got '%s'",
+			                dc->name, dc->probe ? dc->probe : "");
+		p->link[i] = check_find_or_add(p, conf, dc->monitor, &sa, ".");
+	}
+	return 0;
+}
+
+/* Own and link checks of every target; @p t counts targets in view-builder order. */
+static int targets_build(monitor_plan_t *p, const conf_t *conf, char *err, size_t errlen)
+{
+	uint32_t t = 0;
+	for (size_t i = 0; i < conf->n_services; i++) {
+		const conf_service_t *cs = &conf->services[i];
+		for (size_t j = 0; j < cs->n_dcs; j++) {
+			const conf_service_dc_t *cd = &cs->dcs[j];
+			size_t mi = cd->monitor != CONF_MONITOR_NONE ? cd->monitor : cs->monitor;
+			for (size_t k = 0; k < cd->n_addresses; k++, t++) {
+				if (t >= p->n_targets)
+					return plan_err(
+					    err, errlen, conf, cs->line,
+					    "internal: more addresses than GSLB targets");
+				const conf_address_t *ca = &cd->addresses[k];
+				if (mi != CONF_MONITOR_NONE) {
+					steer_sockaddr_t sa;
+					if (probe_addr(&conf->monitors[mi], ca->probe, ca->family,
+					               ca->addr, &sa) != 0)
+						return plan_err(
+						    err, errlen, conf, cd->line,
+						    "service %s: bad probe address '%s'", cs->name,
+						    ca->probe);
+					dep_add(p, t,
+					        check_find_or_add(p, conf, mi, &sa, cs->name));
+				}
+				if (cd->datacenter < conf->n_datacenters &&
+				    p->link[cd->datacenter] != UINT32_MAX)
+					dep_add(p, t, p->link[cd->datacenter]);
+			}
+		}
+	}
+	if (t != p->n_targets)
+		return plan_err(err, errlen, conf, 0, "internal: %u addresses for %u GSLB targets",
+		                t, p->n_targets);
+	return 0;
+}
+
+/* The checks of what @p name means: "datacenter/<dc>" or a target's own (not transitive). */
+static int require_checks(const monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h,
+                          const char *name, uint32_t **own, size_t *n)
+{
+	static uint32_t one;
+	if (strncasecmp(name, "datacenter/", 11) == 0) {
+		for (size_t i = 0; i < conf->n_datacenters; i++) {
+			if (strcasecmp(conf->datacenters[i].name, name + 11) != 0)
+				continue;
+			if (p->link[i] == UINT32_MAX)
+				return STEER_ENOENT;
+			one = p->link[i];
+			*own = &one;
+			*n = 1;
+			return 0;
+		}
+		return STEER_ENOENT;
+	}
+	for (uint32_t t = 0; t < h->count; t++) {
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, t, &e) == 0 && e.name && strcasecmp(e.name, name) == 0) {
+			*own = p->deps[t];
+			*n = p->n_deps[t];
+			return 0;
+		}
+	}
+	return STEER_ENOENT;
+}
+
+static int requires_build(monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h, char *err,
+                          size_t errlen)
+{
+	/* Resolve against the direct checks only, so a cycle cannot loop: copy first. */
+	size_t *direct = xmemdup(p->n_deps, (p->n_targets + 1) * sizeof(*direct));
+	uint32_t t = 0;
+	int ret = 0;
+	for (size_t i = 0; i < conf->n_services && ret == 0; i++) {
+		const conf_service_t *cs = &conf->services[i];
+		for (size_t j = 0; j < cs->n_dcs && ret == 0; j++) {
+			const conf_service_dc_t *cd = &cs->dcs[j];
+			for (size_t k = 0; k < cd->n_addresses && ret == 0; k++, t++) {
+				const conf_address_t *ca = &cd->addresses[k];
+				for (size_t r = 0; r < ca->n_requires; r++) {
+					uint32_t *own;
+					size_t n;
+					if (require_checks(p, conf, h, ca->requires[r], &own, &n)) {
+						ret =
+						    plan_err(err, errlen, conf, cd->line,
+						             "service %s: requires '%s': no such "
+						             "monitored target or datacenter link",
+						             cs->name, ca->requires[r]);
+						break;
+					}
+					size_t limit = own == p->deps[t] ? direct[t] : n;
+					for (size_t x = 0; x < limit && x < n; x++)
+						dep_add(p, t, own[x]);
+				}
+			}
+		}
+	}
+	free(direct);
+	return ret;
+}
+
+int monitor_plan_build(const conf_t *conf, const gslb_health_t *health, monitor_plan_t **out,
+                       char *err, size_t errlen)
+{
+	monitor_plan_t *p = xcalloc(1, sizeof(*p));
+	p->n_targets = health->count;
+	p->deps = xcalloc(p->n_targets + 1, sizeof(*p->deps));
+	p->n_deps = xcalloc(p->n_targets + 1, sizeof(*p->n_deps));
+	int ret = links_build(p, conf, err, errlen);
+	if (ret == 0)
+		ret = targets_build(p, conf, err, errlen);
+	if (ret == 0)
+		ret = requires_build(p, conf, health, err, errlen);
+	if (ret != 0) {
+		monitor_plan_free(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
+void monitor_plan_free(monitor_plan_t *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_checks; i++)
+		free((char *)p->checks[i].key);
+	free(p->checks);
+	for (uint32_t t = 0; t < p->n_targets; t++)
+		free(p->deps[t]);
+	free(p->deps);
+	free(p->n_deps);
+	free(p->link);
+	free(p);
+}
+
+const health_check_def_t *monitor_plan_checks(const monitor_plan_t *p, size_t *n)
+{
+	*n = p->n_checks;
+	return p->checks;
+}
+
+const uint32_t *monitor_plan_target_checks(const monitor_plan_t *p, uint32_t target, size_t *n)
+{
+	if (target >= p->n_targets) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->n_deps[target];
+	return p->deps[target];
+}
+
+void monitor_plan_apply(const monitor_plan_t *p, const health_engine_t *engine, gslb_health_t *h)
+{
+	size_t n_checks = health_engine_count(engine);
+	for (uint32_t t = 0; t < p->n_targets && t < h->count; t++) {
+		bool down = false;
+		uint32_t cap = 0;
+		unsigned ramp = 0;
+		for (size_t i = 0; i < p->n_deps[t]; i++) {
+			if (p->deps[t][i] >= n_checks)
+				continue;
+			health_check_status_t st;
+			health_engine_status(engine, p->deps[t][i], &st);
+			if (!st.known)
+				continue;
+			down |= st.down;
+			if (st.ttl_cap && (!cap || st.ttl_cap < cap))
+				cap = st.ttl_cap;
+			if (st.ramp && (!ramp || st.ramp < ramp))
+				ramp = st.ramp;
+		}
+		/* t < h->count: neither can fail. */
+		int ret = gslb_health_set_monitor(h, t, gslb_sttl_make(down, cap));
+		ret |= gslb_health_set_ramp(h, t, ramp);
+		STEER_ASSERT(ret == 0);
+	}
+}
