@@ -159,13 +159,28 @@ static int wait_command(pid_t cmd, bool kill_now)
 	}
 }
 
+/*
+ * SIG_DFL for @p sig through the system call: glibc's sigaction() refuses its own signals (32
+ * and 33, used for thread cancellation), but a parent may have left them ignored (sanitizer
+ * runtimes do) and an ignored disposition survives exec. Fails harmlessly for KILL and STOP.
+ */
+static void reset_signal(int sig)
+{
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} dfl = {.handler = SIG_DFL};
+	(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+}
+
 static STEER_NORETURN void waiter_main(const exec_job_t *job)
 {
 	/* CLONE_CLEAR_SIGHAND reset the handlers; ignored signals (SIGPIPE) need this. All
 	 * signals stay blocked: the waiter takes SIGCHLD and SIGTERM with sigwaitinfo(). */
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL); /* fails harmlessly for KILL, STOP and libc's own */
+		reset_signal(sig);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	bool orphaned = getppid() != job->daemon_pid; /* the daemon died before the prctl */

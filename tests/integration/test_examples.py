@@ -70,6 +70,21 @@ def test_example_config_checks():
     assert res.returncode == 0, res.stderr
 
 
+def test_example_config_gslb_block_checks(tmp_path):
+    """The commented-out GSLB and monitor block of examples/steer.yaml is valid when enabled."""
+    text = (ROOT / "examples" / "steer.yaml").read_text()
+    head, block = text.split("# GSLB (docs/configuration.md", 1)
+    enabled = [line[2:] for line in block.splitlines()[4:] if line.startswith("# ")]
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(head.replace("zones/example.test.zone",
+                                 str(ROOT / "examples" / "zones" / "example.test.zone"))
+                    + "\n".join(enabled) + "\n")
+    assert "monitors:" in conf.read_text() and "services:" in conf.read_text()
+    res = run_steerd("-c", str(conf), "--check-config")
+    assert res.returncode == 0, res.stderr
+    assert "1 GSLB service(s), 1 map(s), 1 whoami name(s)" in res.stdout + res.stderr, res
+
+
 # --- logging --------------------------------------------------------------------------------
 
 LOG_CONFIG = """
