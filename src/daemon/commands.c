@@ -473,6 +473,7 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
                     void *ctx)
 {
 	server_t *s = ctx;
+	server_health_flush(s); /* report nothing the query threads do not see yet */
 	if (strcmp(cmd, "explain") == 0)
 		return cmd_explain(s, args, data, err, errlen);
 	if (strcmp(cmd, "override") == 0)

@@ -336,15 +336,19 @@ static void on_monitor_change(void *arg)
 	s->health_dirty = true;
 }
 
-static void on_loop_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+void server_health_flush(server_t *s)
 {
-	(void)loop;
-	(void)revents;
-	server_t *s = w->data;
 	if (!s->health_dirty || s->net == NULL || s->view == NULL)
 		return;
 	s->health_dirty = false;
 	publish_gslb(s, gslb_monitored(s, s->gslb));
+}
+
+static void on_loop_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	server_health_flush(w->data);
 }
 
 /*

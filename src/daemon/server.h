@@ -124,6 +124,12 @@ void server_report_clear(server_report_t *report) STEER_NONNULL(1);
 int server_start(server_t *server, const server_opts_t *opts, conf_t *conf)
     STEER_NONNULL(1, 2, 3) STEER_WUR;
 
+/**
+ * Publish the monitor results not yet folded into the health table (the loop does it before
+ * it sleeps; control commands call this first so that what they report is already served).
+ */
+void server_health_flush(server_t *server) STEER_NONNULL(1);
+
 /** Run the control thread's loop until SIGTERM or SIGINT. */
 void server_run(server_t *server) STEER_NONNULL(1);
 

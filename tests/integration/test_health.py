@@ -214,6 +214,23 @@ def test_tcp_backend_down_leaves_answers_and_returns(steerd, backends):
     assert f"web@127.0.0.11:{port}" in out and "UP" in out, out
 
 
+def test_answers_change_before_the_control_api_reports_the_state(steerd, backends):
+    """The health table is republished in the loop iteration of the deciding probe result,
+    before the control socket is served again: once `steerctl monitors` says DOWN (or UP),
+    the very next query already reflects it (issue 4: within 100 ms of the result)."""
+    port = free_port()
+    b1 = backends(TcpBackend, "127.0.0.11", port)
+    backends(TcpBackend, "127.0.0.12", port)
+    srv = start(steerd, tcp_config(port))
+    key = f"web@127.0.0.11:{port}"
+    b1.stop()
+    wait_for(lambda: monitors(srv)[key]["state"] == "DOWN", 3, 0.0, "monitor DOWN")
+    assert addrs(srv) == ["127.0.0.12"]
+    b1.start()
+    wait_for(lambda: monitors(srv)[key]["state"] == "UP", 3, 0.0, "monitor UP")
+    assert addrs(srv) == ["127.0.0.11"]
+
+
 def test_one_check_per_probe_target_shared_by_services(steerd, backends):
     port = free_port()
     backends(TcpBackend, "127.0.0.11", port)
