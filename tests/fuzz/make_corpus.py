@@ -134,6 +134,37 @@ def dname_seeds():
     return seeds
 
 
+def rr(name, rtype, rdata, ttl=300, rclass=1):
+    owner = name if isinstance(name, bytes) else dns.name.from_text(name).to_wire()
+    return owner + struct.pack("!HHIH", rtype, rclass, ttl, len(rdata)) + rdata
+
+
+def probe_reply_seeds():
+    """Replies for the dns health probe: byte 0 picks the case (0 A, 1 AAAA, 2 MX, 3 TXT,
+    4 CNAME, 5 A without an expected answer), then the datagram (see fuzz_probe_reply.c)."""
+    qn = "www.probe.test."
+    ptr = b"\xc0\x0c"  # the question name
+    seeds = {}
+    def reply(case, qtype, answers=(), flags=0x8400, extra=b"", ar=0, ns=0, qname=qn):
+        body = header(0x4242, flags, 1, len(answers), ns, ar) + question(qname, qtype)
+        return bytes([case]) + body + b"".join(answers) + extra
+    seeds["a-match"] = reply(0, 1, [rr(ptr, 1, bytes([192, 0, 2, 80]))])
+    seeds["a-other"] = reply(0, 1, [rr(ptr, 1, bytes([192, 0, 2, 81]))])
+    seeds["aaaa"] = reply(1, 28, [rr(ptr, 28, bytes.fromhex("20010db8" + "0" * 23 + "1"))])
+    mx = struct.pack("!H", 10) + dns.name.from_text("mail.probe.test.").to_wire()
+    seeds["mx"] = reply(2, 15, [rr(ptr, 15, mx)])
+    seeds["mx-compressed"] = reply(2, 15, [rr(ptr, 15, struct.pack("!H", 10) + b"\x04mail\xc0\x10")])
+    seeds["txt"] = reply(3, 16, [rr(ptr, 16, b"\x05hello\x06 world")])
+    seeds["cname"] = reply(4, 5, [rr(ptr, 5, b"\x01x\xc0\x10")])
+    seeds["any-nxdomain"] = reply(5, 1, flags=0x8403)
+    seeds["opt-badvers"] = reply(5, 1, extra=opt(version=0) [:1] + struct.pack("!HHIH", 41, 1232, 1 << 24, 0), ar=1)
+    seeds["truncated"] = reply(0, 1, [rr(ptr, 1, bytes([192, 0, 2, 80]))], flags=0x8600)[:-3]
+    seeds["wrong-question"] = reply(0, 1, qname="other.probe.test.")
+    seeds["not-a-reply"] = reply(0, 1, flags=0x0000)
+    seeds["loop"] = reply(0, 1, [rr(b"\xc0\x1f", 1, bytes(4))])
+    return seeds
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -148,6 +179,7 @@ def main():
     write("query_parse", queries)
     write("answer", queries)
     write("dname", dname_seeds())
+    write("probe_reply", probe_reply_seeds())
 
 
 if __name__ == "__main__":
