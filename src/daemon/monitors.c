@@ -192,31 +192,35 @@ static int targets_build(monitor_plan_t *p, const conf_t *conf, char *err, size_
 	return 0;
 }
 
-/* The checks of what @p name means: "datacenter/<dc>" or a target's own (not transitive). */
-static int require_checks(const monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h,
-                          const char *name, uint32_t **own, size_t *n)
+/*
+ * The checks that decide what @p name means: "datacenter/<dc>" (its link check) or a target's
+ * own and link checks (@p direct: their count per target), never what that target requires
+ * in turn, so the result does not depend on the order of targets and cycles are harmless.
+ * Appends them to target @p t. Returns 0 or STEER_ENOENT.
+ */
+static int require_add(monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h,
+                       const size_t *direct, uint32_t t, const char *name)
 {
-	static uint32_t one;
 	if (strncasecmp(name, "datacenter/", 11) == 0) {
 		for (size_t i = 0; i < conf->n_datacenters; i++) {
 			if (strcasecmp(conf->datacenters[i].name, name + 11) != 0)
 				continue;
 			if (p->link[i] == UINT32_MAX)
 				return STEER_ENOENT;
-			one = p->link[i];
-			*own = &one;
-			*n = 1;
+			dep_add(p, t, p->link[i]);
 			return 0;
 		}
 		return STEER_ENOENT;
 	}
-	for (uint32_t t = 0; t < h->count; t++) {
+	for (uint32_t x = 0; x < h->count; x++) {
 		gslb_health_entry_t e;
-		if (gslb_health_entry(h, t, &e) == 0 && e.name && strcasecmp(e.name, name) == 0) {
-			*own = p->deps[t];
-			*n = p->n_deps[t];
-			return 0;
-		}
+		if (gslb_health_entry(h, x, &e) != 0 || !e.name || strcasecmp(e.name, name) != 0)
+			continue;
+		if (direct[x] == 0)
+			return STEER_ENOENT; /* not monitored: requiring it would mean nothing */
+		for (size_t i = 0; i < direct[x]; i++)
+			dep_add(p, t, p->deps[x][i]);
+		return 0;
 	}
 	return STEER_ENOENT;
 }
@@ -224,7 +228,7 @@ static int require_checks(const monitor_plan_t *p, const conf_t *conf, const gsl
 static int requires_build(monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h, char *err,
                           size_t errlen)
 {
-	/* Resolve against the direct checks only, so a cycle cannot loop: copy first. */
+	/* A target's list starts with its direct checks; remember how many before appending. */
 	size_t *direct = xmemdup(p->n_deps, (p->n_targets + 1) * sizeof(*direct));
 	uint32_t t = 0;
 	int ret = 0;
@@ -234,20 +238,15 @@ static int requires_build(monitor_plan_t *p, const conf_t *conf, const gslb_heal
 			const conf_service_dc_t *cd = &cs->dcs[j];
 			for (size_t k = 0; k < cd->n_addresses && ret == 0; k++, t++) {
 				const conf_address_t *ca = &cd->addresses[k];
-				for (size_t r = 0; r < ca->n_requires; r++) {
-					uint32_t *own;
-					size_t n;
-					if (require_checks(p, conf, h, ca->requires[r], &own, &n)) {
-						ret =
-						    plan_err(err, errlen, conf, cd->line,
-						             "service %s: requires '%s': no such "
-						             "monitored target or datacenter link",
-						             cs->name, ca->requires[r]);
-						break;
-					}
-					size_t limit = own == p->deps[t] ? direct[t] : n;
-					for (size_t x = 0; x < limit && x < n; x++)
-						dep_add(p, t, own[x]);
+				for (size_t r = 0; r < ca->n_requires && ret == 0; r++) {
+					if (require_add(p, conf, h, direct, t, ca->requires[r]) ==
+					    0)
+						continue;
+					ret =
+					    plan_err(err, errlen, conf, cd->line,
+					             "service %s: requires '%s': no such monitored "
+					             "target or datacenter link",
+					             cs->name, ca->requires[r]);
 				}
 			}
 		}

@@ -503,6 +503,20 @@ def test_requires_unknown_target_is_a_config_error(steerd, tmp_path):
     assert "requires 'service/nope/dc1/1.2.3.4'" in res.stderr + res.stdout, res.stderr
 
 
+def test_requires_an_unmonitored_target_is_a_config_error(tmp_path):
+    text = yaml(tcp_config(80).replace("    monitor: web\n", "").replace(
+        "dc1: { addresses: [127.0.0.11] }",
+        f"dc1: {{ addresses: [{{ address: 127.0.0.11, requires: [service/www.{ZONE}/dc2/127.0.0.12] }}] }}"))
+    (tmp_path / "z.zone").write_text(ZONE_TEXT)
+    conf = tmp_path / "bad.yaml"
+    conf.write_text(text.format(listen='["127.0.0.1:5399"]', ctl=tmp_path / "c.sock", dir=tmp_path,
+                                zones=f"zones:\n  - domain: {ZONE}\n    file: z.zone\n"))
+    from conftest import run_steerd
+    res = run_steerd("-c", str(conf), "--check-config")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "no such monitored target" in res.stderr + res.stdout, res.stderr
+
+
 def test_hold_down_and_slow_start(steerd, backends):
     port = free_port()
     b1 = backends(TcpBackend, "127.0.0.11", port)
