@@ -165,6 +165,15 @@ static void saved_free(saved_t *saved, size_t n)
 	free(saved);
 }
 
+/* Keys are what we wrote: printable, no blanks (a check key is "monitor@address"). */
+static bool key_clean(const char *key)
+{
+	for (; *key; key++)
+		if ((unsigned char)*key <= ' ' || *key == 0x7f)
+			return false;
+	return true;
+}
+
 /* Read @p path; a missing or unreadable file is no saved state (logged, not fatal: the
  * monitors will find the truth within one round). */
 static saved_t *state_file_read(const char *path, size_t *n_out)
@@ -186,9 +195,10 @@ static saved_t *state_file_read(const char *path, size_t *n_out)
 		lineno++;
 		char key[1024], state[8];
 		long long since;
-		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+		char first = line[strspn(line, " \t\r\n")];
+		if (first == '#' || first == '\0')
 			continue;
-		if (sscanf(line, "%1023s %7s %lld", key, state, &since) != 3 ||
+		if (sscanf(line, "%1023s %7s %lld", key, state, &since) != 3 || !key_clean(key) ||
 		    (strcmp(state, "UP") && strcmp(state, "DOWN"))) {
 			log_warn("health state file %s:%zu: ignored malformed line", path, lineno);
 			continue;
