@@ -1,0 +1,55 @@
+/*
+ * Fuzz target: the configuration loader (YAML through libyaml, then our schema walk, the GSLB
+ * and monitor sections and conf_validate). The input is written to a memfd and loaded through
+ * /proc/self/fd like a file. Besides sanitizer findings (leaks included: every error path must
+ * free what it built) it checks that a failure produces no configuration and a message that
+ * names the file, and that an accepted configuration resolves every monitor and datacenter
+ * reference to an index in range.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "fuzz.h"
+
+static void check_refs(const conf_t *c)
+{
+	for (size_t i = 0; i < c->n_datacenters; i++)
+		FUZZ_CHECK(c->datacenters[i].monitor == CONF_MONITOR_NONE ||
+		           c->datacenters[i].monitor < c->n_monitors);
+	for (size_t i = 0; i < c->n_services; i++) {
+		const conf_service_t *s = &c->services[i];
+		FUZZ_CHECK(s->monitor == CONF_MONITOR_NONE || s->monitor < c->n_monitors);
+		FUZZ_CHECK(s->map == SIZE_MAX || s->map < c->n_maps);
+		for (size_t j = 0; j < s->n_dcs; j++) {
+			FUZZ_CHECK(s->dcs[j].datacenter < c->n_datacenters);
+			FUZZ_CHECK(s->dcs[j].monitor == CONF_MONITOR_NONE ||
+			           s->dcs[j].monitor < c->n_monitors);
+		}
+	}
+	for (size_t i = 0; i < c->n_monitors; i++)
+		FUZZ_CHECK(c->monitors[i].timeout < c->monitors[i].interval);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fd = memfd_create("steer.yaml", MFD_CLOEXEC);
+	FUZZ_CHECK(fd >= 0);
+	FUZZ_CHECK(write(fd, data, size) == (ssize_t)size);
+	char path[64], err[4096];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	conf_t *c = NULL;
+	int ret = conf_load_file(path, &c, err, sizeof(err));
+	if (ret == 0) {
+		FUZZ_CHECK(c != NULL);
+		check_refs(c);
+		conf_free(c);
+	} else {
+		FUZZ_CHECK(c == NULL);
+		FUZZ_CHECK(strncmp(err, path, strlen(path)) == 0);
+	}
+	close(fd);
+	return 0;
+}
