@@ -623,3 +623,47 @@ def test_reload_keeps_monitor_state_and_adds_new_checks(steerd, backends):
     wait_for(lambda: monitors(srv)[f"web@127.0.0.13:{port}"]["state"] == "DOWN", 3, 0.05,
              "new check probed")
     assert addrs(srv) == ["127.0.0.12"]
+
+
+def test_reloads_replace_checks_with_probes_in_flight(steerd, backends, tmp_path):
+    """Each reload changes every monitor, so every running check (with an HTTP request, a
+    command or a DNS query in flight) is cancelled and replaced: no crash, no leak (the ASan
+    run of the suite checks), answers keep coming, the new checks probe."""
+    http = backends(HttpBackend, "127.0.0.61")
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.62", 0))
+    dns_port = silent.getsockname()[1]
+    try:
+        def config(interval):
+            return f"""monitors:
+  web: {{ type: http, port: {http.port}, interval: {interval}, timeout: 80, fall: 1, rise: 1 }}
+  cmd: {{ type: exec, command: [sh, -c, "sleep 0.05"], interval: {interval}, timeout: 80 }}
+  ns:  {{ type: dns, port: {dns_port}, qname: x.test., interval: {interval}, timeout: 80 }}
+datacenters:
+  - {{ name: dc1 }}
+  - {{ name: dc2 }}
+  - {{ name: dc3 }}
+services:
+  - name: www.{ZONE}
+    policy: failover
+    datacenters:
+      dc1: {{ addresses: [127.0.0.61], monitor: web }}
+      dc2: {{ addresses: [127.0.0.63], monitor: cmd }}
+      dc3: {{ addresses: [127.0.0.62], monitor: ns }}
+"""
+        srv = start(steerd, config(100))
+        text = srv.config_path.read_text()
+        for i in range(12):
+            interval = 100 + 10 * ((i + 1) % 2)
+            srv.config_path.write_text(text.replace("interval: 100", f"interval: {interval}"))
+            time.sleep(0.03 + 0.01 * (i % 4))  # land at different points of the probes
+            res = srv.ctl("reload")
+            assert res.returncode == 0, res.stdout + res.stderr
+            assert addrs(srv) == ["127.0.0.61"]
+        rows = monitors(srv)
+        assert len(rows) == 3, rows
+        wait_for(lambda: all(r["probes"] > 0 for r in monitors(srv).values()), 3, 0.05,
+                 "the new checks probe")
+        assert srv.alive()
+    finally:
+        silent.close()
