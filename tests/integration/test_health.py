@@ -667,3 +667,30 @@ services:
         assert srv.alive()
     finally:
         silent.close()
+
+
+def test_ipv6_addresses_are_probed_over_ipv6(steerd, backends):
+    port = free_port()
+    b = backends(TcpBackend, "::1", port)
+    text = f"""monitors:
+  web: {{ type: tcp, port: {port}, interval: 200, timeout: 100, fall: 2, rise: 2 }}
+datacenters:
+  - {{ name: dc1 }}
+  - {{ name: dc2 }}
+services:
+  - name: www.{ZONE}
+    policy: failover
+    datacenters:
+      dc1: {{ addresses: ["::1"], monitor: web }}
+      dc2: {{ addresses: ["2001:db8::2"] }}
+"""
+    srv = start(steerd, text)
+
+    def aaaa():
+        return answer(srv, rdtype="AAAA")[0]
+    assert aaaa() == ["::1"]
+    assert monitors(srv)[f"web@[::1]:{port}"]["state"] == "UP"
+    b.stop()
+    wait_for(lambda: aaaa() == ["2001:db8::2"], 3, 0.02, "IPv6 backend down")
+    b.start()
+    wait_for(lambda: aaaa() == ["::1"], 3, 0.02, "IPv6 backend back")
