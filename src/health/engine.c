@@ -17,6 +17,9 @@
 #include "base/err.h"
 #include "base/log.h"
 
+/* s: how long state changes gather before the state file is written once for all. */
+#define HEALTH_SAVE_DELAY 0.1
+
 typedef struct check check_t;
 
 struct check {
@@ -41,6 +44,7 @@ struct health_engine {
 	check_t **checks;
 	size_t n_checks;
 	uint64_t rng;
+	ev_timer save_timer; /* coalesces state-file writes: one per burst of changes */
 };
 
 /* ---- small helpers ---- */
@@ -354,7 +358,9 @@ static void set_state(check_t *c, bool down, const char *why)
 		ev_timer_start(e->loop, &c->ramp_timer);
 	}
 	c->st.ramp = ramp_percent(c, now_ms(e));
-	state_file_write(e);
+	/* A link failure flips many checks within one interval; a first round flips them all. */
+	if (e->state_file && !ev_is_active(&e->save_timer))
+		ev_timer_start(e->loop, &e->save_timer);
 }
 
 /* Apply one result; returns true when something the answers see changed. */
@@ -490,6 +496,13 @@ static void check_free(check_t *c)
 	free(c);
 }
 
+static void save_now(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	state_file_write(w->data);
+}
+
 int health_engine_new(struct ev_loop *loop, const char *state_file, health_change_cb cb, void *arg,
                       health_engine_t **out, char *err, size_t errlen)
 {
@@ -498,6 +511,8 @@ int health_engine_new(struct ev_loop *loop, const char *state_file, health_chang
 	e->cb = cb;
 	e->arg = arg;
 	e->state_file = xstrdup(state_file);
+	ev_timer_init(&e->save_timer, save_now, HEALTH_SAVE_DELAY, 0.);
+	e->save_timer.data = e;
 	if (getrandom(&e->rng, sizeof(e->rng), 0) != sizeof(e->rng) || e->rng == 0)
 		e->rng = (uint64_t)time(NULL) | 1;
 	int ret = health_probe_ctx_new(loop, &e->probes, err, errlen);
@@ -514,6 +529,10 @@ void health_engine_free(health_engine_t *e)
 {
 	if (!e)
 		return;
+	if (ev_is_active(&e->save_timer)) {
+		ev_timer_stop(e->loop, &e->save_timer);
+		state_file_write(e);
+	}
 	for (size_t i = 0; i < e->n_checks; i++)
 		check_free(e->checks[i]);
 	free(e->checks);
@@ -526,6 +545,10 @@ void health_engine_set_checks(health_engine_t *e, const health_check_def_t *defs
                               const char *state_file)
 {
 	if (!str_eq(e->state_file, state_file)) {
+		if (ev_is_active(&e->save_timer)) { /* the old file gets the last states */
+			ev_timer_stop(e->loop, &e->save_timer);
+			state_file_write(e);
+		}
 		free(e->state_file);
 		e->state_file = xstrdup(state_file);
 	}

@@ -25,7 +25,8 @@
  * minutes): the floor. Every cap is at least the monitor's ttl_floor.
  *
  * Threads: everything runs on the thread of the loop given to health_engine_new(), including
- * the change callback. The engine never blocks that loop except to write the state file.
+ * the change callback. The engine never blocks that loop except to write the state file
+ * (at most once per 100 ms burst of state changes).
  */
 #pragma once
 

@@ -281,8 +281,10 @@ def test_state_file_restores_states_across_restart(steerd, backends):
     srv = steerd(zones={ZONE: ZONE_TEXT}, config=text)
     b1.stop()
     wait_for(lambda: addrs(srv) == ["127.0.0.12"], 3, 0.02, "failover")
-    state = (steerd.workdir / "health.state").read_text()
-    assert f"web@127.0.0.11:{port} DOWN" in state, state
+    # Written once per burst of changes, 100 ms after the first.
+    state_file = steerd.workdir / "health.state"
+    wait_for(lambda: f"web@127.0.0.11:{port} DOWN" in state_file.read_text(), 2, 0.02,
+             "the state file records the DOWN")
     srv.stop()
     srv.returncode = None
     srv.proc = None

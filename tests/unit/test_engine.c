@@ -81,6 +81,18 @@ static bool run_until(health_engine_t *e, size_t i, bool down, uint64_t probes)
 	return !late;
 }
 
+/* Run the loop for @p seconds. */
+static void run_for(double seconds)
+{
+	bool done = false;
+	ev_timer t;
+	ev_timer_init(&t, timeout_cb, seconds, 0.);
+	t.data = &done;
+	ev_timer_start(loop, &t);
+	while (!done)
+		ev_run(loop, EVRUN_ONCE);
+}
+
 static void test_fall_rise_and_ttl(void)
 {
 	uint16_t port = 0;
@@ -157,6 +169,7 @@ static void test_state_file_and_identity(void)
 	health_check_def_t d = tcp_def("t@s", port, 2, 2);
 	health_engine_set_checks(e, &d, 1, path);
 	CHECK(run_until(e, 0, true, 1), "first result decides: DOWN at once");
+	run_for(0.3); /* the state file is written once per burst of changes, 100 ms later */
 	FILE *f = fopen(path, "r");
 	char line[256] = "", want[64];
 	while (f && fgets(line, sizeof(line), f) && line[0] == '#')
