@@ -563,6 +563,34 @@ static int check_required(conf_loader_t *ld, const char *section, const yaml_nod
 	return 0;
 }
 
+/*
+ * Call @p cb for each item of list @p node. A single value is a one-item list; null is an
+ * empty list, an error unless @p allow_empty.
+ */
+int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
+                       bool allow_empty, conf_item_cb cb, void *ctx)
+{
+	if (conf_is_null(node) ||
+	    (node->type == YAML_SEQUENCE_NODE &&
+	     node->data.sequence.items.start == node->data.sequence.items.top)) {
+		if (allow_empty)
+			return 0;
+		return conf_fail(ld, conf_node_line(node), "%s: needs at least one value", what);
+	}
+	if (node->type == YAML_SCALAR_NODE)
+		return cb(ld, what, node, ctx);
+	if (node->type != YAML_SEQUENCE_NODE)
+		return conf_fail(ld, conf_node_line(node), "%s: expected a list, got %s", what,
+		                 conf_kind_name(node));
+	for (const yaml_node_item_t *it = node->data.sequence.items.start;
+	     it < node->data.sequence.items.top; it++) {
+		int ret = cb(ld, what, conf_node(ld, *it), ctx);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 int conf_scalar_text(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
                      const char **out)
 {

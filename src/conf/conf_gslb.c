@@ -47,36 +47,6 @@ static int scalar(conf_loader_t *ld, const char *what, const yaml_node_t *node, 
 	return 0;
 }
 
-typedef int (*item_cb)(conf_loader_t *ld, const char *what, const yaml_node_t *item, void *ctx);
-
-/*
- * Call @p cb for each item of list @p node. A single value is a one-item list; null is an
- * empty list, an error unless @p allow_empty.
- */
-static int for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
-                         bool allow_empty, item_cb cb, void *ctx)
-{
-	if (conf_is_null(node) ||
-	    (node->type == YAML_SEQUENCE_NODE &&
-	     node->data.sequence.items.start == node->data.sequence.items.top)) {
-		if (allow_empty)
-			return 0;
-		return conf_fail(ld, conf_node_line(node), "%s: needs at least one value", what);
-	}
-	if (node->type == YAML_SCALAR_NODE)
-		return cb(ld, what, node, ctx);
-	if (node->type != YAML_SEQUENCE_NODE)
-		return conf_fail(ld, conf_node_line(node), "%s: expected a list, got %s", what,
-		                 conf_kind_name(node));
-	for (const yaml_node_item_t *it = node->data.sequence.items.start;
-	     it < node->data.sequence.items.top; it++) {
-		int ret = cb(ld, what, conf_node(ld, *it), ctx);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
-}
-
 static int parse_u32(conf_loader_t *ld, const char *what, const yaml_node_t *node, uint32_t lo,
                      uint32_t hi, uint32_t *out)
 {
@@ -202,8 +172,8 @@ static int parse_dclist(conf_loader_t *ld, const conf_key_t *key, const yaml_nod
 	char what[96];
 	free(list->dc);
 	*list = (conf_dclist_t){0};
-	return for_each_item(ld, what_of(key, what, sizeof(what)), node, allow_empty, dclist_item,
-	                     list);
+	return conf_for_each_item(ld, what_of(key, what, sizeof(what)), node, allow_empty,
+	                          dclist_item, list);
 }
 
 /* ---- addresses ---------------------------------------------------------------------------- */
@@ -405,8 +375,8 @@ static int rule_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		free(rule->asn);
 		rule->asn = NULL;
 		rule->n_asn = 0;
-		return for_each_item(ld, what_of(key, what, sizeof(what)), value, false, asn_item,
-		                     rule);
+		return conf_for_each_item(ld, what_of(key, what, sizeof(what)), value, false,
+		                          asn_item, rule);
 	}
 	return parse_dclist(ld, key, value, &rule->datacenters, false);
 }
@@ -582,11 +552,11 @@ static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		return conf_health_monitor_ref(ld, key, value, &sdc->monitor);
 	if (strcmp(key->name, "weights") == 0) {
 		c->weights_line = conf_node_line(value);
-		return for_each_item(ld, what, value, false, weight_item, c);
+		return conf_for_each_item(ld, what, value, false, weight_item, c);
 	}
 	/* addresses */
 	c->addrs = (addr_list_t){.items = &sdc->addresses, .n = &sdc->n_addresses};
-	return for_each_item(ld, what, value, false, addr_item, &c->addrs);
+	return conf_for_each_item(ld, what, value, false, addr_item, &c->addrs);
 }
 
 static int load_service_dc(conf_loader_t *ld, conf_service_t *svc, const yaml_node_t *k,
@@ -671,7 +641,7 @@ static int service_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		svc->fallback = NULL;
 		svc->n_fallback = 0;
 		addr_list_t list = {.items = &svc->fallback, .n = &svc->n_fallback};
-		return for_each_item(ld, what, value, false, fallback_item, &list);
+		return conf_for_each_item(ld, what, value, false, fallback_item, &list);
 	}
 	if (strcmp(key->name, "persist-prefix") == 0) {
 		if (value->type != YAML_SEQUENCE_NODE ||
@@ -795,7 +765,7 @@ static int whoami_item(conf_loader_t *ld, const char *what, const yaml_node_t *i
 
 int conf_gslb_load_whoami(conf_loader_t *ld, const yaml_node_t *node)
 {
-	return for_each_item(ld, "whoami", node, true, whoami_item, NULL);
+	return conf_for_each_item(ld, "whoami", node, true, whoami_item, NULL);
 }
 
 static int load_override_item(conf_loader_t *ld, const yaml_node_t *item, void *owner)

@@ -108,6 +108,21 @@ static bool has_space_or_control(const char *text)
 typedef int (*scalar_cb)(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *item,
                          const char *text, void *ctx);
 
+typedef struct {
+	const conf_key_t *key;
+	scalar_cb cb;
+	void *ctx;
+} scalar_ctx_t;
+
+static int scalar_item(conf_loader_t *ld, const char *what, const yaml_node_t *item, void *arg)
+{
+	(void)what;
+	const scalar_ctx_t *c = arg;
+	const char *text;
+	int ret = conf_scalar_text(ld, c->key, item, &text);
+	return ret != 0 ? ret : c->cb(ld, c->key, item, text, c->ctx);
+}
+
 /*
  * Call @p cb with the text of each item of list @p node; a single value is a one-item list.
  * An empty list (or null) is an error unless @p allow_empty.
@@ -115,32 +130,10 @@ typedef int (*scalar_cb)(conf_loader_t *ld, const conf_key_t *key, const yaml_no
 static int for_each_scalar(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
                            bool allow_empty, scalar_cb cb, void *ctx)
 {
-	const yaml_node_t *one = node;
-	const yaml_node_item_t *it = NULL, *top = NULL;
-	if (node->type == YAML_SEQUENCE_NODE) {
-		it = node->data.sequence.items.start;
-		top = node->data.sequence.items.top;
-	}
-	if (conf_is_null(node) || (node->type == YAML_SEQUENCE_NODE && it == top)) {
-		if (allow_empty)
-			return 0;
-		return conf_fail(ld, conf_node_line(node), "%s.%s: needs at least one value",
-		                 key->section, key->name);
-	}
-	if (node->type == YAML_MAPPING_NODE)
-		return conf_fail(ld, conf_node_line(node), "%s.%s: expected a list, got %s",
-		                 key->section, key->name, conf_kind_name(node));
-	do {
-		if (it)
-			one = conf_node(ld, *it++);
-		const char *text;
-		int ret = conf_scalar_text(ld, key, one, &text);
-		if (ret == 0)
-			ret = cb(ld, key, one, text, ctx);
-		if (ret != 0)
-			return ret;
-	} while (it && it < top);
-	return 0;
+	char what[128];
+	snprintf(what, sizeof(what), "%s.%s", key->section, key->name);
+	scalar_ctx_t c = {key, cb, ctx};
+	return conf_for_each_item(ld, what, node, allow_empty, scalar_item, &c);
 }
 
 static int mnemonic(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,

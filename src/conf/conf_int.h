@@ -111,6 +111,18 @@ int conf_check_duplicate_key(conf_loader_t *ld, const yaml_node_t *map,
                              const yaml_node_pair_t *pair, const char *text, const char *section)
     STEER_NONNULL(1, 2, 3, 4);
 
+/* Called by conf_for_each_item() for each item; @p what names the list in messages. */
+typedef int (*conf_item_cb)(conf_loader_t *ld, const char *what, const yaml_node_t *item,
+                            void *ctx);
+
+/**
+ * Call @p cb for each item of list @p node; a single value is a one-item list, null an empty
+ * one, an error ("WHAT: needs at least one value") unless @p allow_empty. A mapping is an
+ * error. Stops at and returns the first non-zero value of @p cb.
+ */
+int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
+                       bool allow_empty, conf_item_cb cb, void *ctx) STEER_NONNULL(1, 2, 3, 5);
+
 /**
  * The text of scalar @p node for key @p key (section.key in messages). A non-scalar, a null
  * or a NUL byte is an error (STEER_ECONF, *@p out untouched).
