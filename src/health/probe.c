@@ -90,6 +90,14 @@ int health_probe_start(health_probe_ctx_t *ctx, const health_probe_req_t *req, h
 	return STEER_EINVAL;
 }
 
+void health_probe_report(health_probe_t *p, const health_probe_result_t *res, health_probe_cb cb,
+                         void *arg)
+{
+	health_probe_result_t copy = *res;
+	health_probe_cancel(p);
+	cb(&copy, arg);
+}
+
 uint32_t health_probe_elapsed_us(struct timespec start)
 {
 	struct timespec now = health_probe_now();

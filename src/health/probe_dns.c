@@ -328,11 +328,7 @@ static void dns_probe_cancel(health_probe_t *self)
 
 static void dns_probe_finish(dns_probe_t *p)
 {
-	health_probe_result_t res = p->res;
-	health_probe_cb cb = p->cb;
-	void *arg = p->arg;
-	dns_probe_free(p);
-	cb(&res, arg);
+	health_probe_report(&p->base, &p->res, p->cb, p->arg);
 }
 
 static void judge(dns_probe_t *p, const reply_t *r)

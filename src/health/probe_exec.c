@@ -276,11 +276,7 @@ static void exec_probe_cancel(health_probe_t *self)
 
 static void exec_probe_finish(exec_probe_t *p)
 {
-	health_probe_result_t res = p->res;
-	health_probe_cb cb = p->cb;
-	void *arg = p->arg;
-	exec_probe_free(p);
-	cb(&res, arg);
+	health_probe_report(&p->base, &p->res, p->cb, p->arg);
 }
 
 /* Keeps the first bytes, discards the rest so the command never blocks on a full pipe. */

@@ -244,10 +244,7 @@ static void probe_cancel(health_probe_t *self)
 
 static void probe_finish(http_probe_t *p, const health_probe_result_t *res)
 {
-	health_probe_cb cb = p->cb;
-	void *arg = p->arg;
-	probe_free(p);
-	cb(res, arg);
+	health_probe_report(&p->base, res, p->cb, p->arg);
 }
 
 static bool body_found(const http_probe_t *p)

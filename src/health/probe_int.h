@@ -42,6 +42,14 @@ static inline struct timespec health_probe_now(void)
 /** Microseconds since @p start (saturating at UINT32_MAX). */
 uint32_t health_probe_elapsed_us(struct timespec start);
 
+/**
+ * Finish probe @p p: free it through its cancel function (which stops its watchers), then call
+ * @p cb with a copy of @p res (which may live inside @p p). The callback runs after the probe is
+ * gone, so it may start new probes or cancel others.
+ */
+void health_probe_report(health_probe_t *p, const health_probe_result_t *res, health_probe_cb cb,
+                         void *arg);
+
 /** Fill @p res: @p ok, the RTT since @p start and a printf-formatted detail. */
 void health_probe_result_set(health_probe_result_t *res, bool ok, struct timespec start,
                              const char *fmt, ...) STEER_PRINTF(4, 5);

@@ -43,11 +43,7 @@ static void tcp_probe_cancel(health_probe_t *self)
 
 static void tcp_probe_finish(tcp_probe_t *p)
 {
-	health_probe_result_t res = p->res;
-	health_probe_cb cb = p->cb;
-	void *arg = p->arg;
-	tcp_probe_free(p);
-	cb(&res, arg);
+	health_probe_report(&p->base, &p->res, p->cb, p->arg);
 }
 
 static void tcp_on_writable(struct ev_loop *loop, ev_io *w, int revents)
