@@ -26,7 +26,7 @@ import dns.query
 import dns.rcode
 import pytest
 
-from conftest import find_rrset, free_port, wait_for
+from conftest import find_rrset, free_port, run_steerd, wait_for
 
 ZONE = "hc.example.test"
 ZONE_TEXT = f"""$ORIGIN {ZONE}.
@@ -491,32 +491,30 @@ def test_static_monitor_and_requires(steerd, backends):
     assert rows["maint@127.0.0.1:0"]["type"] == "static", rows
 
 
-def test_requires_unknown_target_is_a_config_error(steerd, tmp_path):
-    text = yaml(tcp_config(80).replace(
-        "dc1: { addresses: [127.0.0.11] }",
-        "dc1: { addresses: [{ address: 127.0.0.11, requires: [service/nope/dc1/1.2.3.4] }] }"))
-    conf = tmp_path / "bad.yaml"
+def check_config_fails(tmp_path, gslb_text: str, needle: str):
+    """steerd --check-config on a config with @gslb_text rejects it, naming @needle."""
     (tmp_path / "z.zone").write_text(ZONE_TEXT)
-    conf.write_text(text.format(listen='["127.0.0.1:5399"]', ctl=tmp_path / "c.sock", dir=tmp_path,
-                                zones=f"zones:\n  - domain: {ZONE}\n    file: z.zone\n"))
-    from conftest import run_steerd
+    conf = tmp_path / "bad.yaml"
+    conf.write_text(yaml(gslb_text).format(
+        listen='["127.0.0.1:5399"]', ctl=tmp_path / "c.sock", dir=tmp_path,
+        zones=f"zones:\n  - domain: {ZONE}\n    file: z.zone\n"))
     res = run_steerd("-c", str(conf), "--check-config")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "requires 'service/nope/dc1/1.2.3.4'" in res.stderr + res.stdout, res.stderr
+    assert needle in res.stderr + res.stdout, res.stderr
+
+
+def test_requires_unknown_target_is_a_config_error(tmp_path):
+    check_config_fails(tmp_path, tcp_config(80).replace(
+        "dc1: { addresses: [127.0.0.11] }",
+        "dc1: { addresses: [{ address: 127.0.0.11, requires: [service/nope/dc1/1.2.3.4] }] }"),
+        "requires 'service/nope/dc1/1.2.3.4'")
 
 
 def test_requires_an_unmonitored_target_is_a_config_error(tmp_path):
-    text = yaml(tcp_config(80).replace("    monitor: web\n", "").replace(
+    check_config_fails(tmp_path, tcp_config(80).replace("    monitor: web\n", "").replace(
         "dc1: { addresses: [127.0.0.11] }",
-        f"dc1: {{ addresses: [{{ address: 127.0.0.11, requires: [service/www.{ZONE}/dc2/127.0.0.12] }}] }}"))
-    (tmp_path / "z.zone").write_text(ZONE_TEXT)
-    conf = tmp_path / "bad.yaml"
-    conf.write_text(text.format(listen='["127.0.0.1:5399"]', ctl=tmp_path / "c.sock", dir=tmp_path,
-                                zones=f"zones:\n  - domain: {ZONE}\n    file: z.zone\n"))
-    from conftest import run_steerd
-    res = run_steerd("-c", str(conf), "--check-config")
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "no such monitored target" in res.stderr + res.stdout, res.stderr
+        f"dc1: {{ addresses: [{{ address: 127.0.0.11, requires: [service/www.{ZONE}/dc2/127.0.0.12] }}] }}"),
+        "no such monitored target")
 
 
 def test_hold_down_and_slow_start(steerd, backends):
