@@ -7,16 +7,14 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/file.h"
 
 /* Longest pattern we accept: target names are at most "service/" + a 253-octet name + a
  * datacenter name + an IPv6 address, so 1 KiB leaves room without letting a state file carry
@@ -499,14 +497,9 @@ int gslb_overrides_load(gslb_overrides_t *ov, const char *path, char *err, size_
 	return 0;
 }
 
-static int write_rules(int fd, const gslb_overrides_t *ov)
+static int write_rules(FILE *f, void *ctx)
 {
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int ret = -errno;
-		close(fd);
-		return ret;
-	}
+	const gslb_overrides_t *ov = ctx;
 	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN|WEIGHT n, the last matching "
 	           "line of each kind wins\n");
 	for (size_t i = 0; i < ov->count; i++) {
@@ -516,64 +509,13 @@ static int write_rules(int fd, const gslb_overrides_t *ov)
 		else
 			fprintf(f, "%s %s\n", r->pattern, r->down ? "DOWN" : "UP");
 	}
-	int ret = 0;
-	if (ferror(f))
-		ret = STEER_EINVAL; /* fprintf does not say why; fflush below usually will */
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-		ret = -errno;
-	if (fclose(f) != 0 && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/*
- * Make the rename durable: the new directory entry is only on disk once the folder is synced.
- * Best effort: a failure here leaves a complete file that may revert to the old one on power
- * loss, which is no reason to report the save as failed.
- */
-static void sync_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = xstrdup(slash ? path : ".");
-	if (slash)
-		dir[slash == path ? 1 : slash - path] = '\0'; /* "/f" lives in "/" */
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	free(dir);
+	return 0;
 }
 
 int gslb_overrides_save(const gslb_overrides_t *ov, const char *path, char *err, size_t errlen)
 {
-	size_t plen = strlen(path);
-	char *tmp = xmalloc(plen + sizeof(".tmpXXXXXX"));
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmpXXXXXX", sizeof(".tmpXXXXXX"));
-	int ret = 0;
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	/* mkstemp makes 0600; a state file is not secret and operators read it. */
-	if (fchmod(fd, 0644) != 0) {
-		ret = -errno;
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	ret = write_rules(fd, ov);
-	if (!ret && rename(tmp, path) != 0)
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	else
-		sync_parent(path);
-out:
+	int ret = steer_file_replace(path, 0644, write_rules, (void *)ov);
 	if (ret)
 		snprintf(err, errlen, "%s: %s", path, steer_strerror(ret));
-	free(tmp);
 	return ret;
 }

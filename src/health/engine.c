@@ -5,16 +5,14 @@
 
 #include <errno.h>
 #include <ev.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/file.h"
 #include "base/log.h"
 
 /* s: how long state changes gather before the state file is written once for all. */
@@ -219,25 +217,9 @@ static saved_t *state_file_read(const char *path, size_t *n_out)
 	return saved;
 }
 
-/* Atomic replace: a crash leaves the old file or the new one. */
-static void state_file_write(const health_engine_t *e)
+static int write_states(FILE *f, void *ctx)
 {
-	if (!e->state_file)
-		return;
-	size_t len = strlen(e->state_file);
-	char *tmp = xmalloc(len + sizeof(".tmpXXXXXX"));
-	memcpy(tmp, e->state_file, len);
-	memcpy(tmp + len, ".tmpXXXXXX", sizeof(".tmpXXXXXX"));
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		log_warn("health state file %s: %s", e->state_file, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(tmp);
-		return;
-	}
-	(void)fchmod(fd, 0644);
+	const health_engine_t *e = ctx;
 	fprintf(f, "# steer monitor states: KEY UP|DOWN SINCE (UNIX time); written by steerd\n");
 	for (size_t i = 0; i < e->n_checks; i++) {
 		const health_check_status_t *st = &e->checks[i]->st;
@@ -245,13 +227,18 @@ static void state_file_write(const health_engine_t *e)
 			fprintf(f, "%s %s %lld\n", st->key, st->down ? "DOWN" : "UP",
 			        (long long)st->since);
 	}
-	bool ok = fflush(f) == 0 && fsync(fd) == 0;
-	ok &= fclose(f) == 0;
-	if (!ok || rename(tmp, e->state_file) != 0) {
-		log_warn("health state file %s: %s", e->state_file, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
+	return 0;
+}
+
+/* Atomic replace: a crash leaves the old file or the new one. A failure is logged only: the
+ * states stay in memory and the next change tries again. */
+static void state_file_write(health_engine_t *e)
+{
+	if (!e->state_file)
+		return;
+	int ret = steer_file_replace(e->state_file, 0644, write_states, e);
+	if (ret)
+		log_warn("health state file %s: %s", e->state_file, steer_strerror(ret));
 }
 
 /* ---- the state machine ---- */
