@@ -11,9 +11,7 @@ address is the probed one. Monitors run with intervals of 200-300 ms to keep the
 from __future__ import annotations
 
 import http.server
-import json
 import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -27,6 +25,7 @@ import dns.rcode
 import pytest
 
 from conftest import find_rrset, free_port, run_steerd, wait_for
+from knot_support import Knotd
 
 ZONE = "hc.example.test"
 ZONE_TEXT = f"""$ORIGIN {ZONE}.
@@ -366,51 +365,13 @@ def test_https_verification_fails_on_self_signed(steerd, backends, tls_dir):
 
 # --- dns -------------------------------------------------------------------------------------
 
-def start_knotd(workdir: Path, port: int) -> subprocess.Popen:
-    d = workdir / "knot"
-    d.mkdir()
-    (d / "z.zone").write_text("$ORIGIN probe.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
-                              "ns 300 A 192.0.2.1\nwww 300 A 192.0.2.80\n")
-    (d / "knot.conf").write_text(f"""server:
-  listen: 127.0.0.31@{port}
-  rundir: {d}
-database:
-  storage: {d}
-template:
-  - id: default
-    storage: {d}
-zone:
-  - domain: probe.test
-    file: z.zone
-log:
-  - target: stderr
-    any: warning
-""")
-    log = open(d / "knotd.log", "w")
-    proc = subprocess.Popen(["knotd", "-c", str(d / "knot.conf")], stdout=log, stderr=log)
-
-    def answers():
-        try:
-            q = dns.message.make_query("www.probe.test", "A")
-            dns.query.udp(q, "127.0.0.31", port=port, timeout=0.3)
-            return True
-        except Exception:
-            return False
-    try:
-        wait_for(answers, 10, 0.1, "knotd answers")
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
-
-
 def test_dns_monitor_against_knotd(steerd, tmp_path):
-    port = free_port()
-    knot = start_knotd(tmp_path, port)
+    knot = Knotd(tmp_path / "knot", "probe.test.",
+                 "$ORIGIN probe.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
+                 "ns 300 A 192.0.2.1\nwww 300 A 192.0.2.80\n", addrs=("127.0.0.31",))
     try:
         text = f"""monitors:
-  ns: {{ type: dns, port: {port}, qname: www.probe.test., qtype: A, answer: 192.0.2.80,
+  ns: {{ type: dns, port: {knot.port}, qname: www.probe.test., qtype: A, answer: 192.0.2.80,
         interval: 200, timeout: 150, fall: 2, rise: 2 }}
 datacenters:
   - {{ name: dc1 }}
@@ -423,15 +384,12 @@ services:
       dc2: {{ addresses: [127.0.0.32] }}
 """
         srv = start(steerd, text)
-        assert monitors(srv)[f"ns@127.0.0.31:{port}"]["state"] == "UP"
+        assert monitors(srv)[f"ns@127.0.0.31:{knot.port}"]["state"] == "UP"
         assert addrs(srv) == ["127.0.0.31"]
-        knot.terminate()
-        knot.wait(5)
+        knot.stop()
         wait_for(lambda: addrs(srv) == ["127.0.0.32"], 3, 0.02, "knotd stopped")
     finally:
-        if knot.poll() is None:
-            knot.kill()
-            knot.wait()
+        knot.stop()
 
 
 # --- exec ------------------------------------------------------------------------------------

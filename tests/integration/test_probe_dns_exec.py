@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,10 +31,10 @@ import dns.rrset
 import pytest
 
 import conftest
-from conftest import ROOT, SANITIZER_MARKERS, free_port
+from conftest import SANITIZER_MARKERS
+from knot_support import KNOTD, Knotd
 
 PROBE_RUN = Path(conftest.PROBE_RUN)
-KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
 
 
 # Sanitized builds start slowly; the margin a timeout may overrun (the brief: timeout + 0.5 s).
@@ -108,77 +107,11 @@ def probe(ptype: str, target: str, *opts: str, cmd: list[str] | None = None,
 # knotd
 
 
-class Knotd:
-    def __init__(self, workdir: Path):
-        self.workdir = workdir
-        self.port = free_port()
-        for sub in ("run", "db", "zones"):
-            (workdir / sub).mkdir(parents=True, exist_ok=True)
-        zonefile = workdir / "probe.test.zone"
-        zonefile.write_text(ZONE)
-        conf = workdir / "knot.conf"
-        conf.write_text(f"""server:
-    rundir: "{workdir / 'run'}"
-    listen: [ 127.0.0.1@{self.port}, ::1@{self.port} ]
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-log:
-  - target: stderr
-    any: info
-database:
-    storage: "{workdir / 'db'}"
-template:
-  - id: default
-    storage: "{workdir / 'zones'}"
-    journal-content: none
-    zonefile-sync: -1
-zone:
-  - domain: probe.test.
-    file: "{zonefile}"
-""")
-        self.log = open(workdir / "knotd.log", "wb")
-        self.proc = subprocess.Popen([KNOTD, "-c", str(conf)], stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        self.wait_ready()
-
-    def wait_ready(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        q = dns.message.make_query("probe.test.", "SOA")
-        for addr in ("127.0.0.1", "::1"):
-            while True:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("knotd exited: " + self.log_text())
-                try:
-                    r = dns.query.udp(q, addr, port=self.port, timeout=0.2)
-                    if r.rcode() == dns.rcode.NOERROR and r.answer:
-                        break
-                except (dns.exception.Timeout, OSError):
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("knotd not ready: " + self.log_text())
-                time.sleep(0.05)
-
-    def log_text(self) -> str:
-        self.log.flush()
-        return (self.workdir / "knotd.log").read_text(errors="replace")[-3000:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def knot(tmp_path_factory):
     if not os.path.exists(KNOTD):
         pytest.fail("knotd not found: install the Debian package 'knot'")
-    server = Knotd(tmp_path_factory.mktemp("knotd"))
+    server = Knotd(tmp_path_factory.mktemp("knotd"), "probe.test.", ZONE)
     yield server
     server.stop()
 
@@ -259,7 +192,7 @@ def test_dns_repeated(knot):
 
 
 def test_dns_server_stopped_is_refused_fast(tmp_path):
-    server = Knotd(tmp_path)
+    server = Knotd(tmp_path, "probe.test.", ZONE)
     try:
         r = probe("dns", v4(server), "--qname", "www.probe.test.", "--timeout", "3000")
         assert r.ok, r
