@@ -591,6 +591,36 @@ int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *n
 	return 0;
 }
 
+int conf_for_each_named(conf_loader_t *ld, const char *section, const yaml_node_t *node,
+                        const char *what, const char *keys, conf_named_cb cb, void *ctx)
+{
+	if (conf_is_null(node))
+		return 0;
+	if (node->type != YAML_MAPPING_NODE)
+		return conf_fail(ld, conf_node_line(node),
+		                 "section '%s' must be a mapping of %s, got %s", section, what,
+		                 conf_kind_name(node));
+	for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
+	     p < node->data.mapping.pairs.top; p++) {
+		int ret = 0;
+		const yaml_node_t *k = conf_node(ld, p->key), *v = conf_node(ld, p->value);
+		const char *name = conf_key_text(ld, k, &ret);
+		if (!name)
+			return ret;
+		ret = conf_check_duplicate_key(ld, node, p, name, section);
+		if (ret != 0)
+			return ret;
+		if (v->type != YAML_MAPPING_NODE)
+			return conf_fail(
+			    ld, conf_node_line(v), "%s.%s: expected a mapping of keys (%s), got %s",
+			    section, name, keys, conf_is_null(v) ? "nothing" : conf_kind_name(v));
+		ret = cb(ld, name, k, v, ctx);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 int conf_scalar_text(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *node,
                      const char **out)
 {

@@ -481,43 +481,26 @@ static int map_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	return conf_load_keys(ld, "maps.geoip", map, value, geoip_node_cb, NULL);
 }
 
+static int map_load(conf_loader_t *ld, const char *name, const yaml_node_t *key,
+                    const yaml_node_t *value, void *ctx)
+{
+	(void)ctx;
+	conf_t *conf = ld->conf;
+	int ret = check_name(ld, "maps", name, conf_node_line(key));
+	if (ret != 0)
+		return ret;
+	conf->maps = xrealloc(conf->maps, (conf->n_maps + 1) * sizeof(*conf->maps));
+	conf_map_t *map = &conf->maps[conf->n_maps++];
+	*map = (conf_map_t){.name = xstrdup(name), .line = (unsigned)conf_node_line(key)};
+	conf_apply_defaults("maps", map);
+	conf_apply_defaults("maps.geoip", map);
+	return conf_load_keys(ld, "maps", map, value, map_node_cb, NULL);
+}
+
 int conf_gslb_load_maps(conf_loader_t *ld, const yaml_node_t *node)
 {
-	conf_t *conf = ld->conf;
-	int ret = 0;
-	if (conf_is_null(node))
-		return 0;
-	if (node->type != YAML_MAPPING_NODE)
-		return conf_fail(ld, conf_node_line(node),
-		                 "section 'maps' must be a mapping of map names to maps, got %s",
-		                 conf_kind_name(node));
-	for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
-	     p < node->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = conf_node(ld, p->key), *v = conf_node(ld, p->value);
-		const char *name = conf_key_text(ld, k, &ret);
-		if (!name)
-			return ret;
-		ret = conf_check_duplicate_key(ld, node, p, name, "maps");
-		if (ret == 0)
-			ret = check_name(ld, "maps", name, conf_node_line(k));
-		if (ret != 0)
-			return ret;
-		if (v->type != YAML_MAPPING_NODE)
-			return conf_fail(
-			    ld, conf_node_line(v),
-			    "maps.%s: expected a mapping of keys (nets, geoip, default, "
-			    "...), got %s",
-			    name, conf_is_null(v) ? "nothing" : conf_kind_name(v));
-		conf->maps = xrealloc(conf->maps, (conf->n_maps + 1) * sizeof(*conf->maps));
-		conf_map_t *map = &conf->maps[conf->n_maps++];
-		*map = (conf_map_t){.name = xstrdup(name), .line = (unsigned)conf_node_line(k)};
-		conf_apply_defaults("maps", map);
-		conf_apply_defaults("maps.geoip", map);
-		ret = conf_load_keys(ld, "maps", map, v, map_node_cb, NULL);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
+	return conf_for_each_named(ld, "maps", node, "map names to maps",
+	                           "nets, geoip, default, ...", map_load, NULL);
 }
 
 /* ---- services ----------------------------------------------------------------------------- */

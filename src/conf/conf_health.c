@@ -396,48 +396,29 @@ static void monitor_free(conf_monitor_t *mon)
 	free(mon->name);
 }
 
+static int monitor_load(conf_loader_t *ld, const char *name, const yaml_node_t *key,
+                        const yaml_node_t *value, void *ctx)
+{
+	(void)ctx;
+	conf_t *conf = ld->conf;
+	int ret = check_monitor_name(ld, name, conf_node_line(key));
+	if (ret != 0)
+		return ret;
+	conf->monitors = xrealloc(conf->monitors, (conf->n_monitors + 1) * sizeof(*conf->monitors));
+	conf_monitor_t *mon = &conf->monitors[conf->n_monitors++];
+	*mon = (conf_monitor_t){.name = xstrdup(name),
+	                        .qtype = DNS_TYPE_A,
+	                        .rcode = DNS_RCODE_NOERROR,
+	                        .line = (unsigned)conf_node_line(key)};
+	conf_apply_defaults("monitors", mon);
+	ret = conf_load_keys(ld, "monitors", mon, value, monitor_node_cb, NULL);
+	return ret != 0 ? ret : check_monitor(ld, mon, value);
+}
+
 int conf_health_load_monitors(conf_loader_t *ld, const yaml_node_t *node)
 {
-	conf_t *conf = ld->conf;
-	int ret = 0;
-	if (conf_is_null(node))
-		return 0;
-	if (node->type != YAML_MAPPING_NODE)
-		return conf_fail(ld, conf_node_line(node),
-		                 "section 'monitors' must be a mapping of monitor names to "
-		                 "monitors, got %s",
-		                 conf_kind_name(node));
-	for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
-	     p < node->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = conf_node(ld, p->key), *v = conf_node(ld, p->value);
-		const char *name = conf_key_text(ld, k, &ret);
-		if (!name)
-			return ret;
-		ret = conf_check_duplicate_key(ld, node, p, name, "monitors");
-		if (ret == 0)
-			ret = check_monitor_name(ld, name, conf_node_line(k));
-		if (ret != 0)
-			return ret;
-		if (v->type != YAML_MAPPING_NODE)
-			return conf_fail(
-			    ld, conf_node_line(v),
-			    "monitors.%s: expected a mapping of keys (type, ...), got %s", name,
-			    conf_is_null(v) ? "nothing" : conf_kind_name(v));
-		conf->monitors =
-		    xrealloc(conf->monitors, (conf->n_monitors + 1) * sizeof(*conf->monitors));
-		conf_monitor_t *mon = &conf->monitors[conf->n_monitors++];
-		*mon = (conf_monitor_t){.name = xstrdup(name),
-		                        .qtype = DNS_TYPE_A,
-		                        .rcode = DNS_RCODE_NOERROR,
-		                        .line = (unsigned)conf_node_line(k)};
-		conf_apply_defaults("monitors", mon);
-		ret = conf_load_keys(ld, "monitors", mon, v, monitor_node_cb, NULL);
-		if (ret == 0)
-			ret = check_monitor(ld, mon, v);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
+	return conf_for_each_named(ld, "monitors", node, "monitor names to monitors", "type, ...",
+	                           monitor_load, NULL);
 }
 
 /* ---- references from datacenters, services and addresses ---------------------------------- */

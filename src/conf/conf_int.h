@@ -123,6 +123,21 @@ typedef int (*conf_item_cb)(conf_loader_t *ld, const char *what, const yaml_node
 int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
                        bool allow_empty, conf_item_cb cb, void *ctx) STEER_NONNULL(1, 2, 3, 5);
 
+/* Called by conf_for_each_named() for each item: @p key is the name's node (for its line),
+ * @p value a mapping. */
+typedef int (*conf_named_cb)(conf_loader_t *ld, const char *name, const yaml_node_t *key,
+                             const yaml_node_t *value, void *ctx);
+
+/**
+ * Walk a section that maps names to mappings (`maps`, `monitors`): null is empty; otherwise
+ * it must be a mapping ("section 'SECTION' must be a mapping of WHAT, got ...") whose names
+ * are unique and whose values are mappings ("SECTION.NAME: expected a mapping of keys (KEYS),
+ * got ..."). Calls @p cb for each item in order; stops at its first non-zero return.
+ */
+int conf_for_each_named(conf_loader_t *ld, const char *section, const yaml_node_t *node,
+                        const char *what, const char *keys, conf_named_cb cb, void *ctx)
+    STEER_NONNULL(1, 2, 3, 4, 5, 6);
+
 /**
  * The text of scalar @p node for key @p key (section.key in messages). A non-scalar, a null
  * or a NUL byte is an error (STEER_ECONF, *@p out untouched).
