@@ -314,6 +314,20 @@ static void print_counters(const json_t *obj, size_t indent, size_t kw, size_t v
 	}
 }
 
+/* Width of a table column: the longest string member @p key of the rows, at least @p header's. */
+static int column_width(const json_t *rows, const char *key, const char *header)
+{
+	size_t i, width = strlen(header);
+	const json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		const char *text = json_string_value(json_object_get(row, key));
+		if (text && strlen(text) > width)
+			width = strlen(text);
+	}
+	return (int)width;
+}
+
 static void print_stats(const json_t *d)
 {
 	if (!json_is_object(d)) {
@@ -331,19 +345,14 @@ static void print_stats(const json_t *d)
 	counter_widths(copy, 0, &kw, &vw);
 	print_counters(copy, 0, kw, vw);
 	if (json_is_array(resolvers) && json_array_size(resolvers) > 0) {
-		size_t i, wa = strlen("ADDRESS");
+		size_t i;
 		const json_t *row;
+		int wa = column_width(resolvers, "address", "ADDRESS");
+		printf("top ECS resolvers:\n  %-*s  %s\n", wa, "ADDRESS", "QUERIES");
 		json_array_foreach(resolvers, i, row)
 		{
 			const char *a = json_string_value(json_object_get(row, "address"));
-			if (a && strlen(a) > wa)
-				wa = strlen(a);
-		}
-		printf("top ECS resolvers:\n  %-*s  %s\n", (int)wa, "ADDRESS", "QUERIES");
-		json_array_foreach(resolvers, i, row)
-		{
-			const char *a = json_string_value(json_object_get(row, "address"));
-			printf("  %-*s  ", (int)wa, a ? a : "?");
+			printf("  %-*s  ", wa, a ? a : "?");
 			print_value(stdout, json_object_get(row, "queries"));
 			putchar('\n');
 		}
@@ -371,7 +380,7 @@ static void print_explain(const json_t *d)
 
 static void print_health(const json_t *d)
 {
-	size_t i, wname = strlen("TARGET");
+	size_t i;
 	const json_t *row;
 	if (!json_is_array(d)) {
 		print_value(stdout, d ? d : json_null());
@@ -382,19 +391,14 @@ static void print_health(const json_t *d)
 		puts("no GSLB targets");
 		return;
 	}
-	json_array_foreach(d, i, row)
-	{
-		const char *name = json_string_value(json_object_get(row, "name"));
-		if (name && strlen(name) > wname)
-			wname = strlen(name);
-	}
-	printf("%-*s  %-5s  %-6s  %s\n", (int)wname, "TARGET", "STATE", "FORCED", "REASON");
+	int wname = column_width(d, "name", "TARGET");
+	printf("%-*s  %-5s  %-6s  %s\n", wname, "TARGET", "STATE", "FORCED", "REASON");
 	json_array_foreach(d, i, row)
 	{
 		const char *name = json_string_value(json_object_get(row, "name"));
 		const char *state = json_string_value(json_object_get(row, "state"));
 		const char *reason = json_string_value(json_object_get(row, "reason"));
-		printf("%-*s  %-5s  %-6s  %s\n", (int)wname, name ? name : "(unnamed)",
+		printf("%-*s  %-5s  %-6s  %s\n", wname, name ? name : "(unnamed)",
 		       state ? state : "?",
 		       json_is_true(json_object_get(row, "forced")) ? "yes" : "no",
 		       reason ? reason : "");
@@ -403,7 +407,7 @@ static void print_health(const json_t *d)
 
 static void print_monitors(const json_t *d)
 {
-	size_t i, wkey = strlen("CHECK");
+	size_t i;
 	const json_t *row;
 	if (!json_is_array(d)) {
 		print_value(stdout, d ? d : json_null());
@@ -414,15 +418,10 @@ static void print_monitors(const json_t *d)
 		puts("no monitored targets");
 		return;
 	}
-	json_array_foreach(d, i, row)
-	{
-		const char *key = json_string_value(json_object_get(row, "key"));
-		if (key && strlen(key) > wkey)
-			wkey = strlen(key);
-	}
+	int wkey = column_width(d, "key", "CHECK");
 	time_t now = time(NULL);
-	printf("%-*s  %-15s  %8s  %4s  %4s  %5s  %9s  %s\n", (int)wkey, "CHECK", "STATE", "FOR",
-	       "OK", "FAIL", "FLAPS", "RTT", "LAST RESULT");
+	printf("%-*s  %-15s  %8s  %4s  %4s  %5s  %9s  %s\n", wkey, "CHECK", "STATE", "FOR", "OK",
+	       "FAIL", "FLAPS", "RTT", "LAST RESULT");
 	json_array_foreach(d, i, row)
 	{
 		const char *key = json_string_value(json_object_get(row, "key"));
@@ -438,8 +437,8 @@ static void print_monitors(const json_t *d)
 		const char *detail = json_is_object(last)
 		                         ? json_string_value(json_object_get(last, "detail"))
 		                         : NULL;
-		printf("%-*s  %-15s  %8s  %4lld  %4lld  %5lld  %9s  %s%s\n", (int)wkey,
-		       key ? key : "?", state ? state : "?", since,
+		printf("%-*s  %-15s  %8s  %4lld  %4lld  %5lld  %9s  %s%s\n", wkey, key ? key : "?",
+		       state ? state : "?", since,
 		       (long long)json_integer_value(json_object_get(row, "ok_run")),
 		       (long long)json_integer_value(json_object_get(row, "fail_run")),
 		       (long long)json_integer_value(json_object_get(row, "flaps")), rtt,
@@ -452,20 +451,14 @@ static void print_monitors(const json_t *d)
 
 static void print_overrides(const json_t *list)
 {
-	size_t i, wp = strlen("PATTERN");
+	size_t i;
 	const json_t *row;
 	if (!json_is_array(list) || json_array_size(list) == 0) {
 		puts("no overrides");
 		return;
 	}
-	json_array_foreach(list, i, row)
-	{
-		const char *p = json_string_value(json_object_get(row, "pattern"));
-		if (p && strlen(p) > wp)
-			wp = strlen(p);
-	}
-	printf("%-*s  %-5s  %-6s  %-7s  %s\n", (int)wp, "PATTERN", "STATE", "SOURCE", "TARGETS",
-	       "LINE");
+	int wp = column_width(list, "pattern", "PATTERN");
+	printf("%-*s  %-5s  %-6s  %-7s  %s\n", wp, "PATTERN", "STATE", "SOURCE", "TARGETS", "LINE");
 	json_array_foreach(list, i, row)
 	{
 		const char *p = json_string_value(json_object_get(row, "pattern"));
@@ -480,8 +473,7 @@ static void print_overrides(const json_t *list)
 		const char *src = json_string_value(json_object_get(row, "source"));
 		const json_t *line = json_object_get(row, "line");
 		const json_t *targets = json_object_get(row, "targets");
-		printf("%-*s  %-5s  %-6s  %7lld  ", (int)wp, p ? p : "?", st ? st : "?",
-		       src ? src : "?",
+		printf("%-*s  %-5s  %-6s  %7lld  ", wp, p ? p : "?", st ? st : "?", src ? src : "?",
 		       json_is_integer(targets) ? (long long)json_integer_value(targets) : 0LL);
 		if (json_is_integer(line))
 			printf("%lld\n", (long long)json_integer_value(line));
