@@ -8,9 +8,14 @@
 #include "conf/conf.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
@@ -101,6 +106,179 @@ static void list_append(void *base, const conf_key_t *key, const void *item)
 	(*n)++;
 }
 
+/* ---- "did you mean": nearest candidate by edit distance ----------------------------------- */
+
+/* Keys and values are short; longer words never get a hint. */
+#define SUGGEST_MAXLEN 64
+
+/* Optimal string alignment distance, case-insensitive: a swap of neighbours counts as one. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned d[SUGGEST_MAXLEN + 1][SUGGEST_MAXLEN + 1];
+	if (la > SUGGEST_MAXLEN || lb > SUGGEST_MAXLEN)
+		return UINT_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (unsigned)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]),
+			    cb = tolower((unsigned char)b[j - 1]);
+			unsigned best = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+void conf_suggest_init(conf_suggest_t *s, const char *word)
+{
+	*s = (conf_suggest_t){.word = word, .score = UINT_MAX};
+}
+
+void conf_suggest_add(conf_suggest_t *s, const char *candidate)
+{
+	size_t len = strlen(s->word);
+	unsigned allowed = len < 3 ? 0 : (len < 6 ? 1 : 2);
+	unsigned dist = edit_distance(s->word, candidate), score = UINT_MAX;
+	if (strcmp(s->word, candidate) == 0)
+		return; /* the word itself is not a hint */
+	if (dist <= allowed)
+		score = dist;
+	else if (len >= 4 && strncasecmp(candidate, s->word, len) == 0)
+		score = allowed + 1; /* a clear prefix, after every close spelling */
+	if (score < s->score) {
+		s->score = score;
+		s->best = candidate;
+	}
+}
+
+bool conf_suggest_hint(const conf_suggest_t *s, char *buf, size_t size)
+{
+	size_t used = strlen(buf);
+	if (!s->best || used >= size)
+		return false;
+	snprintf(buf + used, size - used, " (did you mean '%s'?)", s->best);
+	return true;
+}
+
+/* ---- durations ----------------------------------------------------------------------------- */
+
+static const struct {
+	const char *suffix;
+	uint64_t ms;
+} duration_units[] = {
+    {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1},
+};
+
+const char *conf_duration_str(uint64_t ms, char *buf, size_t size)
+{
+	for (size_t i = 0; i < STEER_ARRAY_LEN(duration_units); i++) {
+		if (ms != 0 && ms % duration_units[i].ms == 0) {
+			snprintf(buf, size, "%" PRIu64 "%s", ms / duration_units[i].ms,
+			         duration_units[i].suffix);
+			return buf;
+		}
+	}
+	snprintf(buf, size, "0s");
+	return buf;
+}
+
+static const char *unit_name(conf_unit_t unit)
+{
+	return unit == CONF_UNIT_S ? "seconds" : "milliseconds";
+}
+
+/*
+ * "1m30s", "500ms", "2h" (units largest first, each once) -> *@p ms. Returns 0, -1 for text
+ * that is not a duration, -2 for one too large for 64 bits of milliseconds.
+ */
+static int duration_text(const char *text, uint64_t *ms)
+{
+	uint64_t total = 0;
+	size_t last = 0; /* index after the previous unit: units must come in decreasing size */
+	const char *p = text;
+	if (*p == '\0')
+		return -1;
+	while (*p) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		uint64_t n = 0;
+		bool big = false;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			big = big || n > (UINT64_MAX - 9) / 10;
+			n = n * 10 + (uint64_t)(*p - '0');
+		}
+		size_t ulen = strspn(p, "abcdefghijklmnopqrstuvwxyz");
+		size_t u = last;
+		while (u < STEER_ARRAY_LEN(duration_units) &&
+		       (strlen(duration_units[u].suffix) != ulen ||
+		        strncmp(duration_units[u].suffix, p, ulen) != 0))
+			u++;
+		if (ulen == 0 || u == STEER_ARRAY_LEN(duration_units))
+			return -1;
+		if (big || n > (UINT64_MAX - total) / duration_units[u].ms)
+			return -2;
+		total += n * duration_units[u].ms;
+		last = u + 1;
+		p += ulen;
+	}
+	*ms = total;
+	return 0;
+}
+
+static int parse_duration(const conf_key_t *key, void *base, const char *text, char *msg,
+                          size_t len)
+{
+	char shown[64], lo[32], hi[32];
+	uint64_t unit = (uint64_t)key->unit, value = 0;
+	bool bare = text[0] != '\0' && strspn(text, "0123456789") == strlen(text);
+	int ret = 0;
+	if (bare) {
+		errno = 0;
+		unsigned long long n = strtoull(text, NULL, 10);
+		ret = errno == ERANGE || n > UINT64_MAX / unit ? -2 : 0;
+		value = (uint64_t)n * unit;
+		snprintf(shown, sizeof(shown), "%s%s", text, unit == CONF_UNIT_S ? "s" : "ms");
+	} else {
+		ret = duration_text(text, &value);
+		snprintf(shown, sizeof(shown), "%s", text);
+	}
+	conf_duration_str((uint64_t)key->min * unit, lo, sizeof(lo));
+	conf_duration_str((uint64_t)key->max * unit, hi, sizeof(hi));
+	if (ret == -1) {
+		snprintf(
+		    msg, len,
+		    "expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a bare number "
+		    "is %s), got '%s'",
+		    unit_name(key->unit), text);
+		return -1;
+	}
+	if (ret == -2 || value / unit > key->max) {
+		snprintf(msg, len, "%s is above the maximum %s", shown, hi);
+		return -1;
+	}
+	if (value % unit != 0) {
+		snprintf(msg, len, "%s is not a whole number of %s", shown, unit_name(key->unit));
+		return -1;
+	}
+	if (value / unit < key->min) {
+		snprintf(msg, len, "%s is below the minimum %s", shown, lo);
+		return -1;
+	}
+	*(unsigned *)field(base, key) = (unsigned)(value / unit);
+	return 0;
+}
+
 /* ---- value parsers: text -> field, shared by YAML, defaults and quick mode ---------------- */
 
 static int parse_uint(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
@@ -127,6 +305,21 @@ static int parse_uint(const conf_key_t *key, void *base, const char *text, char 
 	return 0;
 }
 
+/* "expected one of a, b, c; got 'x'" plus a hint for the nearest name. */
+static void choices_error(const conf_enum_t *enums, const char *text, char *msg, size_t len)
+{
+	conf_suggest_t sg;
+	conf_suggest_init(&sg, text);
+	int n = snprintf(msg, len, "expected one of");
+	for (const conf_enum_t *e = enums; e->name && n >= 0 && (size_t)n < len; e++) {
+		n += snprintf(msg + n, len - (size_t)n, "%s%s", e == enums ? " " : ", ", e->name);
+		conf_suggest_add(&sg, e->name);
+	}
+	if (n >= 0 && (size_t)n < len)
+		snprintf(msg + n, len - (size_t)n, "; got '%s'", text);
+	conf_suggest_hint(&sg, msg, len);
+}
+
 static int parse_enum(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
 {
 	for (const conf_enum_t *e = key->enums; e->name; e++) {
@@ -138,12 +331,7 @@ static int parse_enum(const conf_key_t *key, void *base, const char *text, char 
 			*(int *)field(base, key) = e->value;
 		return 0;
 	}
-	int n = snprintf(msg, len, "expected one of");
-	for (const conf_enum_t *e = key->enums; e->name && n >= 0 && (size_t)n < len; e++)
-		n += snprintf(msg + n, len - (size_t)n, "%s%s", e == key->enums ? " " : ", ",
-		              e->name);
-	if (n >= 0 && (size_t)n < len)
-		snprintf(msg + n, len - (size_t)n, "; got '%s'", text);
+	choices_error(key->enums, text, msg, len);
 	return -1;
 }
 
@@ -169,6 +357,15 @@ static int parse_string(const conf_key_t *key, void *base, const char *text, con
 	if (text[0] == '\0') {
 		snprintf(msg, len, "must not be empty");
 		return -1;
+	}
+	if (key->enums) {
+		const conf_enum_t *e = key->enums;
+		while (e->name && strcasecmp(e->name, text) != 0)
+			e++;
+		if (!e->name) {
+			choices_error(key->enums, text, msg, len);
+			return -1;
+		}
 	}
 	if (key->type == CONF_TYPE_DNAME) {
 		int ret = dname_from_str(text, wire);
@@ -259,6 +456,8 @@ static int value_parse(const conf_key_t *key, void *base, const char *text, cons
 	switch (key->type) {
 	case CONF_TYPE_UINT:
 		return parse_uint(key, base, text, msg, len);
+	case CONF_TYPE_DURATION:
+		return parse_duration(key, base, text, msg, len);
 	case CONF_TYPE_ENUM:
 		return parse_enum(key, base, text, msg, len);
 	case CONF_TYPE_STRING:
@@ -283,7 +482,8 @@ void conf_apply_defaults(const char *section, void *base)
 	char msg[MSG_MAX], item[256];
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (strcmp(key->section, section) != 0 || !key->def || key->type == CONF_TYPE_NODE)
+		if (strcmp(key->section, section) != 0 || !key->def ||
+		    key->type == CONF_TYPE_NODE || (key->flags & CONF_F_ALIAS))
 			continue;
 		if (!is_list_type(key->type)) {
 			STEER_ASSERT(value_parse(key, base, key->def, NULL, msg, sizeof(msg)) == 0);
@@ -304,8 +504,8 @@ void conf_free_fields(const char *section, void *base)
 {
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (strcmp(key->section, section) != 0)
-			continue;
+		if (strcmp(key->section, section) != 0 || (key->flags & CONF_F_ALIAS))
+			continue; /* an alias shares its key's field: free it once */
 		if (is_list_type(key->type)) {
 			list_clear(base, key);
 		} else if (is_string_type(key->type)) {
@@ -549,16 +749,100 @@ static bool mapping_has_key(conf_loader_t *ld, const yaml_node_t *map, const cha
 	return false;
 }
 
+/* The row that @p key is an alias of (same section and field), or @p key itself. */
+static const conf_key_t *alias_target(const conf_key_t *key)
+{
+	if (!(key->flags & CONF_F_ALIAS))
+		return key;
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *k = &conf_keys[i];
+		if (!(k->flags & CONF_F_ALIAS) && k->offset == key->offset &&
+		    strcmp(k->section, key->section) == 0)
+			return k;
+	}
+	STEER_ASSERT(!"an alias row follows the key it renames");
+	return key;
+}
+
+/* True when @p map has key @p key or one of its aliases. */
+static bool mapping_has_any_name(conf_loader_t *ld, const yaml_node_t *map, const conf_key_t *key)
+{
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		const conf_key_t *k = &conf_keys[i];
+		if (alias_target(k) == key && mapping_has_key(ld, map, k->name))
+			return true;
+	}
+	return false;
+}
+
 static int check_required(conf_loader_t *ld, const char *section, const yaml_node_t *map)
 {
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
 		if (strcmp(key->section, section) != 0 || !(key->flags & CONF_F_REQUIRED))
 			continue;
-		if (!mapping_has_key(ld, map, key->name))
+		if (!mapping_has_any_name(ld, map, key))
 			return conf_fail(ld, conf_node_line(map),
 			                 "missing required key '%s' in section '%s'", key->name,
 			                 section);
+	}
+	return 0;
+}
+
+size_t conf_key_line(conf_loader_t *ld, const yaml_node_t *map, const char *name, size_t fallback)
+{
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = conf_node(ld, p->key);
+		if (k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, name) == 0)
+			return conf_node_line(k);
+	}
+	return fallback;
+}
+
+/* "unknown key 'K' in section 'S'" and the nearest valid key, or the valid keys. */
+static int unknown_key(conf_loader_t *ld, const yaml_node_t *k, const char *name,
+                       const char *section)
+{
+	char hint[MSG_MAX] = "";
+	conf_suggest_t sg;
+	conf_suggest_init(&sg, name);
+	for (size_t i = 0; i < conf_n_keys; i++) {
+		if (strcmp(conf_keys[i].section, section) == 0)
+			conf_suggest_add(&sg, conf_keys[i].name);
+	}
+	if (!conf_suggest_hint(&sg, hint, sizeof(hint))) {
+		size_t used = (size_t)snprintf(hint, sizeof(hint), " (valid keys:");
+		for (size_t i = 0; i < conf_n_keys && used < sizeof(hint); i++) {
+			if (strcmp(conf_keys[i].section, section) == 0)
+				used += (size_t)snprintf(hint + used, sizeof(hint) - used, "%s %s",
+				                         hint[used - 1] == ':' ? "" : ",",
+				                         conf_keys[i].name);
+		}
+		if (used < sizeof(hint))
+			snprintf(hint + used, sizeof(hint) - used, ")");
+	}
+	return conf_fail(ld, conf_node_line(k), "unknown key '%s' in section '%s'%s", name, section,
+	                 hint);
+}
+
+/* A key and its alias name one field: giving both is a contradiction, not an override. */
+static int check_alias_twice(conf_loader_t *ld, const yaml_node_t *map,
+                             const yaml_node_pair_t *pair, const conf_key_t *key)
+{
+	const conf_key_t *target = alias_target(key);
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < pair; p++) {
+		const yaml_node_t *k = conf_node(ld, p->key);
+		if (k->type != YAML_SCALAR_NODE)
+			continue;
+		const conf_key_t *other =
+		    conf_find_key(key->section, (const char *)k->data.scalar.value);
+		if (other && other != key && alias_target(other) == target)
+			return conf_fail(
+			    ld, conf_node_line(conf_node(ld, pair->key)),
+			    "%s: give either '%s' or '%s', not both (the first at line %zu)",
+			    key->section, other->name, key->name, conf_node_line(k));
 	}
 	return 0;
 }
@@ -653,8 +937,10 @@ int conf_load_keys(conf_loader_t *ld, const char *section, void *base, const yam
 			return ret;
 		const conf_key_t *key = conf_find_key(section, name);
 		if (!key)
-			return conf_fail(ld, conf_node_line(k), "unknown key '%s' in section '%s'",
-			                 name, section);
+			return unknown_key(ld, k, name, section);
+		ret = check_alias_twice(ld, map, p, key);
+		if (ret != 0)
+			return ret;
 		const yaml_node_t *value = conf_node(ld, p->value);
 		if (key->type == CONF_TYPE_NODE) {
 			STEER_ASSERT(cb);
@@ -727,14 +1013,20 @@ static int load_section(conf_loader_t *ld, const yaml_node_t *k, const yaml_node
 	const char *name = (const char *)k->data.scalar.value;
 	const conf_section_t *sec = find_section(name);
 	if (!sec || sec->nested) {
-		char expected[256] = "";
+		char expected[256] = "", hint[128] = "";
 		size_t used = 0;
+		conf_suggest_t sg;
+		conf_suggest_init(&sg, name);
 		for (size_t i = 0; i < conf_n_sections && used < sizeof(expected); i++) {
-			if (!conf_sections[i].nested)
-				used += (size_t)snprintf(expected + used, sizeof(expected) - used,
-				                         "%s%s", used ? ", " : "",
-				                         conf_sections[i].name);
+			if (conf_sections[i].nested)
+				continue;
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%s%s",
+			                         used ? ", " : "", conf_sections[i].name);
+			conf_suggest_add(&sg, conf_sections[i].name);
 		}
+		if (conf_suggest_hint(&sg, hint, sizeof(hint)))
+			return conf_fail(ld, conf_node_line(k), "unknown section '%s'%s", name,
+			                 hint);
 		return conf_fail(ld, conf_node_line(k), "unknown section '%s' (expected %s)", name,
 		                 expected);
 	}
@@ -1053,7 +1345,7 @@ static bool value_equal(const conf_key_t *key, const void *a, const void *b)
 	}
 	if (key->type == CONF_TYPE_UINT && key->size == sizeof(uint16_t))
 		return *(const uint16_t *)cfield(a, key) == *(const uint16_t *)cfield(b, key);
-	if (key->type == CONF_TYPE_UINT)
+	if (key->type == CONF_TYPE_UINT || key->type == CONF_TYPE_DURATION)
 		return *(const unsigned *)cfield(a, key) == *(const unsigned *)cfield(b, key);
 	if (key->type == CONF_TYPE_BOOL ||
 	    (key->type == CONF_TYPE_ENUM && key->size == sizeof(bool)))
@@ -1068,7 +1360,7 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 		buf[0] = '\0';
 	for (size_t i = 0; i < conf_n_keys; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (!(key->flags & CONF_F_RESTART) ||
+		if (!(key->flags & CONF_F_RESTART) || (key->flags & CONF_F_ALIAS) ||
 		    (strcmp(key->section, "server") != 0 && strcmp(key->section, "log") != 0))
 			continue; /* other sections are not keys of conf_t; GSLB reloads */
 		if (value_equal(key, old, new))

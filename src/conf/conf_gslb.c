@@ -506,6 +506,8 @@ int conf_gslb_load_maps(conf_loader_t *ld, const yaml_node_t *node)
 /* ---- services ----------------------------------------------------------------------------- */
 
 typedef struct {
+	conf_service_t *svc;
+	bool list_form;    /* `- name: DC` items: the `name` key says which datacenter */
 	uint32_t *weights; /* the dc's `weights` list, applied once addresses are known */
 	size_t n_weights;
 	size_t weights_line;
@@ -524,6 +526,24 @@ static int weight_item(conf_loader_t *ld, const char *what, const yaml_node_t *i
 	return 0;
 }
 
+/* The datacenter named by @p node must not already serve this service. */
+static int sdc_datacenter(conf_loader_t *ld, conf_service_t *svc, conf_service_dc_t *sdc,
+                          const char *what, const yaml_node_t *node)
+{
+	size_t idx;
+	int ret = dc_index(ld, what, node, &idx);
+	if (ret != 0)
+		return ret;
+	for (size_t i = 0; i < svc->n_dcs; i++) {
+		if (&svc->dcs[i] != sdc && svc->dcs[i].datacenter == idx)
+			return conf_fail(ld, conf_node_line(node),
+			                 "%s: datacenter '%s' is listed twice (first at line %u)",
+			                 what, ld->conf->datacenters[idx].name, svc->dcs[i].line);
+	}
+	sdc->datacenter = idx;
+	return 0;
+}
+
 static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
                        const yaml_node_t *value, void *ctx)
 {
@@ -531,6 +551,15 @@ static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	conf_service_dc_t *sdc = base;
 	sdc_ctx_t *c = ctx;
 	what_of(key, what, sizeof(what));
+	if (strcmp(key->name, "name") == 0) {
+		if (!c->list_form)
+			return conf_fail(ld, conf_node_line(value),
+			                 "services.datacenters.%s: 'name' is only used in the list "
+			                 "form (- name: DC, addresses: [...]); here the key is the "
+			                 "name",
+			                 ld->conf->datacenters[sdc->datacenter].name);
+		return sdc_datacenter(ld, c->svc, sdc, "services.datacenters.name", value);
+	}
 	if (strcmp(key->name, "monitor") == 0)
 		return conf_health_monitor_ref(ld, key, value, &sdc->monitor);
 	if (strcmp(key->name, "weights") == 0) {
@@ -542,27 +571,39 @@ static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	return conf_for_each_item(ld, what, value, false, addr_item, &c->addrs);
 }
 
-static int load_service_dc(conf_loader_t *ld, conf_service_t *svc, const yaml_node_t *k,
+/*
+ * One datacenter of a service: @p name_node is the mapping key naming it (mapping form) or
+ * NULL (list form: the item's `name` key does); @p v is its mapping of keys.
+ */
+static int load_service_dc(conf_loader_t *ld, conf_service_t *svc, const yaml_node_t *name_node,
                            const yaml_node_t *v)
 {
-	size_t idx;
-	int ret = dc_index(ld, "services.datacenters", k, &idx);
-	if (ret != 0)
-		return ret;
-	const char *name = ld->conf->datacenters[idx].name;
-	if (v->type != YAML_MAPPING_NODE)
-		return conf_fail(
-		    ld, conf_node_line(v),
-		    "services.datacenters.%s: expected a mapping of keys (addresses, ...), "
-		    "got %s",
-		    name, conf_is_null(v) ? "nothing" : conf_kind_name(v));
+	int ret = 0;
 	svc->dcs = xrealloc(svc->dcs, (svc->n_dcs + 1) * sizeof(*svc->dcs));
 	conf_service_dc_t *sdc = &svc->dcs[svc->n_dcs++];
-	*sdc = (conf_service_dc_t){
-	    .datacenter = idx, .monitor = CONF_MONITOR_NONE, .line = (unsigned)conf_node_line(k)};
+	*sdc = (conf_service_dc_t){.datacenter = SIZE_MAX,
+	                           .monitor = CONF_MONITOR_NONE,
+	                           .line = (unsigned)conf_node_line(name_node ? name_node : v)};
 	conf_apply_defaults("services.datacenters", sdc);
-	sdc_ctx_t c = {0};
+	if (name_node) {
+		ret = sdc_datacenter(ld, svc, sdc, "services.datacenters", name_node);
+		if (ret != 0)
+			return ret;
+		if (v->type != YAML_MAPPING_NODE)
+			return conf_fail(
+			    ld, conf_node_line(v),
+			    "services.datacenters.%s: expected a mapping of keys (addresses, ...), "
+			    "got %s",
+			    ld->conf->datacenters[sdc->datacenter].name,
+			    conf_is_null(v) ? "nothing" : conf_kind_name(v));
+	}
+	sdc_ctx_t c = {.svc = svc, .list_form = !name_node};
 	ret = conf_load_keys(ld, "services.datacenters", sdc, v, sdc_node_cb, &c);
+	if (ret == 0 && sdc->datacenter == SIZE_MAX)
+		ret =
+		    conf_fail(ld, sdc->line,
+		              "missing required key 'name' in section 'services.datacenters' (the "
+		              "list form names each datacenter: - name: DC, addresses: [...])");
 	if (ret == 0 && c.n_weights > 0) {
 		if (c.addrs.any_weight)
 			ret = conf_fail(
@@ -643,11 +684,30 @@ static int service_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		}
 		return ret;
 	}
-	/* datacenters: an ordered mapping of datacenter name -> addresses and policy */
+	/*
+	 * datacenters, in failover order: a list of `- name: DC, ...` mappings, or the older
+	 * mapping of datacenter name -> keys, whose order a YAML tool may re-sort.
+	 */
+	if (value->type == YAML_SEQUENCE_NODE) {
+		if (value->data.sequence.items.start == value->data.sequence.items.top)
+			return conf_fail(ld, conf_node_line(value),
+			                 "%s: needs at least one datacenter", what);
+		for (const yaml_node_item_t *it = value->data.sequence.items.start;
+		     it < value->data.sequence.items.top && ret == 0; it++) {
+			const yaml_node_t *item = conf_node(ld, *it);
+			if (item->type != YAML_MAPPING_NODE)
+				return conf_fail(ld, conf_node_line(item),
+				                 "%s: each entry must be a mapping (- name: DC, "
+				                 "addresses: [...]), got %s",
+				                 what, conf_kind_name(item));
+			ret = load_service_dc(ld, svc, NULL, item);
+		}
+		return ret;
+	}
 	if (value->type != YAML_MAPPING_NODE)
 		return conf_fail(ld, conf_node_line(value),
-		                 "%s: expected a mapping of datacenter names (in failover order), "
-		                 "got %s",
+		                 "%s: expected a list of datacenters in failover order (- name: "
+		                 "DC, addresses: [...]), got %s",
 		                 what, conf_is_null(value) ? "nothing" : conf_kind_name(value));
 	if (value->data.mapping.pairs.start == value->data.mapping.pairs.top)
 		return conf_fail(ld, conf_node_line(value), "%s: needs at least one datacenter",
@@ -700,7 +760,7 @@ static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *o
 	if (ret != 0)
 		return ret;
 	if (svc->n_fallback > 0 && svc->fallback_cname)
-		return conf_fail(ld, svc->line,
+		return conf_fail(ld, conf_key_line(ld, item, "fallback-cname", svc->line),
 		                 "services: give either 'fallback' or 'fallback-cname', not both");
 	uint8_t wire[DNS_DNAME_MAXLEN];
 	ret = parse_dname(ld, "services.name", svc->name, svc->line, wire);

@@ -290,18 +290,6 @@ static mon_type_t type_of(const conf_monitor_t *mon)
 	return MON_STATIC;
 }
 
-/* Line of key @p name in mapping @p map, or @p fallback when it is not there. */
-static size_t key_line(conf_loader_t *ld, const yaml_node_t *map, const char *name, size_t fallback)
-{
-	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
-	     p < map->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = conf_node(ld, p->key);
-		if (strcmp((const char *)k->data.scalar.value, name) == 0)
-			return conf_node_line(k);
-	}
-	return fallback;
-}
-
 /* Keys given for a type that does not use them: a silently ignored `path` on a tcp monitor
  * would hide a mistake. */
 static int check_type_keys(conf_loader_t *ld, const conf_monitor_t *mon, const yaml_node_t *map)
@@ -337,11 +325,15 @@ static int check_monitor(conf_loader_t *ld, const conf_monitor_t *mon, const yam
 	int ret = check_type_keys(ld, mon, map);
 	if (ret != 0)
 		return ret;
-	if (mon->timeout >= mon->interval)
-		return conf_fail(
-		    ld, key_line(ld, map, "timeout", key_line(ld, map, "interval", mon->line)),
-		    "monitors.%s: timeout (%u ms) must be less than interval (%u ms)", mon->name,
-		    mon->timeout, mon->interval);
+	if (mon->timeout >= mon->interval) {
+		char t[32], i[32];
+		return conf_fail(ld,
+		                 conf_key_line(ld, map, "timeout",
+		                               conf_key_line(ld, map, "interval", mon->line)),
+		                 "monitors.%s: timeout %s must be less than interval %s", mon->name,
+		                 conf_duration_str(mon->timeout, t, sizeof(t)),
+		                 conf_duration_str(mon->interval, i, sizeof(i)));
+	}
 	switch (type_of(mon)) {
 	case MON_TCP:
 		if (mon->port == 0)
@@ -358,12 +350,12 @@ static int check_monitor(conf_loader_t *ld, const conf_monitor_t *mon, const yam
 	case MON_HTTPS:
 		if (mon->path[0] != '/' || has_space_or_control(mon->path))
 			return conf_fail(
-			    ld, key_line(ld, map, "path", mon->line),
+			    ld, conf_key_line(ld, map, "path", mon->line),
 			    "monitors.%s: path '%s' must start with '/' and contain no "
 			    "spaces (encode them as %%20)",
 			    mon->name, mon->path);
 		if (mon->host && has_space_or_control(mon->host))
-			return conf_fail(ld, key_line(ld, map, "host", mon->line),
+			return conf_fail(ld, conf_key_line(ld, map, "host", mon->line),
 			                 "monitors.%s: host '%s' must not contain spaces",
 			                 mon->name, mon->host);
 		break;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <yaml.h>
 
@@ -24,12 +25,20 @@ typedef enum {
 	CONF_TYPE_PREFIX_LIST, /* steer_prefix_t array + size_t count */
 	CONF_TYPE_BOOL,        /* bool: true or false */
 	CONF_TYPE_NODE,        /* structured value parsed by the section's own code; type_doc */
+	CONF_TYPE_DURATION,    /* unsigned or uint32_t in units of `unit`, bounded by min..max */
 } conf_type_t;
+
+/* Base unit of a CONF_TYPE_DURATION field: what a bare number means, in milliseconds. */
+typedef enum {
+	CONF_UNIT_MS = 1,
+	CONF_UNIT_S = 1000,
+} conf_unit_t;
 
 /* Key flags. */
 #define CONF_F_RESTART  0x1 /* a changed value only takes effect on restart */
 #define CONF_F_REQUIRED 0x2 /* must be present (only meaningful without a default) */
 #define CONF_F_NONEMPTY 0x4 /* lists: an explicitly empty list is an error */
+#define CONF_F_ALIAS    0x8 /* another name of the previous row's key: same field, same type */
 
 typedef struct {
 	const char *name;
@@ -40,10 +49,13 @@ typedef struct {
 	const char *section; /* "server", "zones", "services.datacenters", ... */
 	const char *name;    /* as written in YAML */
 	conf_type_t type;
-	size_t offset;     /* of the value in the section's struct (conf_t, conf_zone_t, ...) */
-	size_t size;       /* UINT/ENUM: sizeof the field; lists: offset of the size_t count */
-	unsigned min, max; /* UINT bounds; STRING/PATH: max is the longest length (0 = any) */
-	const conf_enum_t *enums; /* ENUM: terminated by a NULL name */
+	size_t offset; /* of the value in the section's struct (conf_t, conf_zone_t, ...) */
+	size_t size;   /* UINT/ENUM/DURATION: sizeof the field; lists: offset of the size_t count */
+	unsigned min, max; /* UINT/DURATION bounds (in `unit`); STRING/PATH: max is the longest
+	                      length (0 = any) */
+	const conf_enum_t *enums; /* ENUM: terminated by a NULL name; STRING: the only values
+	                             accepted (case-insensitive, kept as written) */
+	conf_unit_t unit;         /* DURATION: what a bare number counts */
 	const char *def;          /* default in YAML text (lists: space-separated), NULL = none */
 	unsigned flags;           /* CONF_F_* */
 	const char *type_doc;     /* NODE: the value's shape for the reference */
@@ -161,6 +173,39 @@ void conf_free_fields(const char *section, void *base) STEER_NONNULL(1, 2);
 
 /** @p text resolved against @p dir (NULL = kept as is); caller frees. */
 char *conf_resolve_path(const char *dir, const char *text) STEER_NONNULL(2);
+
+/**
+ * Write @p ms as a duration in the largest unit that divides it exactly ("90s", "1500ms",
+ * "2h", "0s") into @p buf. Returns @p buf.
+ */
+const char *conf_duration_str(uint64_t ms, char *buf, size_t size) STEER_NONNULL(2);
+
+/* Picks the candidate nearest to a mistyped word, for "did you mean" hints. */
+typedef struct {
+	const char *word;
+	const char *best; /* NULL: nothing close enough */
+	unsigned score;
+} conf_suggest_t;
+
+/** Start a search for the candidate nearest to @p word (which must outlive @p s). */
+void conf_suggest_init(conf_suggest_t *s, const char *word) STEER_NONNULL(1, 2);
+
+/**
+ * Consider @p candidate: kept when it is within a small case-insensitive edit distance of the
+ * word (1 for words under 6 bytes, else 2; a swap of neighbours counts 1) or starts with the
+ * whole word (at least 4 bytes), and closer than every earlier one.
+ */
+void conf_suggest_add(conf_suggest_t *s, const char *candidate) STEER_NONNULL(1, 2);
+
+/**
+ * Append " (did you mean 'BEST'?)" for the best candidate to @p buf (NUL-terminated, of
+ * @p size bytes); nothing when there is none. Returns true when a hint was written.
+ */
+bool conf_suggest_hint(const conf_suggest_t *s, char *buf, size_t size) STEER_NONNULL(1, 2);
+
+/** Line of key @p name in mapping @p map, or @p fallback when it is not there. */
+size_t conf_key_line(conf_loader_t *ld, const yaml_node_t *map, const char *name, size_t fallback)
+    STEER_NONNULL(1, 2, 3);
 
 /** The schema row of @p section.@p name, or NULL. */
 const conf_key_t *conf_find_key(const char *section, const char *name) STEER_NONNULL(1, 2);

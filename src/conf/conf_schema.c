@@ -17,6 +17,13 @@
 		.min = lo, .max = hi, .def = dflt, .flags = fl, .doc = text                        \
 	}
 
+#define SERVER_DURATION(key, field, lo, hi, dflt, text)                                            \
+	{                                                                                          \
+		.section = "server", .name = key, .type = CONF_TYPE_DURATION,                      \
+		.offset = offsetof(conf_t, field), .size = sizeof(((conf_t *)0)->field),           \
+		.min = lo, .max = hi, .unit = CONF_UNIT_MS, .def = dflt, .doc = text               \
+	}
+
 static const conf_enum_t log_targets[] = {
     {"stderr", LOG_TARGET_STDERR},
     {"syslog", LOG_TARGET_SYSLOG},
@@ -49,6 +56,29 @@ static const conf_enum_t static_states[] = {
 		.doc = text                                                                        \
 	}
 
+#define MONITOR_DURATION(key, field, lo, hi, u, dflt, text)                                        \
+	{                                                                                          \
+		.section = "monitors", .name = key, .type = CONF_TYPE_DURATION,                    \
+		.offset = offsetof(conf_monitor_t, field),                                         \
+		.size = sizeof(((conf_monitor_t *)0)->field), .min = lo, .max = hi, .unit = u,     \
+		.def = dflt, .doc = text                                                           \
+	}
+
+/* The values the GSLB builder accepts (gslb/policy.c); checked here so a typo is reported at
+ * its line with the valid names. The value field is unused. */
+static const conf_enum_t dc_policies[] = {
+    {"failover", 0}, {"geo", 0}, {"weighted", 0}, {"persist", 0}, {"round-robin", 0}, {NULL, 0},
+};
+
+static const conf_enum_t in_dc_policies[] = {
+    {"all", 0},         {"failover", 0}, {"weighted", 0}, {"multi", 0},
+    {"round-robin", 0}, {"persist", 0},  {NULL, 0},
+};
+
+static const conf_enum_t all_down_actions[] = {
+    {"first-datacenter", 0}, {"fallback", 0}, {"nodata", 0}, {"servfail", 0}, {NULL, 0},
+};
+
 /* sun_path holds 108 bytes including the terminating NUL. */
 #define UNIX_PATH_MAXLEN 107
 
@@ -71,7 +101,7 @@ const conf_section_t conf_sections[] = {
      "```yaml\n"
      "monitors:\n"
      "  web: { type: http, port: 8080, path: /health, expect-status: [200, 204] }\n"
-     "  gw: { type: tcp, port: 179, interval: 1000, timeout: 500, fall: 2 }\n"
+     "  gw: { type: tcp, port: 179, interval: 1s, timeout: 500ms, fall: 2 }\n"
      "  dns1: { type: dns, qname: example.test., qtype: SOA, rcode: NOERROR }\n"
      "  script: { type: exec, command: [/usr/local/bin/check-db, --quick] }\n"
      "  maint: { type: static, state: down }\n"
@@ -81,7 +111,7 @@ const conf_section_t conf_sections[] = {
      "  - name: www.example.test\n"
      "    monitor: web\n"
      "    datacenters:\n"
-     "      telecom:\n"
+     "      - name: telecom\n"
      "        addresses:\n"
      "          - 198.51.100.10\n"
      "          - { address: 198.51.100.11, probe: \"10.0.0.11:8080\",\n"
@@ -137,8 +167,9 @@ const conf_section_t conf_sections[] = {
      "    policy: geo\n"
      "    map: isp\n"
      "    datacenters:\n"
-     "      telecom: { addresses: [198.51.100.10, \"2001:db8:1::10\"] }\n"
-     "      edu: { addresses: [192.0.2.10, 192.0.2.11], policy: weighted, weights: [3, 1] }\n"
+     "      - { name: telecom, addresses: [198.51.100.10, \"2001:db8:1::10\"] }\n"
+     "      - { name: edu, addresses: [192.0.2.10, 192.0.2.11], policy: weighted,\n"
+     "          weights: [3, 1] }\n"
      "    all-down: fallback\n"
      "    fallback: [192.0.2.99]\n"
      "whoami: [whoami.example.test]\n"
@@ -148,8 +179,18 @@ const conf_section_t conf_sections[] = {
      "```",
      false, conf_gslb_load_services},
     {"services.datacenters", false, 0,
-     "A service's `datacenters`: an ordered mapping of datacenter name -> the keys below. The "
-     "order is the failover order (and the `geo` order for clients no map entry prefers).",
+     "A service's `datacenters`, best first: the order is the failover order (and the `geo` "
+     "order for clients no map entry prefers). Write it as a list, one mapping per "
+     "datacenter with its `name` and the keys below:\n\n"
+     "```yaml\n"
+     "    datacenters:\n"
+     "      - { name: telecom, addresses: [198.51.100.10] }\n"
+     "      - { name: edu, addresses: [192.0.2.10, 192.0.2.11], policy: weighted }\n"
+     "```\n\n"
+     "The older mapping form (`telecom: { addresses: [...] }`, one key per datacenter) is "
+     "still accepted and keeps the order of the keys as written, but a YAML tool that "
+     "rewrites the file (PyYAML's `safe_dump` sorts keys by default) silently changes the "
+     "failover order; a list keeps its order everywhere.",
      true, NULL},
     {"services.datacenters.addresses", false, 0,
      "An item of `addresses` written as a mapping, to give one address its own weight, probe "
@@ -199,12 +240,12 @@ const conf_key_t conf_keys[] = {
     SERVER_UINT("tcp-max-clients", tcp_max_clients, 1, 1000000, "1000", 0,
                 "Open TCP connections allowed across all TCP threads; further connections are "
                 "closed at once."),
-    SERVER_UINT("tcp-idle-timeout", tcp_idle_timeout, 100, 3600000, "10000", 0,
-                "Milliseconds a TCP connection may sit idle between queries before it is closed "
-                "(RFC 7766)."),
-    SERVER_UINT("tcp-io-timeout", tcp_io_timeout, 100, 600000, "2000", 0,
-                "Milliseconds allowed to receive the rest of a TCP message once its first byte "
-                "arrived, so slow or stalled clients cannot hold connections."),
+    SERVER_DURATION("tcp-idle-timeout", tcp_idle_timeout, 100, 3600000, "10s",
+                    "How long a TCP connection may sit idle between queries before it is "
+                    "closed (RFC 7766)."),
+    SERVER_DURATION("tcp-io-timeout", tcp_io_timeout, 100, 600000, "2s",
+                    "How long the rest of a TCP message may take to arrive once its first byte "
+                    "did, so slow or stalled clients cannot hold connections."),
     {.section = "server",
      .name = "user",
      .type = CONF_TYPE_STRING,
@@ -258,6 +299,13 @@ const conf_key_t conf_keys[] = {
      .doc = "The zone's apex, e.g. `example.com` (trailing dot optional). Each zone may be "
             "listed once; a zone and its parent may both be served, the longest match wins."},
     {.section = "zones",
+     .name = "name",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_zone_t, domain),
+     .flags = CONF_F_ALIAS,
+     .doc = "Another name for `domain`, so that every list entry can be named with `name:`. "
+            "Give one of the two."},
+    {.section = "zones",
      .name = "file",
      .type = CONF_TYPE_PATH,
      .offset = offsetof(conf_zone_t, file),
@@ -299,25 +347,26 @@ const conf_key_t conf_keys[] = {
      .doc = "Port to probe on the target address. Unset: 80 for `http`, 443 for `https`, 53 "
             "for `dns`; `tcp` needs one. A port in a `probe` address wins. `tcp`, `http`, "
             "`https` and `dns` only."},
-    MONITOR_UINT("interval", interval, 100, 3600000, "2000",
-                 "Milliseconds between the starts of two probes of a target."),
-    MONITOR_UINT("timeout", timeout, 10, 600000, "1000",
-                 "Milliseconds a probe may take before it counts as failed (an `exec` command "
-                 "is killed). Must be less than `interval`."),
+    MONITOR_DURATION("interval", interval, 100, 3600000, CONF_UNIT_MS, "2s",
+                     "Time between the starts of two probes of a target."),
+    MONITOR_DURATION("timeout", timeout, 10, 600000, CONF_UNIT_MS, "1s",
+                     "How long a probe may take before it counts as failed (an `exec` command "
+                     "is killed). Must be less than `interval`."),
     MONITOR_UINT("fall", fall, 1, 100, "3", "Failed probes in a row that take a target down."),
     MONITOR_UINT("rise", rise, 1, 100, "3", "Good probes in a row that bring a target back up."),
     MONITOR_UINT("jitter", jitter, 0, 50, "10",
                  "Each probe starts up to this percentage of `interval` early or late, so "
                  "targets checked by one monitor are not all probed at once."),
-    MONITOR_UINT("hold-down", hold_down, 0, 86400000, "0",
-                 "Milliseconds a recovered target waits after its `rise` good probes before "
-                 "it is answered again, so a flapping server stays out longer."),
-    MONITOR_UINT("slow-start", slow_start, 0, 86400000, "0",
-                 "Milliseconds over which a recovered target's weight ramps up to its full "
-                 "weight, for weighted policies. `0`: full weight at once."),
-    MONITOR_UINT("ttl-floor", ttl_floor, 0, 86400, "5",
-                 "Seconds: while a target an answer depends on is down or flapping, the "
-                 "answer's TTL is at most this, so resolvers ask again soon."),
+    MONITOR_DURATION("hold-down", hold_down, 0, 86400000, CONF_UNIT_MS, "0s",
+                     "How long a recovered target waits after its `rise` good probes before "
+                     "it is answered again, so a flapping server stays out longer."),
+    MONITOR_DURATION("slow-start", slow_start, 0, 86400000, CONF_UNIT_MS, "0s",
+                     "Time over which a recovered target's weight ramps up to its full "
+                     "weight, for weighted policies. `0s`: full weight at once."),
+    MONITOR_DURATION("ttl-floor", ttl_floor, 0, 86400, CONF_UNIT_S, "5s",
+                     "While a target an answer depends on is down or flapping, the answer's "
+                     "TTL is at most this, so resolvers ask again soon. Whole seconds (a TTL "
+                     "has no finer unit)."),
     {.section = "monitors",
      .name = "path",
      .type = CONF_TYPE_STRING,
@@ -519,6 +568,7 @@ const conf_key_t conf_keys[] = {
      .name = "policy",
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_service_t, policy),
+     .enums = dc_policies,
      .def = "failover",
      .doc = "How the datacenter is picked: `failover` (the first in `datacenters` with an "
             "address up), `geo` (the same in the order `map` gives for the client), "
@@ -531,24 +581,28 @@ const conf_key_t conf_keys[] = {
      .doc = "The map ordering datacenters per client, for `geo`. Unset: none."},
     {.section = "services",
      .name = "ttl",
-     .type = CONF_TYPE_UINT,
+     .type = CONF_TYPE_DURATION,
      .offset = offsetof(conf_service_t, ttl),
      .size = sizeof(((conf_service_t *)0)->ttl),
      .min = 0,
      .max = 2147483647,
-     .def = "30",
-     .doc = "TTL of the answers in seconds (RFC 2181 limit). Short, so clients move when a "
-            "datacenter goes down."},
+     .unit = CONF_UNIT_S,
+     .def = "30s",
+     .doc = "TTL of the answers, in whole seconds (RFC 2181 limit). Short, so clients move "
+            "when a datacenter goes down."},
     {.section = "services",
      .name = "datacenters",
      .type = CONF_TYPE_NODE,
-     .type_doc = "ordered mapping of datacenter name -> mapping (see `services.datacenters`)",
+     .type_doc = "list of mappings with a `name` (recommended), or a mapping of datacenter "
+                 "name -> mapping (see `services.datacenters`)",
      .flags = CONF_F_REQUIRED,
-     .doc = "The datacenters serving the name and their addresses, in failover order."},
+     .doc = "The datacenters serving the name and their addresses, in failover order: the "
+            "order they are written in."},
     {.section = "services",
      .name = "all-down",
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_service_t, all_down),
+     .enums = all_down_actions,
      .def = "first-datacenter",
      .doc = "What to answer when no datacenter has an address up: `first-datacenter` (all "
             "addresses of the first one, as if up), `fallback` (the `fallback` addresses or "
@@ -578,6 +632,12 @@ const conf_key_t conf_keys[] = {
             "datacenter names another. Unset: addresses are up unless a link monitor, a "
             "dependency or an override says otherwise."},
     {.section = "services.datacenters",
+     .name = "name",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "datacenter name",
+     .doc = "List form, required: which datacenter (see `datacenters`) this item is. Not "
+            "used in the mapping form, where the key is the name."},
+    {.section = "services.datacenters",
      .name = "addresses",
      .type = CONF_TYPE_NODE,
      .type_doc = "list of IP addresses or mappings (see `services.datacenters.addresses`)",
@@ -594,8 +654,12 @@ const conf_key_t conf_keys[] = {
      .name = "policy",
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_service_dc_t, policy),
-     .doc = "How addresses are picked inside the datacenter: `weighted`, `round-robin`, "
-            "`persist` or `multi`. Unset: every address that is up."},
+     .enums = in_dc_policies,
+     .doc = "How addresses are picked inside the datacenter: `all` (every address that is "
+            "up), `failover` (the first address up, in list order), `weighted` (weighted "
+            "random by address weight), `multi` (at most `multi` addresses that are up), "
+            "`round-robin` or `persist` (a consistent hash of the client subnet). Unset: "
+            "`all`."},
     {.section = "services.datacenters",
      .name = "multi",
      .type = CONF_TYPE_UINT,
@@ -689,7 +753,15 @@ static const char reference_intro[] =
     "\n"
     "- Unknown sections and keys are errors, so a typo never silently falls back to a "
     "default.\n"
+    "- An unknown key's error names its section and suggests the nearest valid key; a value "
+    "from a fixed set lists the valid ones.\n"
     "- Relative paths are resolved against the folder that holds the configuration file.\n"
+    "- Durations take a unit: `500ms`, `2s`, `1m`, `1h`, `1d`, or a combination largest "
+    "first such as `1m30s`. A bare number keeps its older meaning, which depends on the key: "
+    "milliseconds for `server.tcp-idle-timeout`, `server.tcp-io-timeout` and the monitor "
+    "timings (`interval`, `timeout`, `hold-down`, `slow-start`); seconds for the TTLs "
+    "(`services.ttl`, `monitors.ttl-floor`). Writing the unit avoids the question. A value "
+    "finer than its key's unit (`1500ms` for a TTL) is an error.\n"
     "- Settings applied *on restart* keep their running value on reload (`SIGHUP` or "
     "`steerctl reload`); the reload reports them in `restart_needed`. All others take effect "
     "on reload.\n"
@@ -734,6 +806,12 @@ static const char *type_text(const conf_key_t *key)
 		return "boolean (`true` or `false`)";
 	case CONF_TYPE_NODE:
 		return key->type_doc;
+	case CONF_TYPE_DURATION:
+		return key->unit == CONF_UNIT_S
+		           ? "duration (`30s`, `5m`, `1h`, `1d`; a bare number is "
+		             "seconds)"
+		           : "duration (`500ms`, `2s`, `1m`, `1h`, `1d`; a bare "
+		             "number is milliseconds)";
 	}
 	return "?";
 }
@@ -743,6 +821,16 @@ static void write_type(FILE *out, const conf_key_t *key)
 	fprintf(out, "- Type: %s", type_text(key));
 	if (key->type == CONF_TYPE_UINT)
 		fprintf(out, ", %u to %u", key->min, key->max);
+	if (key->type == CONF_TYPE_DURATION) {
+		char lo[32], hi[32];
+		fprintf(out, ", %s to %s",
+		        conf_duration_str((uint64_t)key->min * key->unit, lo, sizeof(lo)),
+		        conf_duration_str((uint64_t)key->max * key->unit, hi, sizeof(hi)));
+	}
+	if (key->type == CONF_TYPE_STRING && key->enums) {
+		for (const conf_enum_t *e = key->enums; e->name; e++)
+			fprintf(out, "%s`%s`", e == key->enums ? ": one of " : ", ", e->name);
+	}
 	if (key->type == CONF_TYPE_ENUM) {
 		for (const conf_enum_t *e = key->enums; e->name; e++)
 			fprintf(out, "%s`%s`", e == key->enums ? " " : ", ", e->name);
@@ -755,6 +843,15 @@ static void write_type(FILE *out, const conf_key_t *key)
 static void write_key(FILE *out, const conf_key_t *key)
 {
 	fprintf(out, "\n### `%s.%s`\n\n%s\n\n", key->section, key->name, key->doc);
+	if (key->flags & CONF_F_ALIAS) {
+		for (const conf_key_t *k = key; k > conf_keys; k--) {
+			if (!(k[-1].flags & CONF_F_ALIAS) && k[-1].offset == key->offset &&
+			    strcmp(k[-1].section, key->section) == 0) {
+				fprintf(out, "- Same as `%s.%s`\n", k[-1].section, k[-1].name);
+				return;
+			}
+		}
+	}
 	write_type(out, key);
 	if (key->def)
 		fprintf(out, "- Default: `%s`\n", key->def);

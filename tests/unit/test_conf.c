@@ -341,8 +341,8 @@ static const struct {
 } error_rows[] = {
     {"conf/nope.yaml", "conf/nope.yaml: cannot open: No such file or directory"},
     {"conf", "conf: cannot open: Is a directory"},
-    {"conf/err-unknown-key.yaml",
-     "conf/err-unknown-key.yaml:3: unknown key 'listne' in section 'server'"},
+    {"conf/err-unknown-key.yaml", "conf/err-unknown-key.yaml:3: unknown key 'listne' in section "
+                                  "'server' (did you mean 'listen'?)"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
      "health, monitors, datacenters, maps, services, whoami, gslb)"},
@@ -440,7 +440,7 @@ static const struct {
      "conf/err-gslb-dup-dc.yaml:8: duplicate datacenter 'unicom' (first defined at line 6)"},
     {"conf/err-gslb-dup-service.yaml", "conf/err-gslb-dup-service.yaml:11: services.name: "
                                        "'WWW.example.test.' is already a service (line 9)"},
-    {"conf/err-gslb-fallback-both.yaml", "conf/err-gslb-fallback-both.yaml:9: services: give "
+    {"conf/err-gslb-fallback-both.yaml", "conf/err-gslb-fallback-both.yaml:13: services: give "
                                          "either 'fallback' or 'fallback-cname', not both"},
     {"conf/err-gslb-geoip-database.yaml", "conf/err-gslb-geoip-database.yaml:10: missing required "
                                           "key 'database' in section 'maps.geoip'"},
@@ -473,12 +473,13 @@ static const struct {
      "conf/err-gslb-service-dc.yaml:12: services.datacenters: unknown datacenter 'tel' "
      "(datacenters: telecom, unicom, edu)"},
     {"conf/err-gslb-ttl.yaml",
-     "conf/err-gslb-ttl.yaml:10: services.ttl: 2147483648 is out of range (0 to 2147483647)"},
+     "conf/err-gslb-ttl.yaml:10: services.ttl: 2147483648s is above the maximum 2147483647s"},
     {"conf/err-gslb-unknown-dc.yaml",
      "conf/err-gslb-unknown-dc.yaml:11: maps.nets.datacenters: unknown datacenter 'unicon' "
      "(datacenters: telecom, unicom, edu)"},
     {"conf/err-gslb-unknown-key.yaml",
-     "conf/err-gslb-unknown-key.yaml:12: unknown key 'adresses' in section 'services.datacenters'"},
+     "conf/err-gslb-unknown-key.yaml:12: unknown key 'adresses' in section 'services.datacenters' "
+     "(did you mean 'addresses'?)"},
     {"conf/err-gslb-unknown-map.yaml",
      "conf/err-gslb-unknown-map.yaml:13: services.map: unknown map 'ips' (maps: isp)"},
     {"conf/err-gslb-weight-range.yaml",
@@ -519,6 +520,289 @@ static void test_errors(void)
 	int ret = conf_load_file("conf/err-uint.yaml", &conf, small, sizeof(small));
 	CHECK(ret == STEER_ECONF && strlen(small) == sizeof(small) - 1,
 	      "short error buffer truncated: \"%s\"", small);
+}
+
+/* ---- configuration written inline: durations, hints, aliases, list-form datacenters ---- */
+
+#define TEXT_FILE "conf-text.yaml"
+
+static const char zones_text[] = "zones:\n  - domain: example.test\n    file: example.test.zone\n";
+
+/* Load @p text from a scratch file; *@p msg is the error without its "file:line: " prefix. */
+static int load_text(const char *text, conf_t **out, char *err, size_t errlen, const char **msg)
+{
+	FILE *f = fopen(TEXT_FILE, "w");
+	CHECK(f != NULL, "write %s", TEXT_FILE);
+	if (!f)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	err[0] = '\0';
+	int ret = conf_load_file(TEXT_FILE, out, err, errlen);
+	remove(TEXT_FILE);
+	const char *colon = strchr(err, ':');
+	colon = colon ? strchr(colon + 1, ':') : NULL;
+	*msg = colon ? colon + 2 : err;
+	return ret;
+}
+
+typedef enum { D_IDLE, D_IO, D_INTERVAL, D_TIMEOUT, D_HOLD, D_SLOW, D_FLOOR, D_TTL } dkey_t;
+
+/* One config that sets duration key @p key to @p value (every other key valid). */
+static void duration_config(dkey_t key, const char *value, char *buf, size_t size)
+{
+	static const char *const names[] = {
+	    "tcp-idle-timeout", "tcp-io-timeout", "interval",  "timeout",
+	    "hold-down",        "slow-start",     "ttl-floor", "ttl"};
+	const char *name = names[key];
+	int n = snprintf(buf, size, "%s", zones_text);
+	if (key <= D_IO)
+		n += snprintf(buf + n, size - (size_t)n, "server:\n  %s: %s\n", name, value);
+	/* an interval under test needs a timeout below it, and the other way round */
+	n += snprintf(buf + n, size - (size_t)n, "monitors:\n  m:\n    type: static\n");
+	if (key >= D_INTERVAL && key <= D_FLOOR)
+		n += snprintf(buf + n, size - (size_t)n, "    %s: %s\n", name, value);
+	if (key == D_INTERVAL)
+		n += snprintf(buf + n, size - (size_t)n, "    timeout: 10\n");
+	if (key == D_TIMEOUT)
+		n += snprintf(buf + n, size - (size_t)n, "    interval: 1h\n");
+	n += snprintf(buf + n, size - (size_t)n,
+	              "datacenters:\n  - name: dc1\nservices:\n  - name: www.example.test\n");
+	if (key == D_TTL)
+		n += snprintf(buf + n, size - (size_t)n, "    ttl: %s\n", value);
+	snprintf(buf + n, size - (size_t)n,
+	         "    datacenters:\n      - { name: dc1, addresses: [192.0.2.1] }\n");
+}
+
+static unsigned duration_value(const conf_t *c, dkey_t key)
+{
+	const conf_monitor_t *m = &c->monitors[0];
+	const unsigned v[] = {c->tcp_idle_timeout, c->tcp_io_timeout, m->interval,
+	                      m->timeout,          m->hold_down,      m->slow_start,
+	                      m->ttl_floor,        c->services[0].ttl};
+	return v[key];
+}
+
+static const struct {
+	dkey_t key;
+	const char *text;
+	unsigned value;    /* in the key's base unit, when ok */
+	const char *error; /* NULL: loads */
+} duration_rows[] = {
+    /* milliseconds keys: a bare number is milliseconds */
+    {D_IDLE, "1500", 1500, NULL},
+    {D_IDLE, "1s", 1000, NULL},
+    {D_IDLE, "500ms", 500, NULL},
+    {D_IDLE, "1m30s", 90000, NULL},
+    {D_IDLE, "1h", 3600000, NULL},
+    {D_IDLE, "1m30s250ms", 90250, NULL},
+    {D_IDLE, "50ms", 0, "server.tcp-idle-timeout: 50ms is below the minimum 100ms"},
+    {D_IDLE, "99", 0, "server.tcp-idle-timeout: 99ms is below the minimum 100ms"},
+    {D_IDLE, "2h", 0, "server.tcp-idle-timeout: 2h is above the maximum 1h"},
+    {D_IDLE, "1d", 0, "server.tcp-idle-timeout: 1d is above the maximum 1h"},
+    {D_IDLE, "99999999999999999999999", 0,
+     "server.tcp-idle-timeout: 99999999999999999999999ms is above the maximum 1h"},
+    {D_IDLE, "99999999999999999d", 0,
+     "server.tcp-idle-timeout: 99999999999999999d is above the maximum 1h"},
+    {D_IDLE, "2 s", 0,
+     "server.tcp-idle-timeout: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a "
+     "bare number is milliseconds), got '2 s'"},
+    {D_IDLE, "30s1m", 0,
+     "server.tcp-idle-timeout: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a "
+     "bare number is milliseconds), got '30s1m'"},
+    {D_IDLE, "2S", 0,
+     "server.tcp-idle-timeout: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a "
+     "bare number is milliseconds), got '2S'"},
+    {D_IDLE, "s", 0,
+     "server.tcp-idle-timeout: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a "
+     "bare number is milliseconds), got 's'"},
+    {D_IDLE, "-1s", 0,
+     "server.tcp-idle-timeout: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a "
+     "bare number is milliseconds), got '-1s'"},
+    {D_IO, "2s", 2000, NULL},
+    {D_IO, "11m", 0, "server.tcp-io-timeout: 11m is above the maximum 10m"},
+    {D_INTERVAL, "300ms", 300, NULL},
+    {D_INTERVAL, "300", 300, NULL},
+    {D_INTERVAL, "50ms", 0, "monitors.interval: 50ms is below the minimum 100ms"},
+    {D_TIMEOUT, "5ms", 0, "monitors.timeout: 5ms is below the minimum 10ms"},
+    {D_TIMEOUT, "2s", 2000, NULL},
+    {D_HOLD, "1d", 86400000, NULL},
+    {D_HOLD, "0", 0, NULL},
+    {D_HOLD, "1d1ms", 0, "monitors.hold-down: 1d1ms is above the maximum 1d"},
+    {D_SLOW, "1m", 60000, NULL},
+    /* seconds keys: a bare number is seconds, finer values are errors */
+    {D_FLOOR, "10", 10, NULL},
+    {D_FLOOR, "10s", 10, NULL},
+    {D_FLOOR, "2000ms", 2, NULL},
+    {D_FLOOR, "1500ms", 0, "monitors.ttl-floor: 1500ms is not a whole number of seconds"},
+    {D_FLOOR, "2d", 0, "monitors.ttl-floor: 2d is above the maximum 1d"},
+    {D_TTL, "30", 30, NULL},
+    {D_TTL, "5m", 300, NULL},
+    {D_TTL, "1d", 86400, NULL},
+    {D_TTL, "0s", 0, NULL},
+    {D_TTL, "500ms", 0, "services.ttl: 500ms is not a whole number of seconds"},
+    {D_TTL, "24856d", 0, "services.ttl: 24856d is above the maximum 2147483647s"},
+    {D_TTL, "2147483648", 0, "services.ttl: 2147483648s is above the maximum 2147483647s"},
+    {D_TTL, "thirty", 0,
+     "services.ttl: expected a duration such as 500ms, 2s, 1m, 1h, 1d or 1m30s (a bare number "
+     "is seconds), got 'thirty'"},
+};
+
+static void test_durations(void)
+{
+	char text[2048], err[1024];
+	for (size_t i = 0; i < sizeof(duration_rows) / sizeof(duration_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		duration_config(duration_rows[i].key, duration_rows[i].text, text, sizeof(text));
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		if (!duration_rows[i].error) {
+			CHECK(ret == 0 &&
+			          duration_value(c, duration_rows[i].key) == duration_rows[i].value,
+			      "duration '%s' -> %u (want %u) %s", duration_rows[i].text,
+			      ret == 0 ? duration_value(c, duration_rows[i].key) : 0,
+			      duration_rows[i].value, err);
+		} else {
+			CHECK(ret == STEER_ECONF && strcmp(msg, duration_rows[i].error) == 0,
+			      "duration '%s' -> \"%s\" expected \"%s\"", duration_rows[i].text, msg,
+			      duration_rows[i].error);
+		}
+		conf_free(c);
+	}
+}
+
+static const struct {
+	const char *text;
+	const char *error; /* with its line */
+} hint_rows[] = {
+    {"zones:\n  - domain: example.test\n    fiel: x.zone\n",
+     "3: unknown key 'fiel' in section 'zones' (did you mean 'file'?)"},
+    {"zones:\n  - domain: example.test\n    File: x.zone\n",
+     "3: unknown key 'File' in section 'zones' (did you mean 'file'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\nmonitors:\n  m:\n    type: static\n"
+     "    intreval: 1s\n",
+     "7: unknown key 'intreval' in section 'monitors' (did you mean 'interval'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\nserver:\n  tcp-idle: 1s\n",
+     "5: unknown key 'tcp-idle' in section 'server' (did you mean 'tcp-idle-timeout'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\nlog:\n  zzz: 1\n",
+     "5: unknown key 'zzz' in section 'log' (valid keys: target, level)"},
+    {"zone:\n  - domain: example.test\n", "1: unknown section 'zone' (did you mean 'zones'?)"},
+    {"datacenter:\n  - name: dc1\n",
+     "1: unknown section 'datacenter' (did you mean 'datacenters'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenter: { dc1: { addresses: 192.0.2.1 } }\n",
+     "8: unknown key 'datacenter' in section 'services' (did you mean 'datacenters'?)"},
+    /* values from a fixed set list the set and the nearest */
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: fialover\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin; got "
+     "'fialover' (did you mean 'failover'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: multi\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin; got "
+     "'multi'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    all-down: nxdomain\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "8: services.all-down: expected one of first-datacenter, fallback, nodata, servfail; got "
+     "'nxdomain'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n"
+     "      - { name: dc1, addresses: 192.0.2.1, policy: geo }\n",
+     "9: services.datacenters.policy: expected one of all, failover, weighted, multi, "
+     "round-robin, persist; got 'geo'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\nlog:\n  level: warn\n",
+     "5: log.level: expected one of error, warning, notice, info, debug; got 'warn' (did you "
+     "mean 'warning'?)"},
+    /* aliases */
+    {"zones:\n  - domain: example.test\n    name: example.test\n    file: x.zone\n",
+     "3: zones: give either 'domain' or 'name', not both (the first at line 2)"},
+    {"zones:\n  - file: x.zone\n", "2: missing required key 'domain' in section 'zones'"},
+    /* list-form datacenters */
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n"
+     "      - { name: dc1, addresses: 192.0.2.1 }\n"
+     "      - { name: dc1, addresses: 192.0.2.2 }\n",
+     "10: services.datacenters.name: datacenter 'dc1' is listed twice (first at line 9)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n"
+     "      - { addresses: 192.0.2.1 }\n",
+     "9: missing required key 'name' in section 'services.datacenters' (the list form names "
+     "each datacenter: - name: DC, addresses: [...])"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n"
+     "      - { name: dc2, addresses: 192.0.2.1 }\n",
+     "9: services.datacenters.name: unknown datacenter 'dc2' (datacenters: dc1)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n      - dc1\n",
+     "9: services.datacenters: each entry must be a mapping (- name: DC, addresses: [...]), "
+     "got a single value"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters: []\n",
+     "8: services.datacenters: needs at least one datacenter"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters:\n"
+     "      dc1: { name: dc1, addresses: 192.0.2.1 }\n",
+     "9: services.datacenters.dc1: 'name' is only used in the list form (- name: DC, "
+     "addresses: [...]); here the key is the name"},
+};
+
+static void test_hints(void)
+{
+	char err[1024];
+	for (size_t i = 0; i < sizeof(hint_rows) / sizeof(hint_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		int ret = load_text(hint_rows[i].text, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		CHECK(ret == STEER_ECONF && strcmp(line, hint_rows[i].error) == 0,
+		      "hint row %zu -> \"%s\" expected \"%s\"", i, line, hint_rows[i].error);
+		conf_free(c);
+	}
+}
+
+static void test_alias_and_list_form(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *c = NULL;
+	int ret = load_text("zones:\n  - name: example.test\n    file: x.zone\n"
+	                    "  - domain: other.test\n    file: y.zone\n",
+	                    &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c->n_zones == 2 && str_eq(c->zones[0].domain, "example.test") &&
+	          str_eq(c->zones[1].domain, "other.test"),
+	      "zones accept name: as an alias of domain (%s)", err);
+	conf_free(c);
+
+	/* The list is the failover order, whatever the names sort as; keys keep working. */
+	c = NULL;
+	ret = load_text("zones:\n  - domain: example.test\n    file: x.zone\n"
+	                "monitors:\n  web: { type: static }\n"
+	                "datacenters:\n  - name: alpha\n  - name: zeta\n  - name: mid\n"
+	                "services:\n  - name: www.example.test\n    datacenters:\n"
+	                "      - name: zeta\n        addresses: [192.0.2.1, 192.0.2.2]\n"
+	                "        weights: [3, 1]\n        policy: weighted\n"
+	                "      - { addresses: 192.0.2.3, name: alpha, monitor: web, weight: 2 }\n"
+	                "      - { name: mid, policy: multi, multi: 1, addresses: 192.0.2.4 }\n",
+	                &c, err, sizeof(err), &msg);
+	CHECK(ret == 0, "list-form datacenters load (%s)", err);
+	if (ret == 0) {
+		const conf_service_t *s = &c->services[0];
+		CHECK(s->n_dcs == 3 && s->dcs[0].datacenter == 1 && s->dcs[1].datacenter == 0 &&
+		          s->dcs[2].datacenter == 2,
+		      "list order kept: zeta, alpha, mid");
+		CHECK(s->dcs[0].n_addresses == 2 && s->dcs[0].addresses[0].weight == 3 &&
+		          s->dcs[0].addresses[1].weight == 1 &&
+		          str_eq(s->dcs[0].policy, "weighted") && s->dcs[0].line == 13,
+		      "zeta: weights, policy, line %u", s->dcs[0].line);
+		CHECK(s->dcs[1].monitor == 0 && s->dcs[1].weight == 2 && s->dcs[1].line == 17,
+		      "alpha: name after other keys, monitor, weight, line %u", s->dcs[1].line);
+		CHECK(str_eq(s->dcs[2].policy, "multi") && s->dcs[2].multi == 1, "mid: multi 1");
+	}
+	conf_free(c);
 }
 
 /* ---- health monitors ---- */
@@ -667,10 +951,10 @@ static const struct {
     {H "err-undefined-sdc-monitor.yaml",
      H "err-undefined-sdc-monitor.yaml:14: services.datacenters.monitor: unknown monitor 'web2' "
        "(monitors: web, api)"},
-    {H "err-timeout.yaml", H "err-timeout.yaml:8: monitors.web: timeout (1000 ms) must be less "
-                             "than interval (1000 ms)"},
-    {H "err-timeout-default.yaml", H "err-timeout-default.yaml:7: monitors.web: timeout (1000 ms) "
-                                     "must be less than interval (500 ms)"},
+    {H "err-timeout.yaml", H "err-timeout.yaml:8: monitors.web: timeout 1s must be less "
+                             "than interval 1s"},
+    {H "err-timeout-default.yaml", H "err-timeout-default.yaml:7: monitors.web: timeout 1s "
+                                     "must be less than interval 500ms"},
     {H "err-wrong-type-key.yaml", H "err-wrong-type-key.yaml:8: monitors.gw: 'path' does not "
                                     "apply to tcp monitors (only http, https)"},
     {H "err-command-on-http.yaml", H "err-command-on-http.yaml:5: monitors.web: 'command' does "
@@ -724,16 +1008,16 @@ static const struct {
     {H "err-address-probe-no-monitor.yaml",
      H "err-address-probe-no-monitor.yaml:9: services.datacenters.addresses: 192.0.2.1 has a "
        "'probe' but no monitor (set 'monitor' on the service or the datacenter)"},
-    {H "err-monitor-unknown-key.yaml",
-     H "err-monitor-unknown-key.yaml:7: unknown key 'intervall' in section 'monitors'"},
+    {H "err-monitor-unknown-key.yaml", H "err-monitor-unknown-key.yaml:7: unknown key 'intervall' "
+                                         "in section 'monitors' (did you mean 'interval'?)"},
     {H "err-monitors-type.yaml", H "err-monitors-type.yaml:5: section 'monitors' must be a "
                                    "mapping of monitor names to monitors, got a list"},
     {H "err-path.yaml", H "err-path.yaml:5: monitors.web: path 'health' must start with '/' and "
                           "contain no spaces (encode them as %20)"},
     {H "err-interval.yaml",
-     H "err-interval.yaml:5: monitors.interval: 50 is out of range (100 to 3600000)"},
-    {H "err-health-key.yaml",
-     H "err-health-key.yaml:5: unknown key 'statefile' in section 'health'"},
+     H "err-interval.yaml:5: monitors.interval: 50ms is below the minimum 100ms"},
+    {H "err-health-key.yaml", H "err-health-key.yaml:5: unknown key 'statefile' in section "
+                                "'health' (did you mean 'state-file'?)"},
     {H "err-dup-monitor.yaml",
      H "err-dup-monitor.yaml:6: duplicate key 'web' in section 'monitors' (first at line 5)"},
 };
@@ -941,6 +1225,9 @@ int main(void)
 	test_valid();
 	test_defaults();
 	test_errors();
+	test_durations();
+	test_hints();
+	test_alias_and_list_form();
 	test_gslb();
 	test_health();
 	test_health_errors();
