@@ -1,12 +1,13 @@
 /*
- * Logger. The configuration is two atomics so any thread can read it while the control thread
- * reconfigures on reload.
+ * Logger. The configuration is three atomics so any thread can read it while the control
+ * thread reconfigures on reload.
  */
 #include "base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
@@ -16,6 +17,8 @@
 
 static _Atomic int log_target = LOG_TARGET_STDERR;
 static _Atomic int log_level = LOG_LEVEL_INFO;
+/* 1: stderr is journald's stream (it stamps lines and reads "<N>"); -1: not looked yet. */
+static _Atomic int log_journal = -1;
 
 /* Per window, a call site may emit this many messages before it is muted for the rest of it. */
 #define RATELIMIT_BURST 5
@@ -31,6 +34,35 @@ void log_setup(log_target_t target, log_level_t level)
 		openlog("steerd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	atomic_store(&log_target, target);
 	atomic_store(&log_level, level);
+	atomic_store(&log_journal, getenv("JOURNAL_STREAM") != NULL);
+}
+
+/* systemd sets JOURNAL_STREAM for a service whose stderr goes to the journal. */
+static bool under_journal(void)
+{
+	int v = atomic_load_explicit(&log_journal, memory_order_relaxed);
+	if (v < 0) {
+		v = getenv("JOURNAL_STREAM") != NULL;
+		atomic_store_explicit(&log_journal, v, memory_order_relaxed);
+	}
+	return v != 0;
+}
+
+int log_timestamp(char *buf, size_t size)
+{
+	struct timespec now;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!localtime_r(&now.tv_sec, &tm) || size < 30) {
+		if (size > 0)
+			buf[0] = '\0';
+		return 0;
+	}
+	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	long off = tm.tm_gmtoff / 60;
+	int m = snprintf(buf + n, size - n, ".%03ld%c%02ld:%02ld", now.tv_nsec / 1000000,
+	                 off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+	return m < 0 ? (int)n : (int)n + m;
 }
 
 int log_level_parse(const char *name, log_level_t *out)
@@ -62,8 +94,15 @@ static void log_vmsg(log_level_t level, const char *fmt, va_list ap)
 		vsyslog((int)level, fmt, ap);
 		return;
 	}
-	char line[1024];
-	int n = snprintf(line, sizeof(line), "<%d>steerd[%s]: ", (int)level, level_names[level]);
+	char line[1024], stamp[48];
+	int n;
+	if (under_journal()) {
+		n = snprintf(line, sizeof(line), "<%d>steerd[%s]: ", (int)level,
+		             level_names[level]);
+	} else {
+		log_timestamp(stamp, sizeof(stamp));
+		n = snprintf(line, sizeof(line), "%s steerd[%s]: ", stamp, level_names[level]);
+	}
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
 	if (len > sizeof(line) - 2)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/compiler.h"
 
@@ -17,12 +18,23 @@ typedef enum {
 } log_level_t;
 
 typedef enum {
-	LOG_TARGET_STDERR, /* systemd style: "<N>message", no timestamp when under journald */
+	LOG_TARGET_STDERR, /* "TIMESTAMP steerd[level]: message"; under journald (JOURNAL_STREAM
+	                      set) "<N>steerd[level]: message" and journald stamps the time */
 	LOG_TARGET_SYSLOG,
 } log_target_t;
 
-/** Configure the logger. Safe to call again on reload; not concurrently with itself. */
+/**
+ * Configure the logger and look again whether stderr goes to journald (JOURNAL_STREAM in the
+ * environment). Safe to call again on reload; not concurrently with itself.
+ */
 void log_setup(log_target_t target, log_level_t level);
+
+/**
+ * Write the current local time as ISO 8601 with milliseconds and UTC offset
+ * ("2026-12-01T20:15:03.123+00:00", 29 bytes) into @p buf; at least 30 bytes are needed, else
+ * @p buf is left empty. Returns the length written. Thread-safe, no allocation.
+ */
+int log_timestamp(char *buf, size_t size) STEER_NONNULL(1);
 
 /** Parse "error", "warning", "notice", "info", "debug". Returns 0 or STEER_EINVAL. */
 int log_level_parse(const char *name, log_level_t *out) STEER_NONNULL(1, 2) STEER_WUR;

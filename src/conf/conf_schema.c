@@ -281,8 +281,11 @@ const conf_key_t conf_keys[] = {
      .offset = offsetof(conf_t, log_target),
      .enums = log_targets,
      .def = "stderr",
-     .doc = "`stderr` writes one line per message with a systemd priority prefix (`<6>`), which "
-            "journald understands; `syslog` sends to the local syslog daemon (facility daemon)."},
+     .doc = "`stderr` writes one line per message starting with an ISO 8601 timestamp with "
+            "milliseconds and UTC offset (`2026-12-01T20:15:03.123+00:00 steerd[info]: ...`); "
+            "under systemd (`JOURNAL_STREAM` set) the line starts with a priority prefix "
+            "(`<6>`) instead, which journald reads, and journald records the time. `syslog` "
+            "sends to the local syslog daemon (facility daemon)."},
     {.section = "log",
      .name = "level",
      .type = CONF_TYPE_ENUM,

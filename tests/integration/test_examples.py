@@ -1,6 +1,6 @@
 """The bundled examples work as the README says: examples/zones/example.test.zone served in
 quick mode (what `make run` starts) and examples/steer.yaml accepted by --check-config. Also
-logging: systemd-style priority prefixes on stderr and the level filter."""
+logging: timestamps on stderr (priority prefixes under journald) and the level filter."""
 
 import os
 import re
@@ -97,23 +97,38 @@ log:
 {zones}"""
 
 
-def test_log_priority_prefix(srv):
+# "2026-12-01T20:15:03.123+00:00 steerd[info]: ..." on a terminal or a file.
+STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d steerd\[[a-z]+\]: ")
+
+
+def test_log_timestamps(srv):
     lines = [ln for ln in srv.log().splitlines() if ln.strip()]
     assert lines, "steerd logs its start-up"
     for line in lines:
-        assert re.match(r"<[0-7]>", line), f"no systemd priority prefix: {line!r}"
+        assert STAMPED.match(line), f"no ISO 8601 timestamp: {line!r}"
+
+
+def test_log_priority_prefix_under_journald(steerd, monkeypatch):
+    # systemd sets JOURNAL_STREAM when stderr is the journal, which stamps lines itself.
+    monkeypatch.setenv("JOURNAL_STREAM", "8:123456")
+    srv = steerd(zones={"example.test": EXAMPLE_ZONE})
+    lines = [ln for ln in srv.log().splitlines() if ln.strip()]
+    assert lines, "steerd logs its start-up"
+    for line in lines:
+        assert re.match(r"<[0-7]>steerd\[[a-z]+\]: ", line), f"no priority prefix: {line!r}"
+        assert not STAMPED.match(line), line
 
 
 def test_log_level_filter(steerd):
     quiet = steerd(zones={"example.test": EXAMPLE_ZONE}, config=LOG_CONFIG % "error")
     chatty = steerd(zones={"example.test": EXAMPLE_ZONE}, config=LOG_CONFIG % "debug")
-    assert not re.search(r"^<[4-7]>", quiet.log(), re.M), quiet.log()
-    assert re.search(r"^<7>", chatty.log(), re.M), chatty.log()
+    assert not re.search(r"steerd\[(warning|notice|info|debug)\]", quiet.log()), quiet.log()
+    assert re.search(r"steerd\[debug\]", chatty.log()), chatty.log()
 
 
 def test_log_level_option(steerd):
     srv = steerd(zones={"example.test": EXAMPLE_ZONE}, args=["--log-level", "debug"])
-    assert re.search(r"^<7>", srv.log(), re.M)
+    assert re.search(r"steerd\[debug\]", srv.log())
 
 
 # A private /dev for one daemon: a tmpfs with the usual character devices bound from the real

@@ -1,6 +1,10 @@
-/* Unit tests of src/base: error texts, socket address and prefix parsing and matching. */
+/* Unit tests of src/base: error texts, socket address and prefix parsing and matching, the
+ * stderr log line format. */
 #include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -88,10 +92,62 @@ static void test_err_and_log(void)
 	CHECK(log_level_parse("loud", &level) == STEER_EINVAL, "bad level rejected");
 }
 
+/* Run log_info() with stderr redirected to a file and return the line written. */
+static const char *logged_line(void)
+{
+	static char buf[512];
+	buf[0] = '\0';
+	fflush(stderr);
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	if (!tmp || saved < 0 || dup2(fileno(tmp), STDERR_FILENO) < 0) {
+		CHECK(false, "redirect stderr");
+		return buf;
+	}
+	log_info("hello %d", 42);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	if (!fgets(buf, sizeof(buf), tmp))
+		buf[0] = '\0';
+	fclose(tmp);
+	return buf;
+}
+
+static void test_log_format(void)
+{
+	char stamp[64];
+	int n = log_timestamp(stamp, sizeof(stamp));
+	unsigned y, mo, d, h, mi, sec, ms, oh, om;
+	char sign;
+	CHECK(n == 29 &&
+	          sscanf(stamp, "%4u-%2u-%2uT%2u:%2u:%2u.%3u%c%2u:%2u", &y, &mo, &d, &h, &mi, &sec,
+	                 &ms, &sign, &oh, &om) == 10 &&
+	          (sign == '+' || sign == '-') && y >= 2024 && mo >= 1 && mo <= 12 && ms <= 999,
+	      "ISO 8601 timestamp with ms and offset: \"%s\" (%d)", stamp, n);
+	CHECK(log_timestamp(stamp, 29) == 0 && stamp[0] == '\0', "short buffer left empty");
+
+	unsetenv("JOURNAL_STREAM");
+	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_INFO);
+	const char *line = logged_line();
+	CHECK(strlen(line) > 30 && line[29] == ' ' &&
+	          strcmp(line + 30, "steerd[info]: hello 42\n") == 0 && line[10] == 'T',
+	      "stderr line starts with a timestamp: \"%s\"", line);
+
+	setenv("JOURNAL_STREAM", "8:12345", 1);
+	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_INFO);
+	line = logged_line();
+	CHECK(strcmp(line, "<6>steerd[info]: hello 42\n") == 0,
+	      "under journald: priority prefix, no timestamp: \"%s\"", line);
+	unsetenv("JOURNAL_STREAM");
+	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_INFO);
+}
+
 int main(void)
 {
 	test_sockaddr_parse();
 	test_prefix();
 	test_err_and_log();
+	test_log_format();
 	return unit_finish("test_base");
 }
