@@ -15,8 +15,8 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # differential and integration tests, unbound (the ECS resolver of the GSLB test) and iproute2
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
-	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin unbound
-	nginx-light openssl"
+	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
+	unbound nginx-light openssl"
 
 level=${1:-}
 case "$level" in

@@ -15,17 +15,17 @@
 #include "base/sockaddr.h"
 
 typedef struct {
-	char *domain;              /* presentation form as configured */
+	char *domain;              /* presentation form as configured (`domain:` or `name:`) */
 	char *file;                /* zone file path, resolved against the config file's folder */
 	steer_prefix_t *xfr_allow; /* who may AXFR; empty means nobody */
 	size_t n_xfr_allow;
 } conf_zone_t;
 
-/* ---- GSLB (issue 3): datacenters, maps, services. Names are resolved to indices by the
+/* ---- GSLB: datacenters, maps, services. Names are resolved to indices by the
  * parser; semantic checks that need gslb/ knowledge (policy names, all-down names, address
  * families per policy) run in the GSLB builder, which reports errors with @c line. ---- */
 
-/* ---- health monitors (issue 4) ---- */
+/* ---- health monitors ---- */
 
 #define CONF_MONITOR_NONE    SIZE_MAX /* no monitor: always UP as far as monitors know */
 #define CONF_HTTP_STATUS_MAX 8
@@ -137,7 +137,7 @@ typedef struct {
 	char *policy; /* datacenter-level policy name (failover, geo, weighted, ...) */
 	size_t map;   /* index into conf_t.maps, SIZE_MAX = none */
 	uint32_t ttl;
-	conf_service_dc_t *dcs; /* in the configured (failover) order */
+	conf_service_dc_t *dcs; /* in the configured (failover) order: list or mapping form */
 	size_t n_dcs;
 	char *all_down;           /* first-datacenter | fallback | nodata | servfail */
 	conf_address_t *fallback; /* for all_down fallback */
