@@ -334,16 +334,17 @@ int conf_gslb_load_datacenters(conf_loader_t *ld, const yaml_node_t *node)
 		*dc = (conf_datacenter_t){.monitor = CONF_MONITOR_NONE,
 		                          .line = (unsigned)conf_node_line(item)};
 		int ret = conf_load_keys(ld, "datacenters", dc, item, datacenter_node_cb, NULL);
+		size_t name_line = conf_key_line(ld, item, "name", dc->line);
 		if (ret == 0)
-			ret = check_name(ld, "datacenters.name", dc->name, dc->line);
+			ret = check_name(ld, "datacenters.name", dc->name, name_line);
 		if (ret == 0)
-			ret = conf_health_check_datacenter(ld, dc);
+			ret = conf_health_check_datacenter(ld, dc, item);
 		if (ret != 0)
 			return ret;
 		for (size_t i = 0; i + 1 < conf->n_datacenters; i++) {
 			if (strcmp(conf->datacenters[i].name, dc->name) == 0)
 				return conf_fail(
-				    ld, dc->line,
+				    ld, name_line,
 				    "duplicate datacenter '%s' (first defined at line %u)",
 				    dc->name, conf->datacenters[i].line);
 		}
@@ -447,9 +448,10 @@ static int load_rule_item(conf_loader_t *ld, const yaml_node_t *item, void *owne
 	if (ret != 0)
 		return ret;
 	if ((rule->match != NULL) == (rule->n_asn > 0))
-		return conf_fail(ld, rule->line,
-		                 "maps.geoip.rules: give either 'match' or 'asn' (got %s)",
-		                 rule->match ? "both" : "neither");
+		return conf_fail(
+		    ld, rule->match ? conf_key_line(ld, item, "asn", rule->line) : rule->line,
+		    "maps.geoip.rules: give either 'match' or 'asn' (got %s)",
+		    rule->match ? "both" : "neither");
 	return 0;
 }
 
@@ -763,11 +765,12 @@ static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *o
 		return conf_fail(ld, conf_key_line(ld, item, "fallback-cname", svc->line),
 		                 "services: give either 'fallback' or 'fallback-cname', not both");
 	uint8_t wire[DNS_DNAME_MAXLEN];
-	ret = parse_dname(ld, "services.name", svc->name, svc->line, wire);
+	size_t name_line = conf_key_line(ld, item, "name", svc->line);
+	ret = parse_dname(ld, "services.name", svc->name, name_line, wire);
 	if (ret == 0)
-		ret = check_in_zone(ld, "services.name", svc->name, wire, svc->line);
+		ret = check_in_zone(ld, "services.name", svc->name, wire, name_line);
 	if (ret == 0)
-		ret = check_gslb_name_unique(ld, "services.name", svc->name, wire, svc->line,
+		ret = check_gslb_name_unique(ld, "services.name", svc->name, wire, name_line,
 		                             conf->n_services - 1);
 	return ret;
 }

@@ -494,11 +494,13 @@ int conf_health_requires(conf_loader_t *ld, const conf_key_t *key, const yaml_no
 	return for_each_scalar(ld, key, value, true, requires_item, &list);
 }
 
-int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc)
+int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc,
+                                 const yaml_node_t *map)
 {
+	size_t monitor_line = conf_key_line(ld, map, "monitor", dc->line);
 	if (dc->monitor == CONF_MONITOR_NONE) {
 		if (dc->probe)
-			return conf_fail(ld, dc->line,
+			return conf_fail(ld, conf_key_line(ld, map, "probe", dc->line),
 			                 "datacenters: '%s' has a 'probe' but no 'monitor'",
 			                 dc->name);
 		return 0;
@@ -508,12 +510,12 @@ int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc)
 	if (type == MON_STATIC)
 		return 0; /* nothing is probed */
 	if (!dc->probe)
-		return conf_fail(ld, dc->line,
+		return conf_fail(ld, monitor_line,
 		                 "datacenters: '%s' has a 'monitor' but no 'probe' (the address "
 		                 "the link monitor checks, e.g. the ISP gateway)",
 		                 dc->name);
 	if (type == MON_DNS && !mon->qname)
-		return conf_fail(ld, dc->line,
+		return conf_fail(ld, monitor_line,
 		                 "datacenters: '%s' uses dns monitor '%s', which needs a 'qname' "
 		                 "here (there is no service name to ask for)",
 		                 dc->name, mon->name);

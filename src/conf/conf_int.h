@@ -239,9 +239,12 @@ int conf_health_probe(conf_loader_t *ld, const conf_key_t *key, const yaml_node_
 int conf_health_requires(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
                          conf_address_t *addr) STEER_NONNULL(1, 2, 3, 4);
 
-/** A datacenter's link monitor and probe go together; checked once its keys are loaded. */
-int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc)
-    STEER_NONNULL(1, 2);
+/**
+ * A datacenter's link monitor and probe go together; checked once the keys of its mapping
+ * @p map are loaded (errors point at the key concerned).
+ */
+int conf_health_check_datacenter(conf_loader_t *ld, const conf_datacenter_t *dc,
+                                 const yaml_node_t *map) STEER_NONNULL(1, 2, 3);
 
 /** An address `probe` needs a monitor from its datacenter or service; checked per service. */
 int conf_health_check_service(conf_loader_t *ld, const conf_service_t *svc) STEER_NONNULL(1, 2);

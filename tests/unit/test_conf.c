@@ -716,6 +716,22 @@ static const struct {
     {"zones:\n  - domain: example.test\n    file: x.zone\nlog:\n  level: warn\n",
      "5: log.level: expected one of error, warning, notice, info, debug; got 'warn' (did you "
      "mean 'warning'?)"},
+    /* errors about one key point at that key, not at the start of its mapping */
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - datacenters: [{ name: dc1, addresses: 192.0.2.1 }]\n"
+     "    name: www.example.org\n",
+     "8: services.name: 'www.example.org' is not inside a served zone (zones: example.test)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - coords: [1, 2]\n"
+     "    probe: 10.0.0.1\n    name: dc1\n",
+     "6: datacenters: 'dc1' has a 'probe' but no 'monitor'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "  - coords: [1, 2]\n    name: dc1\n",
+     "7: duplicate datacenter 'dc1' (first defined at line 5)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    datacenters: [{ name: dc1, addresses: "
+     "192.0.2.1 }]\n    fallback: 192.0.2.9\n    all-down: fallback\n"
+     "    fallback-cname: sorry.example.test\n",
+     "11: services: give either 'fallback' or 'fallback-cname', not both"},
     /* aliases */
     {"zones:\n  - domain: example.test\n    name: example.test\n    file: x.zone\n",
      "3: zones: give either 'domain' or 'name', not both (the first at line 2)"},
