@@ -146,6 +146,28 @@ services:
     assert a_answer(srv, f"www.{ZONE}") == (["192.0.2.2"], 7)
 
 
+@pytest.mark.parametrize("value", ["1m", "60000"])
+def test_hold_down_units_in_ttl_cap(steerd, value):
+    # A down target's TTL cap is what it needs to come back: rise x interval + hold-down, in
+    # seconds rounded up: 1 x 200ms + 1m -> 61, whether written 1m or 60000.
+    closed = free_port()
+    srv = start(steerd, f"""monitors:
+  m: {{ type: tcp, port: {closed}, interval: 200ms, timeout: 100ms, fall: 1, rise: 1,
+       jitter: 0, hold-down: {value} }}
+datacenters:
+  - name: dc1
+  - name: dc2
+services:
+  - name: www.{ZONE}
+    datacenters:
+      - {{ name: dc1, addresses: [127.0.0.1], monitor: m }}
+      - {{ name: dc2, addresses: [192.0.2.2] }}
+""")
+    wait_for(lambda: a_answer(srv, f"www.{ZONE}")[0] == ["192.0.2.2"], 10, what="dc1 down")
+    rows = srv.ctl_json("monitors")
+    assert [r["ttl_cap"] for r in rows] == [61], rows
+
+
 @pytest.mark.parametrize("value", ["1s", "1000"])
 def test_tcp_idle_timeout_closes_after_a_second(steerd, value):
     srv = steerd(zones={ZONE: ZONE_TEXT},
