@@ -192,8 +192,8 @@ void conf_suggest_init(conf_suggest_t *s, const char *word) STEER_NONNULL(1, 2);
 
 /**
  * Consider @p candidate: kept when it is within a small case-insensitive edit distance of the
- * word (1 for words under 6 bytes, else 2; a swap of neighbours counts 1) or starts with the
- * whole word (at least 4 bytes), and closer than every earlier one.
+ * word (none for words under 3 bytes, 1 under 6, else 2; a swap of neighbours counts 1) or
+ * starts with the whole word (at least 4 bytes), and is closer than every earlier one.
  */
 void conf_suggest_add(conf_suggest_t *s, const char *candidate) STEER_NONNULL(1, 2);
 
