@@ -367,7 +367,7 @@ static gslb_view_t *build(const conf_t *c)
 {
 	gslb_view_t *v = NULL;
 	char err[512];
-	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	int ret = gslb_view_build(c, NULL, &v, NULL, err, sizeof(err));
 	CHECK(ret == 0 && v, "build: %d %s", ret, err);
 	return v;
 }
@@ -383,7 +383,7 @@ static void test_geo_nets(const gslb_view_t *v)
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "202.120.5.0/24", "192.0.2.10", 16);
 	/* ECS inside a /13 of the nets file */
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "58.32.1.0/24", "198.51.100.10", 13);
-	/* the host-bits line 1.2.3.4/24 became 1.2.3.0/24 */
+	/* the line 1.2.3.0/24 */
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "1.2.3.0/24", "198.51.100.10", 24);
 	/* ECS wider than the block: 58.0.0.0 is in default space up to 58.32.0.0/13, so the
 	 * answer holds only for the narrower 58.0.0.0/11 (RFC 7871 7.2.1: scope > source) */
@@ -618,7 +618,7 @@ static void expect_build_error(const conf_t *c, const char *want, const char *wh
 {
 	gslb_view_t *v = NULL;
 	char err[512] = "";
-	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	int ret = gslb_view_build(c, NULL, &v, NULL, err, sizeof(err));
 	CHECK(ret < 0 && v == NULL && strstr(err, want), "%s: ret %d err '%s' want '%s'", what, ret,
 	      err, want);
 	gslb_view_free(v);
