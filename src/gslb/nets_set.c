@@ -250,6 +250,7 @@ int gslb_nets_set_build(const conf_map_t *cm, const uint32_t *values, const gslb
 		if (ret == STEER_ESYNTAX) {
 			snprintf(err, errlen, "%s:%u: map %s: %s", set->conf_path, cn->line,
 			         opts->map, msg);
+			ret = STEER_ECONF;
 			goto fail;
 		}
 		if (ret < 0) {
