@@ -1338,19 +1338,31 @@ static void explain_decided_by(const view_map_t *m, int fam, const decide_t *d, 
 		outf(o, "decided by: nets %s\n", text);
 		return;
 	}
-	gslb_geoip_record_t rec;
-	unsigned plen = 0;
-	if (m->db && d->list != 0 && gslb_geoip_lookup(m->db, fam, d->addr, &rec, &plen) == 0) {
-		uint8_t net[16] = {0};
-		memcpy(net, d->addr, plen / 8);
-		if (plen % 8)
-			net[plen / 8] = d->addr[plen / 8] & (uint8_t)(0xff00u >> (plen % 8));
-		char a[INET6_ADDRSTRLEN];
-		addr_str(fam, net, a, sizeof(a));
-		gslb_geoip_db_info_t info;
-		gslb_geoip_info(m->db, &info);
-		outf(o, "decided by: geoip %s, network %s/%u\n", info.path, a, plen);
-		return;
+	if (d->list != 0 && m->db) {
+		/* the record of each database that has one (with asn-database both count) */
+		const gslb_geoip_db_t *dbs[2] = {m->db, m->asn_db};
+		const char *sep = "decided by: geoip ";
+		for (int i = 0; i < 2 && dbs[i]; i++) {
+			gslb_geoip_record_t rec;
+			unsigned plen = 0;
+			if (gslb_geoip_lookup(dbs[i], fam, d->addr, &rec, &plen) != 0)
+				continue;
+			uint8_t net[16] = {0};
+			memcpy(net, d->addr, plen / 8);
+			if (plen % 8)
+				net[plen / 8] =
+				    d->addr[plen / 8] & (uint8_t)(0xff00u >> (plen % 8));
+			char a[INET6_ADDRSTRLEN];
+			addr_str(fam, net, a, sizeof(a));
+			gslb_geoip_db_info_t info;
+			gslb_geoip_info(dbs[i], &info);
+			outf(o, "%s%s, network %s/%u", sep, info.path, a, plen);
+			sep = " + ";
+		}
+		if (sep[0] == ' ') {
+			outf(o, "\n");
+			return;
+		}
 	}
 	outf(o, "decided by: %s\n", d->list == 0 ? "the map default" : "geoip");
 }

@@ -576,6 +576,7 @@ static void test_explain(const gslb_view_t *v)
 	    "client: 202.120.5.0/24, ECS subnet",
 	    "map: isp, block 202.120.0.0/16 (scope 16)",
 	    "map datacenters: edu telecom",
+	    "decided by: nets test.yaml:11: inline cidr 202.120.0.0/16\n",
 	    "answer: 192.0.2.10 (datacenter edu)\n",
 	    "answer: 2001:db8:1::10 (datacenter telecom)\n",
 	    "ttl: 30",
@@ -593,8 +594,17 @@ static void test_explain(const gslb_view_t *v)
 	ret =
 	    gslb_view_explain(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", buf, sizeof(buf));
 	CHECK(ret == 0 && strstr(buf, "AS4538") &&
-	          strstr(buf, "classified by asn (rule 2, line 16)"),
+	          strstr(buf, "classified by asn (rule 2, line 16)") &&
+	          strstr(buf, "decided by: geoip gslb/mmdb/test-city.mmdb, network 202.112.0.0/16 "
+	                      "+ gslb/mmdb/test-asn.mmdb, network 202.112.0.0/16\n"),
 	      "explain geoip:\n%s", buf);
+	/* a nets file line, and the default */
+	ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", "58.33.0.0/16", buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "decided by: nets gslb/view/telecom.txt:2: 58.32.0.0/13\n"),
+	      "explain nets file:\n%s", buf);
+	ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", NULL, buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "decided by: the map default\n"), "explain default:\n%s",
+	      buf);
 	if (getenv("TEST_VIEW_VERBOSE"))
 		fputs(buf, stdout);
 	ret = gslb_view_explain(v, "whoami.example.test", "192.0.2.1", NULL, buf, sizeof(buf));
