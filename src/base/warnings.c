@@ -17,15 +17,22 @@ void steer_warnings_add(steer_warnings_t *w, const char *fmt, ...)
 {
 	if (w == NULL)
 		return;
+	char small[256];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		small[0] = '\0';
 	size_t len = n > 0 ? (size_t)n : 0;
 	char *text = xmalloc(len + 1);
-	va_start(ap, fmt);
-	vsnprintf(text, len + 1, fmt, ap);
-	va_end(ap);
+	if (len < sizeof(small)) {
+		memcpy(text, small, len + 1);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(text, len + 1, fmt, ap);
+		va_end(ap);
+	}
 	if (w->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 8;
 		w->msg = xrealloc(w->msg, w->cap * sizeof(*w->msg));

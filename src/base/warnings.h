@@ -23,7 +23,8 @@ void steer_warnings_init(steer_warnings_t *w) STEER_NONNULL(1);
  * Append a printf-formatted message. @p w may be NULL (the warning is then dropped: callers
  * that do not collect warnings pass NULL). Aborts on out-of-memory.
  */
-void steer_warnings_add(steer_warnings_t *w, const char *fmt, ...) STEER_PRINTF(2, 3);
+void steer_warnings_add(steer_warnings_t *w, const char *fmt, ...) STEER_NONNULL(2)
+    STEER_PRINTF(2, 3);
 
 /** Free every message and empty the list (reusable afterwards). */
 void steer_warnings_clear(steer_warnings_t *w) STEER_NONNULL(1);
