@@ -1331,7 +1331,10 @@ static void explain_geoip(const gslb_view_t *v, const view_map_t *m, int fam, co
  * default. */
 static void explain_decided_by(const view_map_t *m, int fam, const decide_t *d, out_t *o)
 {
-	const gslb_nets_item_t *it = gslb_nets_set_lookup(m->nets, fam, d->addr, d->len);
+	/* The tree decides a source prefix by its first address (bits beyond it are zero), even
+	 * when a longer prefix holds it: look that address up. */
+	const gslb_nets_item_t *it =
+	    gslb_nets_set_lookup(m->nets, fam, d->addr, fam == AF_INET ? 32 : 128);
 	char text[1024];
 	if (it) {
 		gslb_nets_set_describe(m->nets, it, text, sizeof(text));

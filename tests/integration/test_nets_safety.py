@@ -319,6 +319,9 @@ def test_explain_names_the_file_and_line_even_in_a_merged_block(steerd):
     assert "decided by: nets " in text and "unicom.txt:3: 202.106.128.0/17" in text, text
     text = srv.ctl_json("explain", name, "127.0.0.1", "202.106.5.0/24")["text"]
     assert "unicom.txt:2: 202.106.0.0/17" in text, text
+    # A source wider than the lines: the tree answers its first address, so does explain.
+    text = srv.ctl_json("explain", name, "127.0.0.1", "202.106.0.0/15")["text"]
+    assert "unicom.txt:2: 202.106.0.0/17" in text, text
     text = srv.ctl_json("explain", name, "127.0.0.1", "203.0.113.0/24")["text"]
     assert "decided by: the map default" in text, text
     res = run_ctl("explain", "--config", str(srv.config_path), name, "127.0.0.1",
