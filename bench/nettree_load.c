@@ -251,12 +251,12 @@ int main(int argc, char **argv)
 	uint64_t sink = 0;
 	rng_state = seed + 1;
 	double v4 = lookup_rate(t, AF_INET, &sink), v6 = lookup_rate(t, AF_INET6, &sink);
-	printf("nettree_load: cidrs=%zu host_bits_cleared=%u load=%.3fs (parse %.3f set %.3f "
+	printf("nettree_load: cidrs=%zu load=%.3fs (parse %.3f set %.3f "
 	       "build %.3f) peak_rss=%.1fMiB (before load %.1fMiB) nodes=%zu tree=%.1fMiB "
 	       "lookups v4=%.1fM/s v6=%.1fM/s (%llu)\n",
-	       c.n, st.host_bits_cleared, t3 - t0, t1 - t0, t2 - t1, t3 - t2, rss1 / 1024.0,
-	       rss0 / 1024.0, gslb_nettree_nodes(t), gslb_nettree_memory(t) / 1048576.0, v4 / 1e6,
-	       v6 / 1e6, (unsigned long long)(sink & 0xff));
+	       c.n, t3 - t0, t1 - t0, t2 - t1, t3 - t2, rss1 / 1024.0, rss0 / 1024.0,
+	       gslb_nettree_nodes(t), gslb_nettree_memory(t) / 1048576.0, v4 / 1e6, v6 / 1e6,
+	       (unsigned long long)(sink & 0xff));
 	gslb_nettree_free(t);
 	return 0;
 }

@@ -14,10 +14,19 @@
  *            "config": "/etc/steer/steer.yaml" | null (quick mode),
  *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never),
  *            "gslb": {"services": 3, "maps": 1, "whoami": 1}}
- *   reload  {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
- *            "restart_needed": ["listen", ...]}
+ *   reload [--force]   (request args: [] or [{"force": true}])
+ *           {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
+ *            "restart_needed": ["listen", ...],
+ *            "warnings": ["steer.yaml:14: map isp: nets file nets/a.txt is empty", ...]}
  *           on failure {"ok": false, "error": "zones/example.test.zone:12: ..."} and the old
- *           configuration and zones keep serving.
+ *           configuration and zones keep serving. --force accepts nets files that shrank
+ *           beyond the map's max-shrink (or became empty).
+ *   maps    [{"name": "isp", "min_prefix_length": [8, 16], "max_shrink_percent": 50,
+ *             "geoip": ["/var/lib/GeoLite2-City.mmdb", ...],
+ *             "nets": [{"file": "/etc/steer/nets/unicom.txt" | null (inline cidr),
+ *                       "line": 12 (config line), "ipv4": 4012, "ipv6": 31,
+ *                       "loaded_at": 1700000000, "allow_short_prefixes": false,
+ *                       "allow_shrink": false}, ...]}, ...]
  *   zones   [{"name": "example.test", "serial": 2024010101, "records": 120, "nodes": 40,
  *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
@@ -55,7 +64,9 @@
  *           applied to the running view at once (no reload) and saved to the state file.
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
- * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged.
+ * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
+ * "warnings" list in any reply's data is printed to stderr, one "warning: ..." per line, and
+ * does not change the exit status.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -523,6 +534,56 @@ static void print_override(const json_t *d)
 	print_overrides(json_object_get(d, "overrides"));
 }
 
+/* ---- maps ---------------------------------------------------------------------------------- */
+
+static void print_maps(const json_t *d)
+{
+	size_t i, j;
+	const json_t *m, *e;
+	json_array_foreach(d, i, m)
+	{
+		const json_t *min = json_object_get(m, "min_prefix_length");
+		printf("%smap %s: min-prefix-length /", i ? "\n" : "",
+		       json_string_value(json_object_get(m, "name")));
+		print_value(stdout, json_array_get(min, 0));
+		fputs(" /", stdout);
+		print_value(stdout, json_array_get(min, 1));
+		fputs(", max-shrink ", stdout);
+		print_value(stdout, json_object_get(m, "max_shrink_percent"));
+		fputs("%\n", stdout);
+		json_array_foreach(json_object_get(m, "geoip"), j, e)
+		{
+			printf("  geoip %s\n", json_string_value(e));
+		}
+		const json_t *nets = json_object_get(m, "nets");
+		if (json_array_size(nets) == 0)
+			continue;
+		int wf = (int)strlen("FILE");
+		json_array_foreach(nets, j, e)
+		{
+			const char *f = json_string_value(json_object_get(e, "file"));
+			size_t len = f ? strlen(f) : strlen("(inline cidr)");
+			if ((int)len > wf)
+				wf = (int)len;
+		}
+		printf("  %-*s  %6s  %6s  %6s  %s\n", wf, "FILE", "LINE", "IPV4", "IPV6", "LOADED");
+		json_array_foreach(nets, j, e)
+		{
+			const char *f = json_string_value(json_object_get(e, "file"));
+			printf("  %-*s  %6lld  %6lld  %6lld  ", wf, f ? f : "(inline cidr)",
+			       (long long)json_integer_value(json_object_get(e, "line")),
+			       (long long)json_integer_value(json_object_get(e, "ipv4")),
+			       (long long)json_integer_value(json_object_get(e, "ipv6")));
+			print_time(stdout, json_object_get(e, "loaded_at"));
+			if (json_is_true(json_object_get(e, "allow_short_prefixes")))
+				fputs("  allow-short-prefixes", stdout);
+			if (json_is_true(json_object_get(e, "allow_shrink")))
+				fputs("  allow-shrink", stdout);
+			putchar('\n');
+		}
+	}
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static const struct {
@@ -534,7 +595,10 @@ static const struct {
 } commands[] = {
     {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload", 0, 0,
      ""},
-    {"reload", print_reload, "re-read the configuration and changed zone files", 0, 0, ""},
+    {"reload", print_reload,
+     "[--force]: re-read the configuration and changed zone files\n"
+     "           (--force: accept nets files that shrank beyond max-shrink or became empty)",
+     0, 1, "[--force]"},
     {"zones", print_zones, "served zones with serial, record count and load time", 0, 0, ""},
     {"stats", print_stats, "query counters by transport, rcode, type and ECS", 0, 0, ""},
     {"explain", print_explain,
@@ -549,6 +613,8 @@ static const struct {
      "           force GSLB targets up or down, or set their weight, now, e.g.\n"
      "           override set 'service/*/dc1/*' down (saved to gslb.state-file)",
      1, 3, "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list"},
+    {"maps", print_maps, "GSLB maps: nets files with IPv4/IPv6 prefix counts and load time", 0, 0,
+     ""},
 };
 
 static void usage(FILE *out)
@@ -656,7 +722,11 @@ static int explain_offline(const char *path, char **argv, int argc, const option
 		ret = conf_validate(conf, err, sizeof(err));
 	if (ret == 0) {
 		err[0] = '\0';
-		ret = gslb_view_build(conf, &view, err, sizeof(err));
+		steer_warnings_t warnings = {0};
+		ret = gslb_view_build(conf, NULL, &view, &warnings, err, sizeof(err));
+		for (size_t i = 0; i < warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", warnings.msg[i]);
+		steer_warnings_clear(&warnings);
 		if (ret != 0 && err[0] == '\0')
 			snprintf(err, sizeof(err), "%s: %s", path, steer_strerror(ret));
 	}
@@ -719,6 +789,12 @@ static int show_reply(const json_t *reply, const options_t *opt, int cmd)
 	}
 	const json_t *data = json_object_get(reply, "data");
 	commands[cmd].print(data ? data : json_null());
+	size_t i;
+	const json_t *w;
+	json_array_foreach(json_object_get(data, "warnings"), i, w)
+	{
+		fprintf(stderr, "warning: %s\n", json_string_value(w));
+	}
 	return EXIT_OK;
 }
 
@@ -768,6 +844,15 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	json_t *args = json_array();
+	if (strcmp(commands[cmd].name, "reload") == 0 && nargs == 1) {
+		if (strcmp(argv[first + 1], "--force") != 0) {
+			fprintf(stderr, "steerctl: usage: reload [--force]\n");
+			json_decref(args);
+			return EXIT_USAGE;
+		}
+		json_array_append_new(args, json_pack("{s:b}", "force", 1));
+		nargs = 0;
+	}
 	for (int i = 0; i < nargs; i++)
 		json_array_append_new(args, json_string(argv[first + 1 + i]));
 	int ret = ctl_client_call(opt.socket, commands[cmd].name, args, opt.timeout_ms, &reply, err,

@@ -84,6 +84,8 @@ typedef struct {
 	steer_prefix_t *cidr; /* inline prefixes */
 	size_t n_cidr;
 	conf_dclist_t datacenters;
+	bool allow_short_prefixes; /* prefixes shorter than the map's min-prefix-length are fine */
+	bool allow_shrink;         /* a reload may shrink or empty the file beyond max-shrink */
 	unsigned line;
 } conf_nets_t;
 
@@ -109,6 +111,8 @@ typedef struct {
 	conf_dclist_t default_dcs;  /* when nothing matches; empty = the service's own order */
 	bool ignore_ecs;            /* decide on the resolver's address even when ECS is present */
 	bool ecs_private_is_absent; /* ECS with a private/loopback/link-local address = no ECS */
+	unsigned min_prefix4, min_prefix6; /* shortest nets prefix allowed (8 / 16) */
+	unsigned max_shrink; /* percent of a nets file's prefixes a reload may lose (50) */
 	unsigned line;
 } conf_map_t;
 

@@ -464,6 +464,47 @@ static int geoip_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	                         true, load_rule_item, base);
 }
 
+/* min-prefix-length: [IPv4 length, IPv6 length], like services.persist-prefix. */
+static int parse_min_prefix(conf_loader_t *ld, const yaml_node_t *value, conf_map_t *map)
+{
+	const char *what = "maps: min-prefix-length";
+	if (value->type != YAML_SEQUENCE_NODE ||
+	    value->data.sequence.items.top - value->data.sequence.items.start != 2)
+		return conf_fail(ld, conf_node_line(value),
+		                 "%s: expected [IPv4 length, IPv6 length], e.g. [8, 16]", what);
+	const yaml_node_item_t *it = value->data.sequence.items.start;
+	uint32_t v4, v6;
+	int ret = parse_u32(ld, what, conf_node(ld, it[0]), 0, 32, &v4);
+	if (ret == 0)
+		ret = parse_u32(ld, what, conf_node(ld, it[1]), 0, 128, &v6);
+	if (ret == 0) {
+		map->min_prefix4 = v4;
+		map->min_prefix6 = v6;
+	}
+	return ret;
+}
+
+/* "50%" (or a bare 50), 0 to 100. */
+static int parse_percent(conf_loader_t *ld, const char *what, const yaml_node_t *node,
+                         unsigned *out)
+{
+	const char *text;
+	int ret = scalar(ld, what, node, &text);
+	if (ret != 0)
+		return ret;
+	size_t digits = strspn(text, "0123456789");
+	bool ok = digits > 0 && digits <= 3 &&
+	          (text[digits] == '\0' || (text[digits] == '%' && text[digits + 1] == '\0'));
+	unsigned long v = ok ? strtoul(text, NULL, 10) : 0;
+	if (!ok || v > 100)
+		return conf_fail(
+		    ld, conf_node_line(node),
+		    "%s: expected a percentage from 0%% to 100%% (e.g. 50%%), got '%s'", what,
+		    text);
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int map_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
                        const yaml_node_t *value, void *ctx)
 {
@@ -475,6 +516,10 @@ static int map_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		                         true, load_nets_item, map);
 	if (strcmp(key->name, "default") == 0)
 		return parse_dclist(ld, key, value, &map->default_dcs, true);
+	if (strcmp(key->name, "min-prefix-length") == 0)
+		return parse_min_prefix(ld, value, map);
+	if (strcmp(key->name, "max-shrink") == 0)
+		return parse_percent(ld, "maps: max-shrink", value, &map->max_shrink);
 	/* geoip */
 	if (value->type != YAML_MAPPING_NODE)
 		return conf_fail(ld, conf_node_line(value),
@@ -493,7 +538,11 @@ static int map_load(conf_loader_t *ld, const char *name, const yaml_node_t *key,
 		return ret;
 	conf->maps = xrealloc(conf->maps, (conf->n_maps + 1) * sizeof(*conf->maps));
 	conf_map_t *map = &conf->maps[conf->n_maps++];
-	*map = (conf_map_t){.name = xstrdup(name), .line = (unsigned)conf_node_line(key)};
+	*map = (conf_map_t){.name = xstrdup(name),
+	                    .min_prefix4 = 8,
+	                    .min_prefix6 = 16,
+	                    .max_shrink = 50,
+	                    .line = (unsigned)conf_node_line(key)};
 	conf_apply_defaults("maps", map);
 	conf_apply_defaults("maps.geoip", map);
 	return conf_load_keys(ld, "maps", map, value, map_node_cb, NULL);

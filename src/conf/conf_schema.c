@@ -133,7 +133,10 @@ const conf_section_t conf_sections[] = {
      false, conf_gslb_load_maps},
     {"maps.nets", true, 0,
      "Each item of a map's `nets` list: address prefixes, inline or from a file, and the "
-     "datacenters to prefer for them. Give exactly one of `file` and `cidr`.",
+     "datacenters to prefer for them. Give exactly one of `file` and `cidr`. A prefix with "
+     "bits set beyond its length (`1.2.3.4/24`) is an error. The same prefix twice in one map "
+     "(in one file, two files or inline) is an error naming both places when the datacenter "
+     "lists differ, and a warning when they are the same.",
      true, NULL},
     {"maps.geoip", false, 0,
      "A map's `geoip` mapping: a MaxMind database (mmdb, e.g. GeoLite2-City or GeoLite2-ASN), "
@@ -498,6 +501,24 @@ const conf_key_t conf_keys[] = {
      .def = "false",
      .doc = "Treat an ECS address that is private (RFC 1918, RFC 4193), loopback or link-local "
             "as no ECS, and decide on the resolver's address instead."},
+    {.section = "maps",
+     .name = "min-prefix-length",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "`[IPv4 length, IPv6 length]`, 0 to 32 and 0 to 128",
+     .def = "[8, 16]",
+     .doc = "The shortest prefix a `nets` entry of this map may hold: a shorter one (such as "
+            "`221.193.0.0/1` typed for `/16`, or `0.0.0.0/0`) is an error naming its "
+            "`file:line`, unless that entry sets `allow-short-prefixes`."},
+    {.section = "maps",
+     .name = "max-shrink",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "percentage, `0%` to `100%` (a bare number is a percentage too)",
+     .def = "50%",
+     .doc = "On reload, a nets file that lost more than this share of its prefixes compared "
+            "with the running configuration, or became empty, is refused and the running "
+            "configuration keeps serving (a half-downloaded ISP list would otherwise re-route "
+            "that ISP). `steerctl reload --force` or the entry's `allow-shrink` accepts it; "
+            "`SIGHUP` never forces. At start-up an empty file is only a warning."},
     {.section = "maps.nets",
      .name = "file",
      .type = CONF_TYPE_PATH,
@@ -517,6 +538,19 @@ const conf_key_t conf_keys[] = {
      .type_doc = "list of datacenter names",
      .flags = CONF_F_REQUIRED,
      .doc = "The datacenters to prefer for these prefixes, best first."},
+    {.section = "maps.nets",
+     .name = "allow-short-prefixes",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_nets_t, allow_short_prefixes),
+     .def = "false",
+     .doc = "Accept prefixes shorter than the map's `min-prefix-length` in this entry."},
+    {.section = "maps.nets",
+     .name = "allow-shrink",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_nets_t, allow_shrink),
+     .def = "false",
+     .doc = "Accept a reload where this entry's file shrank by more than the map's "
+            "`max-shrink` or became empty (without `steerctl reload --force`)."},
     {.section = "maps.geoip",
      .name = "database",
      .type = CONF_TYPE_PATH,

@@ -97,20 +97,91 @@ static json_t *split_list(const char *text)
 	return list;
 }
 
-static int cmd_reload(server_t *s, json_t **data, char *err, size_t errlen)
+/* reload's arguments: none, or {"force": true} (the string "--force" is accepted too). */
+static int reload_args(json_t *args, bool *force, char *err, size_t errlen)
 {
-	server_report_t report = {0};
-	int ret = server_reload(s, &report, err, errlen);
+	*force = false;
+	size_t n = json_array_size(args);
+	const json_t *a = n == 1 ? json_array_get(args, 0) : NULL;
+	if (n == 0)
+		return 0;
+	if (json_is_object(a) && json_object_size(a) == 1 &&
+	    json_is_boolean(json_object_get(a, "force"))) {
+		*force = json_is_true(json_object_get(a, "force"));
+		return 0;
+	}
+	if (json_is_string(a) && strcmp(json_string_value(a), "--force") == 0) {
+		*force = true;
+		return 0;
+	}
+	snprintf(err, errlen, "usage: reload [--force] (arguments: none or {\"force\": true})");
+	return STEER_EINVAL;
+}
+
+static json_t *warnings_json(const steer_warnings_t *w)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < w->n; i++)
+		json_array_append_new(list, json_string(w->msg[i]));
+	return list;
+}
+
+/* The reload reply from what the reload did. */
+static json_t *reload_json(const server_report_t *report)
+{
+	json_t *loaded = json_array();
+	for (size_t i = 0; i < report->n_loaded; i++)
+		json_array_append_new(loaded, zone_name_json(report->loaded[i]));
+	return json_pack("{s:o, s:I, s:o, s:o}", "zones_reloaded", loaded, "zones_unchanged",
+	                 (json_int_t)report->n_unchanged, "restart_needed",
+	                 split_list(report->restart), "warnings", warnings_json(&report->warnings));
+}
+
+static int cmd_reload(server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+{
+	bool force;
+	int ret = reload_args(args, &force, err, errlen);
 	if (ret != 0)
 		return ret;
-	json_t *loaded = json_array();
-	for (size_t i = 0; i < report.n_loaded; i++)
-		json_array_append_new(loaded, zone_name_json(report.loaded[i]));
-	*data =
-	    json_pack("{s:o, s:I, s:o}", "zones_reloaded", loaded, "zones_unchanged",
-	              (json_int_t)report.n_unchanged, "restart_needed", split_list(report.restart));
+	server_report_t report = {0};
+	ret = server_reload(s, force, &report, err, errlen);
+	if (ret != 0)
+		return ret;
+	*data = reload_json(&report);
 	server_report_clear(&report);
 	return 0;
+}
+
+/* maps: every map of @p view with its nets entries (counts, load time), databases, guards. */
+static json_t *maps_json(const gslb_view_t *view)
+{
+	json_t *list = json_array();
+	gslb_view_map_info_t info;
+	for (size_t i = 0; gslb_view_map_info(view, i, &info) == 0; i++) {
+		json_t *nets = json_array();
+		const gslb_nets_source_t *src;
+		size_t n = gslb_nets_set_sources(info.nets, &src);
+		for (size_t j = 0; j < n; j++)
+			json_array_append_new(
+			    nets, json_pack("{s:o, s:I, s:I, s:I, s:I, s:b, s:b}", "file",
+			                    src[j].path ? json_string(src[j].path) : json_null(),
+			                    "line", (json_int_t)src[j].conf_line, "ipv4",
+			                    (json_int_t)src[j].n4, "ipv6", (json_int_t)src[j].n6,
+			                    "loaded_at", (json_int_t)src[j].loaded_at,
+			                    "allow_short_prefixes", src[j].allow_short_prefixes,
+			                    "allow_shrink", src[j].allow_shrink));
+		json_t *geoip = json_array();
+		if (info.geoip_database)
+			json_array_append_new(geoip, json_string(info.geoip_database));
+		if (info.geoip_asn_database)
+			json_array_append_new(geoip, json_string(info.geoip_asn_database));
+		json_array_append_new(
+		    list, json_pack("{s:s, s:o, s:o, s:[I, I], s:I}", "name", info.name, "nets",
+		                    nets, "geoip", geoip, "min_prefix_length",
+		                    (json_int_t)info.min_prefix4, (json_int_t)info.min_prefix6,
+		                    "max_shrink_percent", (json_int_t)info.max_shrink));
+	}
+	return list;
 }
 
 static const char *const rcode_names[STATS_RCODE_SLOTS] = {
@@ -478,12 +549,12 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
 		return cmd_explain(s, args, data, err, errlen);
 	if (strcmp(cmd, "override") == 0)
 		return cmd_override(s, args, data, err, errlen);
+	if (strcmp(cmd, "reload") == 0)
+		return cmd_reload(s, args, data, err, errlen);
 	if (json_array_size(args) != 0) {
 		snprintf(err, errlen, "'%s' takes no arguments", cmd);
 		return STEER_EINVAL;
 	}
-	if (strcmp(cmd, "reload") == 0)
-		return cmd_reload(s, data, err, errlen);
 	if (strcmp(cmd, "status") == 0)
 		*data = cmd_status(s);
 	else if (strcmp(cmd, "zones") == 0)
@@ -494,10 +565,12 @@ int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, siz
 		*data = cmd_health(s);
 	else if (strcmp(cmd, "monitors") == 0)
 		*data = cmd_monitors(s);
+	else if (strcmp(cmd, "maps") == 0)
+		*data = maps_json(s->gslb);
 	else {
 		snprintf(err, errlen,
 		         "unknown command '%s' (try status, reload, zones, stats, explain, health, "
-		         "monitors, override)",
+		         "monitors, override, maps)",
 		         cmd);
 		return STEER_EINVAL;
 	}

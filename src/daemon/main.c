@@ -192,7 +192,10 @@ static int check_config(const cli_t *cli)
 		ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	}
 	if (ret == 0)
-		ret = server_gslb_build(conf, &gslb, err, sizeof(err));
+		ret = server_gslb_build(conf, NULL, &gslb, &report.warnings, err, sizeof(err));
+	/* Warnings go to the operator, not only to a log: print every one. */
+	for (size_t i = 0; i < report.warnings.n; i++)
+		fprintf(stderr, "warning: %s\n", report.warnings.msg[i]);
 	if (ret != 0) {
 		fprintf(stderr, "%s\n", err);
 		fprintf(stderr, "steerd: configuration has errors\n");

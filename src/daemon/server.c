@@ -174,13 +174,15 @@ void server_report_clear(server_report_t *report)
 	report->loaded = NULL;
 	report->n_loaded = 0;
 	report->n_unchanged = 0;
+	steer_warnings_clear(&report->warnings);
 }
 
-int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
+int server_gslb_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
+                      steer_warnings_t *warnings, char *err, size_t errlen)
 {
 	if (errlen > 0)
 		err[0] = '\0';
-	int ret = gslb_view_build(conf, out, err, errlen);
+	int ret = gslb_view_build(conf, opts, out, warnings, err, errlen);
 	if (ret != 0 && errlen > 0 && err[0] == '\0')
 		snprintf(err, errlen, "GSLB configuration: %s", steer_strerror(ret));
 	if (ret != 0)
@@ -624,6 +626,13 @@ static void log_lines(const char *prefix, const char *text)
 	free(copy);
 }
 
+/* Each warning of a build, once. */
+static void log_warnings(const steer_warnings_t *w, const char *prefix)
+{
+	for (size_t i = 0; i < w->n; i++)
+		log_warn("%s%s", prefix, w->msg[i]);
+}
+
 /* ---- event loop ------------------------------------------------------------------------ */
 
 static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
@@ -633,7 +642,8 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 	server_report_t report = {0};
 	char err[SERVER_ERR_MAX];
 	log_info("SIGHUP: reloading");
-	(void)server_reload(w->data, &report, err, sizeof(err));
+	/* No --force from a signal: the nets guards apply. */
+	(void)server_reload(w->data, false, &report, err, sizeof(err));
 	server_report_clear(&report);
 }
 
@@ -733,7 +743,9 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	server_report_clear(&report);
 	if (ret != 0)
 		goto fail;
-	ret = server_gslb_build(conf, &s->gslb, err, sizeof(err));
+	ret = server_gslb_build(conf, NULL, &s->gslb, &report.warnings, err, sizeof(err));
+	log_warnings(&report.warnings, "");
+	server_report_clear(&report);
 	if (ret != 0) {
 		zone_set_free(set);
 		goto fail;
@@ -833,7 +845,7 @@ static int reload_overrides(server_t *s, const conf_t *conf, gslb_view_t **gslb,
 	return 0;
 }
 
-int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen)
+int server_reload(server_t *s, bool force, server_report_t *report, char *err, size_t errlen)
 {
 	conf_t *conf = NULL;
 	zone_set_t *set = NULL;
@@ -844,7 +856,9 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 		ret = server_zones_build(conf, s->view->zones, &set, report, err, errlen);
 	if (ret == 0) {
 		/* All or nothing, like zones: a GSLB error keeps the running view serving. */
-		ret = server_gslb_build(conf, &gslb, err, errlen);
+		gslb_view_build_opts_t opts = {.running = s->gslb, .force = force};
+		ret = server_gslb_build(conf, &opts, &gslb, &report->warnings, err, errlen);
+		log_warnings(&report->warnings, "reload: ");
 		if (ret == 0)
 			ret = reload_overrides(s, conf, &gslb, err, errlen);
 		if (ret == 0) {

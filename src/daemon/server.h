@@ -16,6 +16,7 @@
 #include "auth/auth.h"
 #include "base/compiler.h"
 #include "base/log.h"
+#include "base/warnings.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
 #include "daemon/monitors.h"
@@ -45,8 +46,10 @@ typedef struct {
 typedef struct {
 	char **loaded; /* names of the zones read from their files (new or changed); owned */
 	size_t n_loaded;
-	size_t n_unchanged; /* zones kept from the running set */
-	char restart[512];  /* comma-separated settings that only apply on restart */
+	size_t n_unchanged;        /* zones kept from the running set */
+	char restart[512];         /* comma-separated settings that only apply on restart */
+	steer_warnings_t warnings; /* what the operator must see though the build succeeded
+	                            * (nets guards, duplicate prefixes); owned */
 } server_report_t;
 
 typedef struct {
@@ -106,12 +109,14 @@ int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **o
     STEER_NONNULL(1, 3, 4, 5) STEER_WUR;
 
 /**
- * Build the GSLB view of @p conf (gslb_view_build() with the errors as one "file:line: message"
- * in @p err). The same function serves start-up, --check-config and reload. Returns 0 or a
- * negative steer_err.
+ * Build the GSLB view of @p conf (gslb_view_build() with @p opts, NULL at start-up, and the
+ * errors as one "file:line: message" in @p err; warnings appended to @p warnings, may be NULL).
+ * The same function serves start-up, --check-config and reload. Returns 0 or a negative
+ * steer_err.
  */
-int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
-    STEER_NONNULL(1, 2, 3) STEER_WUR;
+int server_gslb_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
+                      steer_warnings_t *warnings, char *err, size_t errlen)
+    STEER_NONNULL(1, 3, 5) STEER_WUR;
 
 /** Free what a report owns and empty it. */
 void server_report_clear(server_report_t *report) STEER_NONNULL(1);
@@ -136,11 +141,14 @@ void server_run(server_t *server) STEER_NONNULL(1);
 /**
  * Reload: rebuild the configuration, the zone set (re-reading changed zone files only) and the
  * GSLB view, and publish them without stopping the query threads. On any error the running
- * configuration, zones and GSLB view stay, the error is logged and returned in @p err. Settings
- * that need a restart are reported in @p report and not applied. Returns 0 or a negative steer_err.
+ * configuration, zones and GSLB view stay, the error is logged and returned in @p err. The
+ * nets guards compare with the running view; @p force (steerctl reload --force, never SIGHUP)
+ * accepts nets files that shrank beyond max-shrink. Settings that need a restart and the
+ * build's warnings (each also logged once) are reported in @p report. Returns 0 or a negative
+ * steer_err.
  */
-int server_reload(server_t *server, server_report_t *report, char *err, size_t errlen)
-    STEER_NONNULL(1, 2, 3);
+int server_reload(server_t *server, bool force, server_report_t *report, char *err, size_t errlen)
+    STEER_NONNULL(1, 3, 4);
 
 /**
  * Set (@p set true) or clear the admin override @p rule (a state or weight rule; to clear,

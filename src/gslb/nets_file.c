@@ -5,6 +5,7 @@
  */
 #include "gslb/nets_file.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -82,12 +83,12 @@ static bool clear_host_bits(steer_prefix_t *p)
 
 /*
  * Parse one prefix token (NUL-terminated). The strict steer_prefix_parse() handles the normal
- * case; only when it fails is the address re-parsed alone, to tell "host bits set" (accepted,
- * *@p cleared set) from a real error.
+ * case; only when it fails is the address re-parsed alone, to tell "host bits set" (an error
+ * of its own, with the network in *@p out so the message can name it) from bad syntax.
  */
-static int parse_token(char *tok, steer_prefix_t *out, bool *cleared)
+static int parse_token(char *tok, steer_prefix_t *out, bool *host_bits)
 {
-	*cleared = false;
+	*host_bits = false;
 	if (steer_prefix_parse(tok, out) == 0)
 		return 0;
 	char *slash = strchr(tok, '/');
@@ -103,8 +104,8 @@ static int parse_token(char *tok, steer_prefix_t *out, bool *cleared)
 	if (ret != 0 || len > out->len)
 		return STEER_ESYNTAX;
 	out->len = (uint8_t)len;
-	*cleared = clear_host_bits(out);
-	return 0;
+	*host_bits = clear_host_bits(out);
+	return *host_bits ? STEER_ESYNTAX : 0;
 }
 
 /* Handle one line without its newline. Returns 0 or an error (message already set). */
@@ -134,20 +135,29 @@ static int parse_line(nets_ctx_t *c, const char *p, size_t len, gslb_nets_file_c
 	}
 	char tok[GSLB_NETS_TOKEN_MAX + 1];
 	steer_prefix_t prefix;
-	bool cleared = false;
+	bool host_bits = false;
 	int ret = STEER_ESYNTAX;
 	if (toklen <= GSLB_NETS_TOKEN_MAX && memchr(p, '\0', toklen) == NULL) {
 		memcpy(tok, p, toklen);
 		tok[toklen] = '\0';
-		ret = parse_token(tok, &prefix, &cleared);
+		ret = parse_token(tok, &prefix, &host_bits);
+	}
+	if (ret != 0 && host_bits) {
+		char net[INET6_ADDRSTRLEN];
+		if (!inet_ntop(prefix.family, prefix.addr, net, sizeof(net)))
+			snprintf(net, sizeof(net), "?");
+		set_err(c,
+		        "host bits set in '%s': /%u of it is %s/%u (fix the address or the length)",
+		        tok, prefix.len, net, prefix.len);
+		return ret;
 	}
 	if (ret != 0) {
 		set_err(c, "bad prefix '%s'", quote(p, toklen, qbuf, sizeof(qbuf)));
 		return ret;
 	}
-	if (cleared && st->host_bits_cleared++ == 0)
-		st->first_host_bits_line = c->line;
 	ret = cb(ctx, &prefix, c->line);
+	if (ret == GSLB_NETS_CB_FAIL)
+		return STEER_ECONF;
 	if (ret != 0) {
 		set_err(c, "%s", steer_strerror(ret));
 		return ret;

@@ -27,7 +27,7 @@
 #include "dns/const.h"
 #include "dns/dname.h"
 #include "gslb/geoip.h"
-#include "gslb/nets_file.h"
+#include "gslb/nets_set.h"
 #include "gslb/nettree.h"
 
 /* ---- compiled structures ---- */
@@ -44,6 +44,8 @@ typedef struct {
 	gslb_geoip_rules_t *rules; /* owned, NULL without geoip */
 	gslb_geo_coords_t *coords; /* owned, one per conf datacenter */
 	unsigned *rule_lines;      /* owned, config line per geoip rule (explain) */
+	gslb_nets_set_t *nets;     /* owned: the nets prefixes with provenance (explain, maps) */
+	unsigned min_prefix4, min_prefix6, max_shrink; /* the map's guards, as configured */
 	bool ignore_ecs;
 	bool ecs_private_is_absent;
 } view_map_t;
@@ -260,31 +262,6 @@ static int64_t intern_dclist(intern_t *in, const conf_dclist_t *l, size_t n_dc, 
 /* ---- map building ---- */
 
 typedef struct {
-	gslb_nettree_entry_t *v;
-	size_t n, cap;
-	uint32_t value;
-} nets_vec_t;
-
-static void nets_push(nets_vec_t *nv, const steer_prefix_t *p, uint32_t value)
-{
-	if (nv->n == nv->cap) {
-		nv->cap = nv->cap ? nv->cap * 2 : 64;
-		nv->v = xrealloc(nv->v, nv->cap * sizeof(*nv->v));
-	}
-	nv->v[nv->n].prefix = *p;
-	nv->v[nv->n].value = value;
-	nv->n++;
-}
-
-static int nets_file_cb(void *ctx, const steer_prefix_t *prefix, unsigned line)
-{
-	(void)line;
-	nets_vec_t *nv = ctx;
-	nets_push(nv, prefix, nv->value);
-	return 0;
-}
-
-typedef struct {
 	gslb_nettree_builder_t *b;
 	view_map_t *map;
 	intern_t *in;
@@ -461,8 +438,19 @@ static int build_geoip(const conf_t *conf, const conf_map_t *cm, view_map_t *m, 
 	return 0;
 }
 
-static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, char *err,
-                     size_t errlen)
+/* The map of the same name in the running view, or NULL. */
+static const view_map_t *running_map(const gslb_view_build_opts_t *opts, const char *name)
+{
+	if (!opts || !opts->running)
+		return NULL;
+	for (size_t i = 0; i < opts->running->n_maps; i++)
+		if (strcmp(opts->running->maps[i].name, name) == 0)
+			return &opts->running->maps[i];
+	return NULL;
+}
+
+static int build_map(const conf_t *conf, const conf_map_t *cm, const gslb_view_build_opts_t *opts,
+                     view_map_t *m, steer_warnings_t *warnings, char *err, size_t errlen)
 {
 	int ret = 0;
 	size_t n_dc = conf->n_datacenters;
@@ -471,6 +459,9 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, ch
 	m->name = xstrdup(cm->name);
 	m->ignore_ecs = cm->ignore_ecs;
 	m->ecs_private_is_absent = cm->ecs_private_is_absent;
+	m->min_prefix4 = cm->min_prefix4;
+	m->min_prefix6 = cm->min_prefix6;
+	m->max_shrink = cm->max_shrink;
 	m->list_off = xcalloc(in.lists_cap, sizeof(*m->list_off));
 	m->list_len = xcalloc(in.lists_cap, sizeof(*m->list_len));
 	m->pool = xcalloc(in.pool_cap, sizeof(*m->pool));
@@ -484,7 +475,7 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, ch
 	}
 
 	gslb_nettree_builder_t *b = NULL;
-	nets_vec_t nv = {0};
+	uint32_t *values = xcalloc(cm->n_nets + 1, sizeof(*values));
 	int64_t def = intern_dclist(&in, &cm->default_dcs, n_dc, tmp);
 	if (def < 0) {
 		ret = build_err(err, errlen, conf, cm->line, "map %s: default: bad datacenter list",
@@ -499,37 +490,27 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, ch
 			goto out;
 	}
 	for (size_t i = 0; i < cm->n_nets; i++) {
-		const conf_nets_t *cn = &cm->nets[i];
-		int64_t id = intern_dclist(&in, &cn->datacenters, n_dc, tmp);
+		int64_t id = intern_dclist(&in, &cm->nets[i].datacenters, n_dc, tmp);
 		if (id < 0) {
-			ret = build_err(err, errlen, conf, cn->line,
+			ret = build_err(err, errlen, conf, cm->nets[i].line,
 			                "map %s: nets: bad datacenter list", cm->name);
 			goto out;
 		}
-		nv.value = (uint32_t)id;
-		for (size_t j = 0; j < cn->n_cidr; j++)
-			nets_push(&nv, &cn->cidr[j], nv.value);
-		if (!cn->file)
-			continue;
-		char msg[512];
-		gslb_nets_stats_t st;
-		ret = gslb_nets_file_read(cn->file, nets_file_cb, &nv, &st, msg, sizeof(msg));
-		if (ret < 0) {
-			if (ret == STEER_ESYNTAX)
-				ret = build_err(err, errlen, conf, cn->line, "map %s: %s", cm->name,
-				                msg);
-			else
-				ret = build_err(err, errlen, conf, cn->line,
-				                "map %s: nets file %s: %s", cm->name, cn->file,
-				                steer_strerror(ret));
-			goto out;
-		}
-		if (st.host_bits_cleared)
-			log_warn("%s: %u prefixes had host bits set (cleared), first at line %u",
-			         cn->file, st.host_bits_cleared, st.first_host_bits_line);
+		values[i] = (uint32_t)id;
 	}
+	const view_map_t *old = running_map(opts, cm->name);
+	gslb_nets_opts_t nopts = {.map = cm->name,
+	                          .conf_path = conf_file(conf),
+	                          .min4 = cm->min_prefix4,
+	                          .min6 = cm->min_prefix6,
+	                          .max_shrink = cm->max_shrink,
+	                          .running = old ? old->nets : NULL,
+	                          .force = opts && opts->force};
+	ret = gslb_nets_set_build(cm, values, &nopts, warnings, &m->nets, err, errlen);
+	if (ret < 0)
+		goto out;
 	size_t bad = 0;
-	ret = gslb_nettree_set_nets(b, nv.v, nv.n, &bad);
+	ret = gslb_nets_set_apply(m->nets, b, &bad);
 	if (ret < 0) {
 		/* Only values beyond GSLB_NETTREE_VALUE_MAX or bad families can get here. */
 		ret = build_err(err, errlen, conf, cm->line, "map %s: nets entry %zu: %s", cm->name,
@@ -540,7 +521,7 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, view_map_t *m, ch
 	b = NULL;
 out:
 	gslb_nettree_builder_free(b);
-	free(nv.v);
+	free(values);
 	free(in.slots);
 	free(tmp);
 	return ret;
@@ -558,6 +539,7 @@ static void map_free(view_map_t *m)
 	gslb_geoip_rules_free(m->rules);
 	free(m->coords);
 	free(m->rule_lines);
+	gslb_nets_set_free(m->nets);
 }
 
 /* ---- services ---- */
@@ -854,7 +836,8 @@ out:
 
 /* ---- build ---- */
 
-int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
+int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
+                    steer_warnings_t *warnings, char *err, size_t errlen)
 {
 	int ret = 0;
 	*out = NULL;
@@ -872,7 +855,7 @@ int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t err
 	v->maps = xcalloc(conf->n_maps + 1, sizeof(*v->maps));
 	for (size_t i = 0; i < conf->n_maps; i++) {
 		v->n_maps = i + 1;
-		ret = build_map(conf, &conf->maps[i], &v->maps[i], err, errlen);
+		ret = build_map(conf, &conf->maps[i], opts, &v->maps[i], warnings, err, errlen);
 		if (ret < 0)
 			goto fail;
 	}
@@ -973,6 +956,29 @@ void gslb_view_counts(const gslb_view_t *view, size_t *services, size_t *maps, s
 	*services = view->n_svcs;
 	*maps = view->n_maps;
 	*whoami = view->n_whoami;
+}
+
+int gslb_view_map_info(const gslb_view_t *view, size_t i, gslb_view_map_info_t *info)
+{
+	if (i >= view->n_maps)
+		return STEER_ENOENT;
+	const view_map_t *m = &view->maps[i];
+	memset(info, 0, sizeof(*info));
+	info->name = m->name;
+	info->nets = m->nets;
+	gslb_geoip_db_info_t di;
+	if (m->db) {
+		gslb_geoip_info(m->db, &di);
+		info->geoip_database = di.path;
+	}
+	if (m->asn_db) {
+		gslb_geoip_info(m->asn_db, &di);
+		info->geoip_asn_database = di.path;
+	}
+	info->min_prefix4 = m->min_prefix4;
+	info->min_prefix6 = m->min_prefix6;
+	info->max_shrink = m->max_shrink;
+	return 0;
 }
 
 /* ---- deciding ---- */
@@ -1321,6 +1327,49 @@ static void explain_geoip(const gslb_view_t *v, const view_map_t *m, int fam, co
 	outf(o, "\n");
 }
 
+/* Which input decided: the nets line (even inside a merged block), the mmdb network, or the
+ * default. */
+static void explain_decided_by(const view_map_t *m, int fam, const decide_t *d, out_t *o)
+{
+	/* The tree decides a source prefix by its first address (bits beyond it are zero), even
+	 * when a longer prefix holds it: look that address up. */
+	const gslb_nets_item_t *it =
+	    gslb_nets_set_lookup(m->nets, fam, d->addr, fam == AF_INET ? 32 : 128);
+	char text[1024];
+	if (it) {
+		gslb_nets_set_describe(m->nets, it, text, sizeof(text));
+		outf(o, "decided by: nets %s\n", text);
+		return;
+	}
+	if (d->list != 0 && m->db) {
+		/* the record of each database that has one (with asn-database both count) */
+		const gslb_geoip_db_t *dbs[2] = {m->db, m->asn_db};
+		const char *sep = "decided by: geoip ";
+		for (int i = 0; i < 2 && dbs[i]; i++) {
+			gslb_geoip_record_t rec;
+			unsigned plen = 0;
+			if (gslb_geoip_lookup(dbs[i], fam, d->addr, &rec, &plen) != 0)
+				continue;
+			uint8_t net[16] = {0};
+			memcpy(net, d->addr, plen / 8);
+			if (plen % 8)
+				net[plen / 8] =
+				    d->addr[plen / 8] & (uint8_t)(0xff00u >> (plen % 8));
+			char a[INET6_ADDRSTRLEN];
+			addr_str(fam, net, a, sizeof(a));
+			gslb_geoip_db_info_t info;
+			gslb_geoip_info(dbs[i], &info);
+			outf(o, "%s%s, network %s/%u", sep, info.path, a, plen);
+			sep = " + ";
+		}
+		if (sep[0] == ' ') {
+			outf(o, "\n");
+			return;
+		}
+	}
+	outf(o, "decided by: %s\n", d->list == 0 ? "the map default" : "geoip");
+}
+
 static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
 {
 	const view_map_t *m = s->map;
@@ -1336,6 +1385,7 @@ static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_
 	     d->list == 0 ? ", the map default" : "");
 	if (m->db)
 		explain_geoip(v, m, fam, d->addr, o);
+	explain_decided_by(m, fam, d, o);
 	outf(o, "map datacenters:");
 	if (m->list_len[d->list] == 0)
 		outf(o, " (empty: the service's configured order)");

@@ -16,9 +16,11 @@
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "base/warnings.h"
 #include "conf/conf.h"
 #include "dns/ecs.h"
 #include "gslb/health.h"
+#include "gslb/nets_set.h"
 #include "gslb/policy.h"
 
 typedef struct gslb_view gslb_view_t;
@@ -59,14 +61,40 @@ typedef struct {
 	                          * so do not copy a whoami result by value */
 } gslb_result_t;
 
+/* How gslb_view_build() treats the view it replaces. */
+typedef struct {
+	const gslb_view_t *running; /* the view serving now (reload), NULL at start-up: the
+	                             * nets shrink guard compares each file with its count here */
+	bool force;                 /* steerctl reload --force: a shrunk nets file only warns */
+} gslb_view_build_opts_t;
+
 /**
  * Compile the GSLB part of @p conf (datacenters, maps, services, whoami, overrides and the
- * state file) into a view. Reads nets files and mmdb databases. Errors are "file:line: text"
- * in @p err (using the line numbers kept in conf). A conf without GSLB sections gives an empty
- * view (never NULL on success). Control thread only. Returns 0 or a negative steer_err.
+ * state file) into a view. Reads nets files and mmdb databases and applies the nets guard
+ * rails (see gslb/nets_set.h) with @p opts (NULL = start-up, no running view). Errors are
+ * "file:line: text" in @p err (using the line numbers kept in conf); findings that do not stop
+ * the build are appended to @p warnings (may be NULL). A conf without GSLB sections gives an
+ * empty view (never NULL on success). Control thread only. Returns 0 or a negative steer_err.
  */
-int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t errlen)
-    STEER_NONNULL(1, 2, 3) STEER_WUR;
+int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
+                    steer_warnings_t *warnings, char *err, size_t errlen)
+    STEER_NONNULL(1, 3, 5) STEER_WUR;
+
+/* One map of a view, for listing (steerctl maps). Pointers borrowed from the view. */
+typedef struct {
+	const char *name;
+	const gslb_nets_set_t *nets;    /* its nets entries with counts and load times */
+	const char *geoip_database;     /* path, NULL without geoip */
+	const char *geoip_asn_database; /* path, NULL without one */
+	unsigned min_prefix4, min_prefix6, max_shrink;
+} gslb_view_map_info_t;
+
+/**
+ * Describe map @p i (0 .. the map count of gslb_view_counts() - 1) into @p info. Returns 0 or
+ * STEER_ENOENT past the end. Control thread (or any reader of a published view).
+ */
+int gslb_view_map_info(const gslb_view_t *view, size_t i, gslb_view_map_info_t *info)
+    STEER_NONNULL(1, 3);
 
 /**
  * A new view answering like @p view but reading @p health (taken over), for an admin override

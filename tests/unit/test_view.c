@@ -367,7 +367,7 @@ static gslb_view_t *build(const conf_t *c)
 {
 	gslb_view_t *v = NULL;
 	char err[512];
-	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	int ret = gslb_view_build(c, NULL, &v, NULL, err, sizeof(err));
 	CHECK(ret == 0 && v, "build: %d %s", ret, err);
 	return v;
 }
@@ -383,7 +383,7 @@ static void test_geo_nets(const gslb_view_t *v)
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "202.120.5.0/24", "192.0.2.10", 16);
 	/* ECS inside a /13 of the nets file */
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "58.32.1.0/24", "198.51.100.10", 13);
-	/* the host-bits line 1.2.3.4/24 became 1.2.3.0/24 */
+	/* the line 1.2.3.0/24 */
 	EXPECT_A(v, "vpn.example.test", "8.8.8.8", "1.2.3.0/24", "198.51.100.10", 24);
 	/* ECS wider than the block: 58.0.0.0 is in default space up to 58.32.0.0/13, so the
 	 * answer holds only for the narrower 58.0.0.0/11 (RFC 7871 7.2.1: scope > source) */
@@ -576,6 +576,7 @@ static void test_explain(const gslb_view_t *v)
 	    "client: 202.120.5.0/24, ECS subnet",
 	    "map: isp, block 202.120.0.0/16 (scope 16)",
 	    "map datacenters: edu telecom",
+	    "decided by: nets test.yaml:11: inline cidr 202.120.0.0/16\n",
 	    "answer: 192.0.2.10 (datacenter edu)\n",
 	    "answer: 2001:db8:1::10 (datacenter telecom)\n",
 	    "ttl: 30",
@@ -593,8 +594,17 @@ static void test_explain(const gslb_view_t *v)
 	ret =
 	    gslb_view_explain(v, "g.example.test", "192.0.2.1", "202.112.5.0/24", buf, sizeof(buf));
 	CHECK(ret == 0 && strstr(buf, "AS4538") &&
-	          strstr(buf, "classified by asn (rule 2, line 16)"),
+	          strstr(buf, "classified by asn (rule 2, line 16)") &&
+	          strstr(buf, "decided by: geoip gslb/mmdb/test-city.mmdb, network 202.112.0.0/16 "
+	                      "+ gslb/mmdb/test-asn.mmdb, network 202.112.0.0/16\n"),
 	      "explain geoip:\n%s", buf);
+	/* a nets file line, and the default */
+	ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", "58.33.0.0/16", buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "decided by: nets gslb/view/telecom.txt:2: 58.32.0.0/13\n"),
+	      "explain nets file:\n%s", buf);
+	ret = gslb_view_explain(v, "vpn.example.test", "8.8.8.8", NULL, buf, sizeof(buf));
+	CHECK(ret == 0 && strstr(buf, "decided by: the map default\n"), "explain default:\n%s",
+	      buf);
 	if (getenv("TEST_VIEW_VERBOSE"))
 		fputs(buf, stdout);
 	ret = gslb_view_explain(v, "whoami.example.test", "192.0.2.1", NULL, buf, sizeof(buf));
@@ -618,7 +628,7 @@ static void expect_build_error(const conf_t *c, const char *want, const char *wh
 {
 	gslb_view_t *v = NULL;
 	char err[512] = "";
-	int ret = gslb_view_build(c, &v, err, sizeof(err));
+	int ret = gslb_view_build(c, NULL, &v, NULL, err, sizeof(err));
 	CHECK(ret < 0 && v == NULL && strstr(err, want), "%s: ret %d err '%s' want '%s'", what, ret,
 	      err, want);
 	gslb_view_free(v);
