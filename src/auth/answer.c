@@ -279,9 +279,9 @@ static void put_gslb_addrs(answer_t *a, const uint8_t *owner, const gslb_result_
 	size_t len = a->msg.len;
 	uint16_t count[3];
 	memcpy(count, a->msg.count, sizeof(count));
-	for (unsigned i = 0; i < res->count; i++) {
-		if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, res->ttl,
-		                   res->addrs[i], rdlen) != 0) {
+	for (unsigned i = 0; i < res->ans.count; i++) {
+		if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, res->ans.ttl,
+		                   gslb_result_addr(res, i), rdlen) != 0) {
 			dns_msg_rewind(&a->msg, len, count);
 			a->truncated = true;
 			return;
@@ -321,23 +321,24 @@ static const uint8_t *answer_gslb(answer_t *a, const uint8_t *owner, const gslb_
 	if (res.ecs_scope > a->ecs_scope)
 		a->ecs_scope = res.ecs_scope;
 	a->ecs_ignored |= res.ecs_ignored;
-	switch (res.kind) {
-	case GSLB_RESULT_ADDRS:
+	switch (res.ans.kind) {
+	case GSLB_ANSWER_ADDRS:
 		put_gslb_addrs(a, owner, &res);
 		return NULL;
-	case GSLB_RESULT_CNAME: {
-		size_t len = dname_len(res.cname);
-		if (!put_gslb_rr(a, owner, DNS_TYPE_CNAME, res.ttl, res.cname, (uint16_t)len))
+	case GSLB_ANSWER_CNAME: {
+		size_t len = dname_len(res.ans.cname);
+		if (!put_gslb_rr(a, owner, DNS_TYPE_CNAME, res.ans.ttl, res.ans.cname,
+		                 (uint16_t)len))
 			return NULL;
-		return res.cname;
+		return res.ans.cname;
 	}
-	case GSLB_RESULT_TXT:
-		put_gslb_rr(a, owner, DNS_TYPE_TXT, res.ttl, res.txt, res.txt_len);
+	case GSLB_ANSWER_TXT:
+		put_gslb_rr(a, owner, DNS_TYPE_TXT, res.ans.ttl, res.txt, res.txt_len);
 		return NULL;
-	case GSLB_RESULT_NODATA:
+	case GSLB_ANSWER_NODATA:
 		put_negative_soa(a);
 		return NULL;
-	case GSLB_RESULT_SERVFAIL:
+	case GSLB_ANSWER_SERVFAIL:
 		a->rcode = DNS_RCODE_SERVFAIL;
 		return NULL;
 	}

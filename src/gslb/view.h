@@ -35,29 +35,27 @@ typedef struct {
 	const dns_ecs_t *ecs;             /* the query's valid ECS option, or NULL */
 } gslb_client_t;
 
-typedef enum {
-	GSLB_RESULT_ADDRS,    /* @c addrs: A or AAAA records of the asked family */
-	GSLB_RESULT_CNAME,    /* @c cname: answer a CNAME (all-down fallback CNAME) */
-	GSLB_RESULT_TXT,      /* @c txt: whoami TXT strings (character-strings, wire form) */
-	GSLB_RESULT_NODATA,   /* no records of this type at the name */
-	GSLB_RESULT_SERVFAIL, /* all-down policy servfail */
-} gslb_result_kind_t;
-
-/* A decision. Fixed size; lives on the query thread's stack. */
+/*
+ * A decision. Fixed size; lives on the query thread's stack. The policy writes its answer
+ * straight into @c ans (no second translation); the auth layer reads @c ans and the address
+ * bytes through gslb_result_addr().
+ */
 typedef struct {
-	gslb_result_kind_t kind;
-	uint32_t ttl;
+	gslb_policy_answer_t ans;     /* kind, ttl, the addresses (idx[]) or the CNAME */
+	const gslb_policy_svc_t *svc; /* borrowed: the service ans.idx[] indexes; NULL for whoami */
 	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH for the response (0 = client-independent) */
 	bool ecs_ignored;  /* the query had ECS but the decision used the resolver's address
 	                    * (the map sets ignore-ecs, or a private ECS address is absent) */
-	uint8_t count;     /* entries in addrs */
-	const uint8_t *addrs[GSLB_POLICY_ADDR_MAX]; /* 4 or 16 bytes each, borrowed from the view */
-	const uint8_t *cname;                       /* uncompressed wire, borrowed */
-	uint8_t txt[512];                           /* whoami: TXT rdata */
+	uint8_t txt[512];  /* whoami (GSLB_ANSWER_TXT): TXT rdata */
 	uint16_t txt_len;
-	uint8_t whoami_addr[16]; /* whoami A/AAAA: the address answered; addrs[0] points here,
-	                          * so do not copy a whoami result by value */
+	uint8_t whoami_addr[16]; /* whoami A/AAAA: the address answered (ans.count == 1) */
 } gslb_result_t;
+
+/** Address bytes of answer entry @p i (4 for A, 16 for AAAA), borrowed from the view or @p r. */
+static inline const uint8_t *gslb_result_addr(const gslb_result_t *r, unsigned i)
+{
+	return r->svc ? gslb_policy_answer_addr(r->svc, &r->ans, i)->addr : r->whoami_addr;
+}
 
 /**
  * Compile the GSLB part of @p conf (datacenters, maps, services, whoami, overrides and the

@@ -157,14 +157,17 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 		d->q.order_len = d->order_len;
 		scope = d->scope;
 	}
-	/* The persist key: cheap, so always computed (datacenter- or in-datacenter persist). */
-	unsigned plen = d->family == AF_INET ? s->persist4 : s->persist6;
-	if (plen > d->len)
-		plen = d->len;
-	d->q.client_key =
-	    gslb_policy_client_key(d->family == AF_INET ? AF_INET : AF_INET6, d->addr, plen);
-	if (s->persist && plen > scope)
-		scope = (uint8_t)plen;
+	/* Everything the policy needs is in d->q now, so it is called once and writes the answer
+	 * where the caller reads it. The persist key is hashed only for services that use it. */
+	if (s->persist) {
+		unsigned plen = d->family == AF_INET ? s->persist4 : s->persist6;
+		if (plen > d->len)
+			plen = d->len;
+		d->q.client_key = gslb_policy_client_key(d->family == AF_INET ? AF_INET : AF_INET6,
+		                                         d->addr, plen);
+		if (plen > scope)
+			scope = (uint8_t)plen;
+	}
 	gslb_policy_select(&s->p, v->health, &d->q, rng, ans, trace);
 	if (d->how != CLIENT_ECS)
 		scope = 0;
@@ -176,15 +179,13 @@ static void answer_whoami(const gslb_client_t *c, uint16_t qtype, gslb_result_t 
 	decide_t d;
 	gslb_client_t rc = {.resolver = c->resolver, .ecs = NULL};
 	view_pick_client(NULL, &rc, &d);
-	out->ttl = GSLB_VIEW_WHOAMI_TTL;
+	out->ans.ttl = GSLB_VIEW_WHOAMI_TTL;
 	out->ecs_scope = c->ecs ? c->ecs->source_len : 0;
-	out->kind = GSLB_RESULT_NODATA;
 	if ((qtype == DNS_TYPE_A && d.family == AF_INET) ||
 	    (qtype == DNS_TYPE_AAAA && d.family == AF_INET6)) {
-		out->kind = GSLB_RESULT_ADDRS;
+		out->ans.kind = GSLB_ANSWER_ADDRS;
 		memcpy(out->whoami_addr, d.addr, 16);
-		out->addrs[0] = out->whoami_addr;
-		out->count = 1;
+		out->ans.count = 1;
 		return;
 	}
 	if (qtype != DNS_TYPE_TXT)
@@ -212,20 +213,19 @@ static void answer_whoami(const gslb_client_t *c, uint16_t qtype, gslb_result_t 
 		n += l;
 	}
 	out->txt_len = (uint16_t)n;
-	out->kind = GSLB_RESULT_TXT;
+	out->ans.kind = GSLB_ANSWER_TXT;
 }
 
 void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
                       const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
 {
-	out->kind = GSLB_RESULT_NODATA;
-	out->ttl = 0;
+	out->svc = NULL;
 	out->ecs_scope = 0;
-	out->count = 0;
-	out->cname = NULL;
-	out->txt_len = 0;
 	out->ecs_ignored = false;
+	out->txt_len = 0;
 	if (name->kind == VIEW_NAME_WHOAMI) {
+		out->ans =
+		    (gslb_policy_answer_t){.kind = GSLB_ANSWER_NODATA, .dc = GSLB_POLICY_DC_NONE};
 		answer_whoami(client, qtype, out);
 		return;
 	}
@@ -236,31 +236,15 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	else if (qtype == DNS_TYPE_AAAA)
 		family = AF_INET6;
 	else {
-		out->ttl = s->p.ttl;
+		out->ans.kind = GSLB_ANSWER_NODATA;
+		out->ans.dc = GSLB_POLICY_DC_NONE;
+		out->ans.count = 0;
+		out->ans.cname = NULL;
+		out->ans.ttl = s->p.ttl;
 		return;
 	}
 	decide_t d;
-	gslb_policy_answer_t ans;
-	uint8_t scope = view_decide(view, s, family, client, rng, &d, &ans, NULL);
+	out->svc = &s->p;
+	out->ecs_scope = view_decide(view, s, family, client, rng, &d, &out->ans, NULL);
 	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
-	out->ttl = ans.ttl;
-	out->ecs_scope = scope;
-	switch (ans.kind) {
-	case GSLB_ANSWER_ADDRS:
-		out->kind = GSLB_RESULT_ADDRS;
-		for (unsigned i = 0; i < ans.count; i++)
-			out->addrs[i] = gslb_policy_answer_addr(&s->p, &ans, i)->addr;
-		out->count = ans.count;
-		break;
-	case GSLB_ANSWER_CNAME:
-		out->kind = GSLB_RESULT_CNAME;
-		out->cname = ans.cname;
-		break;
-	case GSLB_ANSWER_NODATA:
-		out->kind = GSLB_RESULT_NODATA;
-		break;
-	case GSLB_ANSWER_SERVFAIL:
-		out->kind = GSLB_RESULT_SERVFAIL;
-		break;
-	}
 }
