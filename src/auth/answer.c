@@ -1,7 +1,8 @@
 /*
  * Authoritative answering, RFC 1034 4.3.2 with RFC 2308 negative answers, RFC 4592 wildcards
- * and RFC 6604 CNAME chains, with GSLB names (gslb/view.h) answered per client in place of
- * zone data. Runs on every query thread inside the caller's RCU read-side
+ * and RFC 6604 CNAME chains, with GSLB names (gslb/view.h) answered per client: the types a
+ * GSLB name answers (A, AAAA, ANY; TXT for whoami) come from the GSLB view, every other type
+ * from the zone's node at that name. Runs on every query thread inside the caller's RCU read-side
  * section; no allocation, no locks, bounded work per query (CNAME_HOPS_MAX, fixed buffers).
  */
 #include "auth/auth.h"
@@ -345,6 +346,20 @@ static const uint8_t *answer_gslb(answer_t *a, const uint8_t *owner, const gslb_
 	return NULL;
 }
 
+/*
+ * A type the GSLB name @p sname does not answer itself (MX, TXT, ... at a service): the zone's
+ * node at that name answers it, NODATA when there is none (the name exists: it is a GSLB
+ * name), never a wildcard. auth_check_gslb_names() keeps CNAMEs off such nodes.
+ */
+static const uint8_t *answer_beside_gslb(answer_t *a, const uint8_t *sname, const zone_node_t *node)
+{
+	if (!node) {
+		put_negative_soa(a);
+		return NULL;
+	}
+	return answer_node(a, sname, node);
+}
+
 /* Answers @p sname from zone data; returns the CNAME target to continue with, or NULL. */
 static const uint8_t *answer_name(answer_t *a, const uint8_t *sname, const auth_lookup_t *look)
 {
@@ -378,8 +393,13 @@ static void answer_from_zone(answer_t *a)
 			return;
 		}
 		const gslb_name_t *gname = a->gslb ? gslb_view_find(a->gslb, sname) : NULL;
-		const uint8_t *target =
-		    gname ? answer_gslb(a, sname, gname) : answer_name(a, sname, &look);
+		const uint8_t *target;
+		if (!gname)
+			target = answer_name(a, sname, &look);
+		else if (gslb_view_name_answers(gname, a->q->qtype))
+			target = answer_gslb(a, sname, gname);
+		else
+			target = answer_beside_gslb(a, sname, look.exact);
 		if (!target || !dname_is_subdomain(target, a->zone->apex))
 			return;
 		seen[hops++] = sname;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "auth/check.h"
 #include "base/err.h"
 #include "daemon/commands.h"
 #include "dns/dname.h"
@@ -734,6 +735,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	if (ret != 0)
 		goto fail;
 	ret = server_gslb_build(conf, &s->gslb, err, sizeof(err));
+	if (ret == 0)
+		ret = auth_check_gslb_names(set, s->gslb, err, sizeof(err));
 	if (ret != 0) {
 		zone_set_free(set);
 		goto fail;
@@ -845,6 +848,8 @@ int server_reload(server_t *s, server_report_t *report, char *err, size_t errlen
 	if (ret == 0) {
 		/* All or nothing, like zones: a GSLB error keeps the running view serving. */
 		ret = server_gslb_build(conf, &gslb, err, errlen);
+		if (ret == 0 && (ret = auth_check_gslb_names(set, gslb, err, errlen)) != 0)
+			gslb_view_free(gslb);
 		if (ret == 0)
 			ret = reload_overrides(s, conf, &gslb, err, errlen);
 		if (ret == 0) {

@@ -91,7 +91,8 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
  * on the client, the source prefix for whoami. Query threads; no allocation, no locks.
  *
  * Services: A and AAAA run the policy for IPv4 / IPv6; ANY answers like A (RFC 8482 lets a
- * server answer ANY with one RRset); every other type is NODATA with the service TTL. The
+ * server answer ANY with one RRset); every other type is NODATA with the service TTL (the auth
+ * layer answers those from the zone instead, see gslb_view_name_answers()). The
  * decision uses the ECS address when the query carries ECS with a source prefix > 0, the map
  * (geo) does not set ignore-ecs, and the address is not private/loopback/link-local under
  * ecs-private-is-absent (services without a map treat private ECS as absent); otherwise the
@@ -115,6 +116,31 @@ int gslb_view_explain(const gslb_view_t *view, const char *name, const char *cli
 
 /** The health table of the view (for listing targets and their states). */
 const gslb_health_t *gslb_view_health(const gslb_view_t *view) STEER_NONNULL(1);
+
+/* A GSLB name as gslb_view_name_info() describes it. */
+typedef struct {
+	const uint8_t *wire; /* lowercase wire form, borrowed from the view */
+	bool whoami;         /* a whoami name, else a service */
+	const char *file;    /* the config file that defines it, borrowed */
+	unsigned line;       /* its line there, 0 when unknown */
+} gslb_name_info_t;
+
+/**
+ * True when GSLB name @p name answers @p qtype itself: A, AAAA and ANY for a service (plus TXT
+ * for a whoami name). Every other type at the name is answered from the zone around it.
+ * Query threads; no allocation.
+ */
+bool gslb_view_name_answers(const gslb_name_t *name, uint16_t qtype) STEER_NONNULL(1);
+
+/** Number of GSLB names (services and whoami), for gslb_view_name_info(). */
+size_t gslb_view_name_count(const gslb_view_t *view) STEER_NONNULL(1);
+
+/**
+ * Describe name @p i (0 <= i < gslb_view_name_count()) into @p out, pointers borrowed from
+ * @p view. Control thread (configuration checks).
+ */
+void gslb_view_name_info(const gslb_view_t *view, size_t i, gslb_name_info_t *out)
+    STEER_NONNULL(1, 3);
 
 /** Number of services, maps and whoami names (status output). */
 void gslb_view_counts(const gslb_view_t *view, size_t *services, size_t *maps, size_t *whoami)

@@ -89,6 +89,27 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
 	return view_names_find(view, qname, dname_len(qname));
 }
 
+bool gslb_view_name_answers(const gslb_name_t *name, uint16_t qtype)
+{
+	if (qtype == DNS_TYPE_A || qtype == DNS_TYPE_AAAA || qtype == DNS_TYPE_ANY)
+		return true;
+	return name->kind == VIEW_NAME_WHOAMI && qtype == DNS_TYPE_TXT;
+}
+
+size_t gslb_view_name_count(const gslb_view_t *view)
+{
+	return view->n_names;
+}
+
+void gslb_view_name_info(const gslb_view_t *view, size_t i, gslb_name_info_t *out)
+{
+	const gslb_name_t *n = &view->names[i];
+	out->wire = n->wire;
+	out->whoami = n->kind == VIEW_NAME_WHOAMI;
+	out->file = view->conf_path;
+	out->line = n->line;
+}
+
 /* ---- deciding ---- */
 
 /* The address the decision is based on (RFC 7871 7.1.1 / 7.2.1). */

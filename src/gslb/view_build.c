@@ -616,7 +616,7 @@ static void svc_free(view_svc_t *s)
 /* ---- names ---- */
 
 /* Add @p text; returns 0, STEER_ESYNTAX for a bad name or STEER_EEXIST for a duplicate. */
-static int names_add(gslb_view_t *v, const char *text, uint8_t kind, uint32_t svc)
+static int names_add(gslb_view_t *v, const char *text, uint8_t kind, uint32_t svc, unsigned line)
 {
 	uint8_t wire[DNS_DNAME_MAXLEN];
 	int len = dname_from_str(text, wire);
@@ -630,6 +630,7 @@ static int names_add(gslb_view_t *v, const char *text, uint8_t kind, uint32_t sv
 	n->len = (uint8_t)len;
 	n->kind = kind;
 	n->svc = svc;
+	n->line = line;
 	size_t i = view_hash(wire, (size_t)len) & v->slot_mask;
 	while (v->slots[i])
 		i = (i + 1) & v->slot_mask;
@@ -723,6 +724,7 @@ int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t err
 
 	v->n_dcs = conf->n_datacenters;
 	v->dc_names = xcalloc(v->n_dcs + 1, sizeof(*v->dc_names));
+	v->conf_path = xstrdup(conf_file(conf));
 	for (size_t i = 0; i < v->n_dcs; i++)
 		v->dc_names[i] = xstrdup(conf->datacenters[i].name);
 
@@ -750,7 +752,7 @@ int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t err
 		ret = build_service(conf, cs, &v->svcs[i], v, &n_targets, err, errlen);
 		if (ret < 0)
 			goto fail;
-		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i);
+		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i, cs->line);
 		if (ret < 0) {
 			ret = build_err(err, errlen, conf, cs->line, "service %s: %s", cs->name,
 			                ret == STEER_EEXIST ? "name defined twice" : "bad name");
@@ -758,7 +760,7 @@ int gslb_view_build(const conf_t *conf, gslb_view_t **out, char *err, size_t err
 		}
 	}
 	for (size_t i = 0; i < conf->n_whoami; i++) {
-		ret = names_add(v, conf->whoami[i], VIEW_NAME_WHOAMI, 0);
+		ret = names_add(v, conf->whoami[i], VIEW_NAME_WHOAMI, 0, 0);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: whoami %s: %s", conf_file(conf), conf->whoami[i],
 			         ret == STEER_EEXIST ? "name already used by a service or whoami"
@@ -812,6 +814,7 @@ void gslb_view_free(gslb_view_t *v)
 	for (size_t i = 0; i < v->n_dcs; i++)
 		free(v->dc_names[i]);
 	free(v->dc_names);
+	free(v->conf_path);
 	free(v);
 }
 

@@ -44,8 +44,9 @@ enum { VIEW_NAME_SERVICE, VIEW_NAME_WHOAMI };
 struct gslb_name {
 	uint8_t *wire; /* owned, lowercase */
 	uint8_t len;
-	uint8_t kind; /* VIEW_NAME_* */
-	uint32_t svc; /* index into view->svcs for services */
+	uint8_t kind;  /* VIEW_NAME_* */
+	uint32_t svc;  /* index into view->svcs for services */
+	unsigned line; /* of its definition in the config, 0 = unknown */
 };
 
 struct gslb_view {
@@ -59,6 +60,7 @@ struct gslb_view {
 	uint32_t *slots; /* names index + 1, 0 = empty; power-of-two size */
 	size_t slot_mask;
 	char **dc_names; /* owned copies of the conf datacenter names */
+	char *conf_path; /* owned copy of the config file name, for messages */
 	size_t n_dcs;
 	/*
 	 * Everything above is shared by the views gslb_view_with_health() derives from one
