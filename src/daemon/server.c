@@ -188,7 +188,7 @@ int server_gslb_build(const conf_t *conf, gslb_view_t **out, char *err, size_t e
 		return ret;
 	/* The monitor wiring (requires, probe addresses) is part of the configuration too. */
 	monitor_plan_t *plan = NULL;
-	ret = monitor_plan_build(conf, gslb_view_health(*out), &plan, err, errlen);
+	ret = monitor_plan_build(conf, *out, &plan, err, errlen);
 	monitor_plan_free(plan);
 	if (ret != 0) {
 		gslb_view_free(*out);
@@ -360,7 +360,7 @@ static int monitors_configure(server_t *s, const conf_t *conf, const gslb_view_t
                               size_t errlen)
 {
 	monitor_plan_t *plan = NULL;
-	int ret = monitor_plan_build(conf, gslb_view_health(gslb), &plan, err, errlen);
+	int ret = monitor_plan_build(conf, gslb, &plan, err, errlen);
 	if (ret != 0)
 		return ret;
 	size_t n;

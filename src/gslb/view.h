@@ -114,6 +114,30 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 int gslb_view_explain(const gslb_view_t *view, const char *name, const char *client_ip,
                       const char *ecs, char *buf, size_t len) STEER_NONNULL(1, 2, 3, 5);
 
+/*
+ * A health target of the view: one service address. The view numbers them; whoever attaches
+ * monitors to targets (the daemon's planner) reads this list instead of re-deriving the
+ * numbering. The conf_t indices refer to the configuration the view was built from.
+ */
+typedef struct {
+	uint32_t id;         /* in gslb_view_health(), equal to its index in the list */
+	const char *name;    /* "service/<service>/<datacenter>/<address>", owned by the view */
+	sa_family_t family;  /* AF_INET or AF_INET6 */
+	const uint8_t *addr; /* the answer address (4 or 16 bytes), borrowed from the view */
+	size_t service;      /* conf_t.services[service] */
+	size_t service_dc;   /* ... .dcs[service_dc] */
+	size_t address;      /* ... .addresses[address] (probe, requires) */
+	size_t datacenter;   /* conf_t.datacenters[datacenter] (its link monitor) */
+	size_t monitor;      /* the monitor that applies (the datacenter entry's, else the
+	                      * service's), conf_t.monitors index or CONF_MONITOR_NONE */
+} gslb_target_t;
+
+/**
+ * The view's targets, @p n of them, in id order; borrowed, valid as long as @p view (and the
+ * views gslb_view_with_health() derives from it). Control thread.
+ */
+const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n) STEER_NONNULL(1, 2);
+
 /** The health table of the view (for listing targets and their states). */
 const gslb_health_t *gslb_view_health(const gslb_view_t *view) STEER_NONNULL(1);
 

@@ -646,11 +646,15 @@ static int build_health(const conf_t *conf, gslb_view_t *v, uint32_t n_targets, 
 	int ret = 0;
 	char msg[1024];
 	v->health = gslb_health_new(n_targets);
+	v->targets = xcalloc(n_targets + 1, sizeof(*v->targets));
+	v->n_targets = n_targets;
 	for (size_t i = 0; i < v->n_svcs; i++) {
 		const gslb_policy_svc_t *p = &v->svcs[i].p;
+		const conf_service_t *cs = &conf->services[i];
 		char sname[DNS_DNAME_MAXLEN * 4 + 2];
 		svc_plain_name(p->name, sname, sizeof(sname));
 		for (size_t d = 0; d < p->dc_count; d++) {
+			const conf_service_dc_t *cd = &cs->dcs[d]; /* p->dcs[d] was built from it */
 			for (size_t a = 0; a < p->dcs[d].addr_count; a++) {
 				const gslb_policy_addr_t *pa = &p->dcs[d].addrs[a];
 				char astr[INET6_ADDRSTRLEN];
@@ -660,9 +664,21 @@ static int build_health(const conf_t *conf, gslb_view_t *v, uint32_t n_targets, 
 				         p->dcs[d].name, astr);
 				ret = gslb_health_set_name(v->health, pa->target, tname);
 				if (ret < 0)
-					return build_err(err, errlen, conf, conf->services[i].line,
+					return build_err(err, errlen, conf, cs->line,
 					                 "service %s: bad target name '%s'",
 					                 p->name, tname);
+				v->targets[pa->target] = (gslb_target_t){
+				    .id = pa->target,
+				    .name = xstrdup(tname),
+				    .family = pa->family,
+				    .addr = pa->addr,
+				    .service = i,
+				    .service_dc = d,
+				    .address = a,
+				    .datacenter = cd->datacenter,
+				    .monitor = cd->monitor != CONF_MONITOR_NONE ? cd->monitor
+				                                                : cs->monitor,
+				};
 			}
 		}
 	}
@@ -815,7 +831,16 @@ void gslb_view_free(gslb_view_t *v)
 		free(v->dc_names[i]);
 	free(v->dc_names);
 	free(v->conf_path);
+	for (size_t i = 0; i < v->n_targets; i++)
+		free((char *)v->targets[i].name);
+	free(v->targets);
 	free(v);
+}
+
+const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n)
+{
+	*n = view->n_targets;
+	return view->targets;
 }
 
 const gslb_health_t *gslb_view_health(const gslb_view_t *view)

@@ -59,8 +59,10 @@ struct gslb_view {
 	size_t n_whoami;
 	uint32_t *slots; /* names index + 1, 0 = empty; power-of-two size */
 	size_t slot_mask;
-	char **dc_names; /* owned copies of the conf datacenter names */
-	char *conf_path; /* owned copy of the config file name, for messages */
+	char **dc_names;        /* owned copies of the conf datacenter names */
+	char *conf_path;        /* owned copy of the config file name, for messages */
+	gslb_target_t *targets; /* owned, indexed by target id; names owned */
+	size_t n_targets;
 	size_t n_dcs;
 	/*
 	 * Everything above is shared by the views gslb_view_with_health() derives from one

@@ -1249,6 +1249,69 @@ static void test_empty(void)
 	gslb_view_free(v);
 }
 
+/* The exported targets are the health table's, and their conf indices lead back to the
+ * address each one stands for (what the monitor planner relies on). */
+static void test_targets(const gslb_view_t *v, const conf_t *c)
+{
+	size_t n;
+	const gslb_target_t *t = gslb_view_targets(v, &n);
+	const gslb_health_t *h = gslb_view_health(v);
+	CHECK(n == h->count && n > 0, "targets %zu, health %u", n, (unsigned)h->count);
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		gslb_health_entry_t e;
+		const conf_service_t *cs = &c->services[t[i].service];
+		const conf_service_dc_t *cd = &cs->dcs[t[i].service_dc];
+		const conf_address_t *ca = &cd->addresses[t[i].address];
+		size_t mon = cd->monitor != CONF_MONITOR_NONE ? cd->monitor : cs->monitor;
+		if (t[i].id != i || gslb_health_entry(h, (uint32_t)i, &e) != 0 ||
+		    strcmp(e.name, t[i].name) != 0 || t[i].family != ca->family ||
+		    memcmp(t[i].addr, ca->addr, ca->family == AF_INET ? 4 : 16) != 0 ||
+		    t[i].datacenter != cd->datacenter || t[i].monitor != mon)
+			bad++;
+	}
+	CHECK(bad == 0, "%zu targets disagree with the health table or the conf", bad);
+	/* names: the first service, ids and names as the builder numbered them */
+	CHECK(strncmp(t[0].name, "service/", 8) == 0 && t[0].service == 0 && t[0].service_dc == 0 &&
+	          t[0].address == 0,
+	      "first target %s", t[0].name);
+}
+
+static void test_name_types(const gslb_view_t *v)
+{
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	const gslb_name_t *svc =
+	    dname_from_str("vpn.example.test", wire) > 0 ? gslb_view_find(v, wire) : NULL;
+	const gslb_name_t *who =
+	    dname_from_str("whoami.example.test", wire) > 0 ? gslb_view_find(v, wire) : NULL;
+	CHECK(svc && who, "names found");
+	if (!svc || !who)
+		return;
+	CHECK(gslb_view_name_answers(svc, DNS_TYPE_A) &&
+	          gslb_view_name_answers(svc, DNS_TYPE_AAAA) &&
+	          gslb_view_name_answers(svc, DNS_TYPE_ANY),
+	      "a service answers A, AAAA, ANY");
+	CHECK(!gslb_view_name_answers(svc, DNS_TYPE_MX) &&
+	          !gslb_view_name_answers(svc, DNS_TYPE_TXT),
+	      "a service leaves MX and TXT to the zone");
+	CHECK(gslb_view_name_answers(who, DNS_TYPE_TXT) &&
+	          !gslb_view_name_answers(who, DNS_TYPE_MX),
+	      "whoami answers TXT, not MX");
+	size_t n = gslb_view_name_count(v), n_svc = 0, whoamis = 0;
+	for (size_t i = 0; i < n; i++) {
+		gslb_name_info_t gi;
+		gslb_view_name_info(v, i, &gi);
+		if (gi.whoami)
+			whoamis++;
+		else if (gi.line > 0 && gslb_view_find(v, gi.wire))
+			n_svc++;
+	}
+	size_t ns, nm, nw;
+	gslb_view_counts(v, &ns, &nm, &nw);
+	CHECK(n_svc == ns && whoamis == nw, "name info: %zu services with lines, %zu whoami", n_svc,
+	      whoamis);
+}
+
 int main(void)
 {
 	gslb_policy_rng_init(&rng, 42);
@@ -1266,6 +1329,8 @@ int main(void)
 		test_mmdb(v);
 		test_explain(v);
 		test_ecs_ignored_flag(v);
+		test_targets(v, &c);
+		test_name_types(v);
 	}
 	gslb_view_free(v);
 	test_build_errors();
