@@ -20,11 +20,22 @@
 #include "dns/ecs.h"
 #include "gslb/health.h"
 #include "gslb/policy.h"
+#include "gslb/stats.h"
 
 typedef struct gslb_view gslb_view_t;
 
 /* TTL of whoami answers: they describe one client, so they are not worth caching. */
 #define GSLB_VIEW_WHOAMI_TTL 0
+
+/*
+ * What one query thread keeps for GSLB decisions: the policies' random state and round-robin
+ * counters, and the decision counters. Owned by the query layer's per-thread context
+ * (auth_qctx_t); only its thread writes it.
+ */
+typedef struct {
+	gslb_policy_rng_t rng;
+	gslb_stats_t stats;
+} gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */
 typedef struct gslb_name gslb_name_t;
@@ -85,10 +96,11 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
     STEER_NONNULL(1, 2);
 
 /**
- * Decide the answer to @p qtype at @p name for @p client into @p out, using @p rng (the query
- * thread's own). The ECS scope follows RFC 7871: the width of the map block the decision came
- * from (at least the persist prefix for persist policies), 0 when the answer does not depend
- * on the client, the source prefix for whoami. Query threads; no allocation, no locks.
+ * Decide the answer to @p qtype at @p name for @p client into @p out, drawing from and
+ * counting into @p qs (the query thread's own). The ECS scope follows RFC 7871: the width of the
+ * map block the decision came from (at least the persist prefix for persist policies), 0 when the
+ * answer does not depend on the client, the source prefix for whoami. Query threads; no allocation,
+ * no locks.
  *
  * Services: A and AAAA run the policy for IPv4 / IPv6; ANY answers like A (RFC 8482 lets a
  * server answer ANY with one RRset); every other type is NODATA with the service TTL (the auth
@@ -101,7 +113,7 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
  * "resolver ADDR" and "ecs ADDR/LEN" (or "ecs none"); TTL GSLB_VIEW_WHOAMI_TTL.
  */
 void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
-                      const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
+                      const gslb_client_t *client, gslb_qstate_t *qs, gslb_result_t *out)
     STEER_NONNULL(1, 2, 4, 5, 6);
 
 /**

@@ -237,8 +237,35 @@ static void answer_whoami(const gslb_client_t *c, uint16_t qtype, gslb_result_t 
 	out->ans.kind = GSLB_ANSWER_TXT;
 }
 
+/* A service decision into the thread's counters. */
+static void count_decision(gslb_stats_t *st, const gslb_result_t *r, const decide_t *d)
+{
+	STEER_COUNTER_INC(st->services);
+	switch (r->ans.kind) {
+	case GSLB_ANSWER_ADDRS:
+		STEER_COUNTER_INC(st->addresses);
+		break;
+	case GSLB_ANSWER_CNAME:
+		STEER_COUNTER_INC(st->cname);
+		break;
+	case GSLB_ANSWER_NODATA:
+	case GSLB_ANSWER_TXT:
+		STEER_COUNTER_INC(st->nodata);
+		break;
+	case GSLB_ANSWER_SERVFAIL:
+		STEER_COUNTER_INC(st->servfail);
+		break;
+	}
+	if (r->ans.all_down)
+		STEER_COUNTER_INC(st->all_down);
+	if (d->how == CLIENT_ECS)
+		STEER_COUNTER_INC(st->ecs_used);
+	else if (r->ecs_ignored)
+		STEER_COUNTER_INC(st->ecs_ignored);
+}
+
 void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
-                      const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
+                      const gslb_client_t *client, gslb_qstate_t *qs, gslb_result_t *out)
 {
 	out->svc = NULL;
 	out->ecs_scope = 0;
@@ -248,6 +275,7 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 		out->ans =
 		    (gslb_policy_answer_t){.kind = GSLB_ANSWER_NODATA, .dc = GSLB_POLICY_DC_NONE};
 		answer_whoami(client, qtype, out);
+		STEER_COUNTER_INC(qs->stats.whoami);
 		return;
 	}
 	const view_svc_t *s = &view->svcs[name->svc];
@@ -259,6 +287,7 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	else {
 		out->ans.kind = GSLB_ANSWER_NODATA;
 		out->ans.dc = GSLB_POLICY_DC_NONE;
+		out->ans.all_down = false;
 		out->ans.count = 0;
 		out->ans.cname = NULL;
 		out->ans.ttl = s->p.ttl;
@@ -266,6 +295,7 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	}
 	decide_t d;
 	out->svc = &s->p;
-	out->ecs_scope = view_decide(view, s, family, client, rng, &d, &out->ans, NULL);
+	out->ecs_scope = view_decide(view, s, family, client, &qs->rng, &d, &out->ans, NULL);
 	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
+	count_decision(&qs->stats, out, &d);
 }

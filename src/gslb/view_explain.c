@@ -220,12 +220,13 @@ int gslb_view_explain(const gslb_view_t *view, const char *name, const char *cli
 		return STEER_EINVAL;
 	}
 	gslb_client_t c = {.resolver = &sa, .ecs = ecs ? &e : NULL};
-	gslb_policy_rng_t rng;
-	gslb_policy_rng_init(&rng, 1);
+	/* Explaining must not count as a query: a state of its own, seeded for repeatability. */
+	gslb_qstate_t qs = {0};
+	gslb_policy_rng_init(&qs.rng, 1);
 	if (gn->kind == VIEW_NAME_WHOAMI) {
 		outf(&o, "%s: whoami name\n", name);
 		gslb_result_t r;
-		gslb_view_answer(view, gn, DNS_TYPE_TXT, &c, &rng, &r);
+		gslb_view_answer(view, gn, DNS_TYPE_TXT, &c, &qs, &r);
 		for (size_t i = 0; i < r.txt_len; i += 1u + r.txt[i])
 			outf(&o, "TXT \"%.*s\"\n", (int)r.txt[i], (const char *)&r.txt[i + 1]);
 		outf(&o, "scope: %u\n", r.ecs_scope);
@@ -237,7 +238,7 @@ int gslb_view_explain(const gslb_view_t *view, const char *name, const char *cli
 		decide_t d;
 		gslb_policy_answer_t ans;
 		gslb_policy_trace_t trace;
-		uint8_t scope = view_decide(view, s, fams[f], &c, &rng, &d, &ans, &trace);
+		uint8_t scope = view_decide(view, s, fams[f], &c, &qs.rng, &d, &ans, &trace);
 		outf(&o, "== %s ==\n", fams[f] == AF_INET ? "A" : "AAAA");
 		char a[INET6_ADDRSTRLEN];
 		if (d.family == AF_INET || d.family == AF_INET6)

@@ -102,7 +102,7 @@ static dns_ecs_t ecs_of(const char *text)
 	return e;
 }
 
-static gslb_policy_rng_t rng;
+static gslb_qstate_t qs;
 
 /* Answer @p qtype at @p name for resolver @p res and optional ECS @p ecs. */
 static gslb_result_t ask(const gslb_view_t *v, const char *name, uint16_t qtype, const char *res,
@@ -126,7 +126,7 @@ static gslb_result_t ask(const gslb_view_t *v, const char *name, uint16_t qtype,
 	if (ecs)
 		e = ecs_of(ecs);
 	gslb_client_t c = {.resolver = &sa, .ecs = ecs ? &e : NULL};
-	gslb_view_answer(v, n, qtype, &c, &rng, &r);
+	gslb_view_answer(v, n, qtype, &c, &qs, &r);
 	return r;
 }
 
@@ -1314,7 +1314,7 @@ static void test_name_types(const gslb_view_t *v)
 
 int main(void)
 {
-	gslb_policy_rng_init(&rng, 42);
+	gslb_policy_rng_init(&qs.rng, 42);
 	init_addrs();
 	conf_t c;
 	init_conf(&c);
