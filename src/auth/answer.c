@@ -1,7 +1,8 @@
 /*
  * Authoritative answering, RFC 1034 4.3.2 with RFC 2308 negative answers, RFC 4592 wildcards
- * and RFC 6604 CNAME chains, with GSLB names (gslb/view.h) answered per client in place of
- * zone data. Runs on every query thread inside the caller's RCU read-side
+ * and RFC 6604 CNAME chains, with GSLB names (gslb/view.h) answered per client: the types a
+ * GSLB name answers (A, AAAA, ANY; TXT for whoami) come from the GSLB view, every other type
+ * from the zone's node at that name. Runs on every query thread inside the caller's RCU read-side
  * section; no allocation, no locks, bounded work per query (CNAME_HOPS_MAX, fixed buffers).
  */
 #include "auth/auth.h"
@@ -25,11 +26,11 @@ typedef struct {
 	const zone_t *zone;
 	const gslb_view_t *gslb; /* NULL: no GSLB names configured */
 	const auth_client_t *client;
+	gslb_qstate_t *gslb_qs; /* the thread's GSLB state (random, counters) */
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
-	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
-	bool ecs_ignored;  /* a GSLB decision had ECS but used the resolver's address */
+	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
 } answer_t;
@@ -279,9 +280,9 @@ static void put_gslb_addrs(answer_t *a, const uint8_t *owner, const gslb_result_
 	size_t len = a->msg.len;
 	uint16_t count[3];
 	memcpy(count, a->msg.count, sizeof(count));
-	for (unsigned i = 0; i < res->count; i++) {
-		if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, res->ttl,
-		                   res->addrs[i], rdlen) != 0) {
+	for (unsigned i = 0; i < res->ans.count; i++) {
+		if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, owner, type, DNS_CLASS_IN, res->ans.ttl,
+		                   gslb_result_addr(res, i), rdlen) != 0) {
 			dns_msg_rewind(&a->msg, len, count);
 			a->truncated = true;
 			return;
@@ -309,39 +310,47 @@ static const uint8_t *answer_gslb(answer_t *a, const uint8_t *owner, const gslb_
 {
 	gslb_client_t client = {.resolver = a->client->remote,
 	                        .ecs = a->q->has_ecs ? &a->q->ecs : NULL};
-	gslb_policy_rng_t local;
-	gslb_policy_rng_t *rng = a->client->rng;
-	if (rng == NULL) {
-		gslb_policy_rng_init(&local, (uint64_t)a->q->id << 32 ^ (uint64_t)a->msg.len);
-		rng = &local;
-	}
 	gslb_result_t res;
-	gslb_view_answer(a->gslb, name, a->q->qtype, &client, rng, &res);
+	gslb_view_answer(a->gslb, name, a->q->qtype, &client, a->gslb_qs, &res);
 	/* One scope for the response: the narrowest any GSLB decision along the chain needed. */
 	if (res.ecs_scope > a->ecs_scope)
 		a->ecs_scope = res.ecs_scope;
-	a->ecs_ignored |= res.ecs_ignored;
-	switch (res.kind) {
-	case GSLB_RESULT_ADDRS:
+	switch (res.ans.kind) {
+	case GSLB_ANSWER_ADDRS:
 		put_gslb_addrs(a, owner, &res);
 		return NULL;
-	case GSLB_RESULT_CNAME: {
-		size_t len = dname_len(res.cname);
-		if (!put_gslb_rr(a, owner, DNS_TYPE_CNAME, res.ttl, res.cname, (uint16_t)len))
+	case GSLB_ANSWER_CNAME: {
+		size_t len = dname_len(res.ans.cname);
+		if (!put_gslb_rr(a, owner, DNS_TYPE_CNAME, res.ans.ttl, res.ans.cname,
+		                 (uint16_t)len))
 			return NULL;
-		return res.cname;
+		return res.ans.cname;
 	}
-	case GSLB_RESULT_TXT:
-		put_gslb_rr(a, owner, DNS_TYPE_TXT, res.ttl, res.txt, res.txt_len);
+	case GSLB_ANSWER_TXT:
+		put_gslb_rr(a, owner, DNS_TYPE_TXT, res.ans.ttl, res.txt, res.txt_len);
 		return NULL;
-	case GSLB_RESULT_NODATA:
+	case GSLB_ANSWER_NODATA:
 		put_negative_soa(a);
 		return NULL;
-	case GSLB_RESULT_SERVFAIL:
+	case GSLB_ANSWER_SERVFAIL:
 		a->rcode = DNS_RCODE_SERVFAIL;
 		return NULL;
 	}
 	return NULL;
+}
+
+/*
+ * A type the GSLB name @p sname does not answer itself (MX, TXT, ... at a service): the zone's
+ * node at that name answers it, NODATA when there is none (the name exists: it is a GSLB
+ * name), never a wildcard. auth_check_gslb_names() keeps CNAMEs off such nodes.
+ */
+static const uint8_t *answer_beside_gslb(answer_t *a, const uint8_t *sname, const zone_node_t *node)
+{
+	if (!node) {
+		put_negative_soa(a);
+		return NULL;
+	}
+	return answer_node(a, sname, node);
 }
 
 /* Answers @p sname from zone data; returns the CNAME target to continue with, or NULL. */
@@ -377,8 +386,13 @@ static void answer_from_zone(answer_t *a)
 			return;
 		}
 		const gslb_name_t *gname = a->gslb ? gslb_view_find(a->gslb, sname) : NULL;
-		const uint8_t *target =
-		    gname ? answer_gslb(a, sname, gname) : answer_name(a, sname, &look);
+		const uint8_t *target;
+		if (!gname)
+			target = answer_name(a, sname, &look);
+		else if (gslb_view_name_answers(gname, a->q->qtype))
+			target = answer_gslb(a, sname, gname);
+		else
+			target = answer_beside_gslb(a, sname, look.exact);
 		if (!target || !dname_is_subdomain(target, a->zone->apex))
 			return;
 		seen[hops++] = sname;
@@ -411,41 +425,39 @@ static uint16_t udp_limit(const auth_view_t *view, const dns_query_t *q, size_t 
 	return (uint16_t)(limit < cap ? limit : cap);
 }
 
-/* ECS queries: by family, ignored by a GSLB decision, and by resolver. */
-static void count_ecs(steer_stats_t *stats, const answer_t *a, const auth_client_t *client)
+/* ECS queries: by family and by resolver (what GSLB made of them, gslb/ counts). */
+static void count_ecs(auth_stats_t *stats, const answer_t *a, const auth_client_t *client)
 {
 	if (a->q->ecs.family == DNS_ECS_FAMILY_IPV4)
-		STATS_INC(stats->ecs_v4);
+		STEER_COUNTER_INC(stats->ecs_v4);
 	else
-		STATS_INC(stats->ecs_v6);
-	if (a->ecs_ignored)
-		STATS_INC(stats->ecs_ignored);
+		STEER_COUNTER_INC(stats->ecs_v6);
 	if (client->remote != NULL)
-		steer_stats_ecs_resolver(stats, client->remote);
+		auth_stats_ecs_resolver(stats, client->remote);
 }
 
-static void count(steer_stats_t *stats, const answer_t *a, const auth_client_t *client)
+static void count(auth_stats_t *stats, const answer_t *a, const auth_client_t *client)
 {
 	const dns_query_t *q = a->q;
 	uint8_t rcode = a->rcode;
-	STATS_INC(stats->rcode[rcode < STATS_RCODE_SLOTS ? rcode : 0]);
-	STATS_INC(stats->qtype[q->qtype < STATS_QTYPE_SLOTS ? q->qtype : 0]);
+	STEER_COUNTER_INC(stats->rcode[rcode < STATS_RCODE_SLOTS ? rcode : 0]);
+	STEER_COUNTER_INC(stats->qtype[q->qtype < STATS_QTYPE_SLOTS ? q->qtype : 0]);
 	if (q->has_edns) {
-		STATS_INC(stats->edns);
+		STEER_COUNTER_INC(stats->edns);
 		if (q->edns_do)
-			STATS_INC(stats->edns_do);
+			STEER_COUNTER_INC(stats->edns_do);
 		if (STEER_UNLIKELY(q->has_ecs))
 			count_ecs(stats, a, client);
 	}
 }
 
 static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
-                     steer_stats_t *stats)
+                     auth_stats_t *stats)
 {
 	const dns_query_t *q = a->q;
 	if (a->truncated) {
 		dns_msg_set_flags(&a->msg, DNS_FLAG_TC, 0);
-		STATS_INC(stats->truncated);
+		STEER_COUNTER_INC(stats->truncated);
 	}
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
@@ -480,7 +492,7 @@ static uint8_t status_rcode(dns_query_status_t status)
 }
 
 static void answer_query(answer_t *a, const auth_view_t *view, const auth_client_t *client,
-                         auth_axfr_t *axfr, steer_stats_t *stats)
+                         auth_axfr_t *axfr, auth_stats_t *stats)
 {
 	const dns_query_t *q = a->q;
 	const zone_set_entry_t *entry = NULL;
@@ -507,13 +519,14 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 }
 
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
-                   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
+                   size_t req_len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
                    auth_axfr_t *axfr)
 {
+	auth_stats_t *stats = &qctx->stats;
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(req, req_len, &q);
 	if (status == DNS_QUERY_DROP) {
-		STATS_INC(stats->dropped);
+		STEER_COUNTER_INC(stats->dropped);
 		return 0;
 	}
 	/* Not "= {0}": the buffers inside are large and need no clearing. */
@@ -524,7 +537,7 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 	a.truncated = false;
 	a.rcode = DNS_RCODE_NOERROR;
 	a.ecs_scope = 0;
-	a.ecs_ignored = false;
+	a.gslb_qs = &qctx->gslb;
 	a.n_extra = 0;
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/qctx.h"
 #include "auth/stats.h"
 #include "base/compiler.h"
 #include "base/sockaddr.h"
@@ -25,9 +26,6 @@ typedef struct {
 
 typedef struct {
 	const steer_sockaddr_t *remote;
-	/* The query thread's own random state for GSLB policies (weighted, round-robin). NULL
-	 * uses a state seeded from the query, for callers without one (tests, tools). */
-	gslb_policy_rng_t *rng;
 	bool tcp;
 } auth_client_t;
 
@@ -46,14 +44,15 @@ typedef struct {
 
 /**
  * Answer the query @p req (@p req_len bytes) from @p client into @p resp, whose capacity
- * @p resp_cap must be at least 512 (UDP) or 65535 (TCP). Counts into @p stats.
+ * @p resp_cap must be at least 512 (UDP) or 65535 (TCP), in the calling thread's context
+ * @p qctx (its counters and GSLB state).
  * Returns the response length, or 0 when no reply must be sent (QR=1, shorter than a header).
  * When @p axfr is not NULL (TCP) and the query is an allowed AXFR, the transfer state is set
  * up in @p axfr (which takes a zone reference) and the first message is returned; the caller
  * then calls auth_axfr_next() until it returns 0, and auth_axfr_cleanup() at the end.
  */
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
-                   size_t req_len, uint8_t *resp, size_t resp_cap, steer_stats_t *stats,
+                   size_t req_len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
                    auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
 
 /**

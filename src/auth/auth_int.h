@@ -23,4 +23,4 @@ void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res);
  */
 uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
                        const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
-                       steer_stats_t *stats);
+                       auth_stats_t *stats);

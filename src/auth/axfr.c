@@ -95,14 +95,14 @@ static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
 
 uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
                        const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
-                       steer_stats_t *stats)
+                       auth_stats_t *stats)
 {
 	if (!dname_equal(q->qname, zone->apex))
 		return DNS_RCODE_NOTAUTH;
 	if (!client->tcp && q->qtype == DNS_TYPE_AXFR)
 		return DNS_RCODE_NOTIMP; /* RFC 5936 4.2: AXFR over UDP is not defined */
 	if (!steer_prefix_list_match(entry->xfr_allow, entry->n_xfr_allow, client->remote)) {
-		STATS_INC(stats->axfr_refused);
+		STEER_COUNTER_INC(stats->axfr_refused);
 		return DNS_RCODE_REFUSED;
 	}
 	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
@@ -112,7 +112,7 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 		put_soa(zone, msg);
 		return DNS_RCODE_NOERROR;
 	}
-	STATS_INC(stats->axfr);
+	STEER_COUNTER_INC(stats->axfr);
 	memset(axfr, 0, sizeof(*axfr));
 	zone_ref((zone_t *)zone);
 	axfr->zone = (zone_t *)zone;

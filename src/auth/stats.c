@@ -7,14 +7,6 @@
 
 #include "base/compiler.h"
 
-static void add(_Atomic uint64_t *dst, const _Atomic uint64_t *src, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint64_t v = atomic_load_explicit(&src[i], memory_order_relaxed);
-		atomic_fetch_add_explicit(&dst[i], v, memory_order_relaxed);
-	}
-}
-
 /* ---- ECS resolvers ---- */
 
 typedef struct stats_ecs_resolver stats_ecs_resolver_t;
@@ -95,7 +87,7 @@ static void resolver_add(struct stats_ecs_top *top, const uint64_t key[2], uint6
 		resolver_write(victim, key, queries);
 }
 
-void steer_stats_ecs_resolver(steer_stats_t *stats, const steer_sockaddr_t *remote)
+void auth_stats_ecs_resolver(auth_stats_t *stats, const steer_sockaddr_t *remote)
 {
 	uint64_t key[2];
 	if (resolver_key(remote, key))
@@ -111,8 +103,7 @@ static void resolvers_merge(struct stats_ecs_top *dst, const struct stats_ecs_to
 	}
 }
 
-size_t steer_stats_top_resolvers(const steer_stats_t *stats, steer_stats_resolver_t *out,
-                                 size_t max)
+size_t auth_stats_top_resolvers(const auth_stats_t *stats, auth_stats_resolver_t *out, size_t max)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < STATS_ECS_RESOLVERS; i++) {
@@ -129,7 +120,7 @@ size_t steer_stats_top_resolvers(const steer_stats_t *stats, steer_stats_resolve
 		memmove(&out[at + 1], &out[at], (end - at) * sizeof(*out));
 		if (n < max)
 			n++;
-		steer_stats_resolver_t *r = &out[at];
+		auth_stats_resolver_t *r = &out[at];
 		memset(&r->addr, 0, sizeof(r->addr));
 		uint8_t a[16];
 		memcpy(a, key, 16);
@@ -146,13 +137,12 @@ size_t steer_stats_top_resolvers(const steer_stats_t *stats, steer_stats_resolve
 	return n;
 }
 
-void steer_stats_sum(steer_stats_t *dst, const steer_stats_t *src)
+void auth_stats_sum(auth_stats_t *dst, const auth_stats_t *src)
 {
-	/* The struct is nothing but counters, so it can be walked as one array. */
 	/* The counters, up to the resolver table, can be walked as one array. */
-	static_assert(offsetof(steer_stats_t, ecs_top) % sizeof(uint64_t) == 0,
+	static_assert(offsetof(auth_stats_t, ecs_top) % sizeof(uint64_t) == 0,
 	              "stats hold only counters before the resolver table");
-	add((_Atomic uint64_t *)dst, (const _Atomic uint64_t *)src,
-	    offsetof(steer_stats_t, ecs_top) / sizeof(uint64_t));
+	steer_counters_add((steer_counter_t *)dst, (const steer_counter_t *)src,
+	                   offsetof(auth_stats_t, ecs_top) / sizeof(steer_counter_t));
 	resolvers_merge(&dst->ecs_top, &src->ecs_top);
 }

@@ -1,7 +1,7 @@
 /*
- * Per-thread query counters. Each worker owns one block and is its only writer (relaxed
- * load+store, no locked instruction on the packet path); the control thread sums all blocks
- * on demand and may read a counter while it is being written (it sees the old or new value).
+ * The answering layer's per-thread counters (inside each query thread's auth_qctx_t): what was
+ * asked and answered. Transport counters are net/'s, GSLB decisions gslb/'s. Each block has
+ * one writer (base/counter.h); the control thread sums them on demand.
  */
 #pragma once
 
@@ -10,30 +10,27 @@
 #include <stdint.h>
 
 #include "base/compiler.h"
+#include "base/counter.h"
 #include "base/sockaddr.h"
 
 /* Query types counted individually; everything else goes to "other". */
 #define STATS_QTYPE_SLOTS   256
 #define STATS_RCODE_SLOTS   24 /* up to BADVERS (16) and a little room */
-#define STATS_ECS_RESOLVERS 64 /* entries in steer_stats_t.ecs_top */
+#define STATS_ECS_RESOLVERS 64 /* entries in auth_stats_t.ecs_top */
 #define STATS_ECS_WAYS      4  /* a resolver may sit in one of this many entries */
 
 typedef struct {
-	_Atomic uint64_t udp_queries;
-	_Atomic uint64_t tcp_queries;
-	_Atomic uint64_t ipv6_queries; /* subset of UDP+TCP that arrived over IPv6 */
-	_Atomic uint64_t edns;         /* queries with an OPT record */
-	_Atomic uint64_t edns_do;      /* ... and the DO bit */
-	_Atomic uint64_t truncated;    /* responses sent with TC=1 */
-	_Atomic uint64_t dropped;      /* malformed beyond answering, or QR=1 */
-	_Atomic uint64_t axfr;         /* zone transfers started */
-	_Atomic uint64_t axfr_refused;
-	_Atomic uint64_t ecs_v4;      /* queries with a valid IPv4 ECS option (RFC 7871) */
-	_Atomic uint64_t ecs_v6;      /* ... IPv6 ECS option */
-	_Atomic uint64_t ecs_ignored; /* GSLB decisions that had ECS but used the resolver */
-	_Atomic uint64_t rcode[STATS_RCODE_SLOTS];
-	_Atomic uint64_t qtype[STATS_QTYPE_SLOTS]; /* index 0 counts types >= 256 */
-	/* Not a counter: must stay last (steer_stats_sum() walks the counters as an array). */
+	steer_counter_t edns;      /* queries with an OPT record */
+	steer_counter_t edns_do;   /* ... and the DO bit */
+	steer_counter_t truncated; /* responses sent with TC=1 */
+	steer_counter_t dropped;   /* malformed beyond answering, or QR=1 */
+	steer_counter_t axfr;      /* zone transfers started */
+	steer_counter_t axfr_refused;
+	steer_counter_t ecs_v4; /* queries with a valid IPv4 ECS option (RFC 7871) */
+	steer_counter_t ecs_v6; /* ... IPv6 ECS option */
+	steer_counter_t rcode[STATS_RCODE_SLOTS];
+	steer_counter_t qtype[STATS_QTYPE_SLOTS]; /* index 0 counts types >= 256 */
+	/* Not a counter: must stay last (auth_stats_sum() walks the counters as an array). */
 	struct stats_ecs_top {
 		/*
 		 * The resolvers sending ECS: STATS_ECS_WAYS-way sets chosen by a hash of the
@@ -47,20 +44,13 @@ typedef struct {
 			_Atomic uint64_t queries; /* 0 = empty entry */
 		} e[STATS_ECS_RESOLVERS];
 	} ecs_top;
-} steer_stats_t;
+} auth_stats_t;
 
-/* One resolver of steer_stats_top_resolvers(). */
+/* One resolver of auth_stats_top_resolvers(). */
 typedef struct {
 	steer_sockaddr_t addr; /* port 0 */
 	uint64_t queries;
-} steer_stats_resolver_t;
-
-/* Owner-only increment: no read-modify-write instruction, because only one thread writes. */
-#define STATS_ADD(counter, n)                                                                      \
-	atomic_store_explicit(&(counter),                                                          \
-	                      atomic_load_explicit(&(counter), memory_order_relaxed) + (n),        \
-	                      memory_order_relaxed)
-#define STATS_INC(counter) STATS_ADD(counter, 1)
+} auth_stats_resolver_t;
 
 /**
  * Add every counter of @p src into @p dst and merge its ECS resolver table into dst's (the
@@ -68,19 +58,19 @@ typedef struct {
  * queries makes room). @p dst must be private to the caller (control thread); @p src may be
  * written concurrently by its owner.
  */
-void steer_stats_sum(steer_stats_t *dst, const steer_stats_t *src);
+void auth_stats_sum(auth_stats_t *dst, const auth_stats_t *src) STEER_NONNULL(1, 2);
 
 /**
  * Count one ECS query from resolver @p remote (the query's source address) in @p stats's
  * resolver table. Owner thread only; no allocation, no locked instruction. Other address
  * families are ignored.
  */
-void steer_stats_ecs_resolver(steer_stats_t *stats, const steer_sockaddr_t *remote)
+void auth_stats_ecs_resolver(auth_stats_t *stats, const steer_sockaddr_t *remote)
     STEER_NONNULL(1, 2);
 
 /**
  * The @p max resolvers of @p stats (a summed block) with the most ECS queries, most first,
  * into @p out. Returns how many were written.
  */
-size_t steer_stats_top_resolvers(const steer_stats_t *stats, steer_stats_resolver_t *out,
-                                 size_t max) STEER_NONNULL(1, 2);
+size_t auth_stats_top_resolvers(const auth_stats_t *stats, auth_stats_resolver_t *out, size_t max)
+    STEER_NONNULL(1, 2);

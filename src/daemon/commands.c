@@ -246,12 +246,15 @@ static json_t *counter_map(const _Atomic uint64_t *counters, size_t n, const cha
 
 static json_t *cmd_stats(const server_t *s)
 {
-	steer_stats_t st;
-	net_stats(s->net, &st);
-	json_t *queries = json_pack("{s:I, s:I, s:I}", "udp", COUNTER(&st, udp_queries), "tcp",
-	                            COUNTER(&st, tcp_queries), "ipv6", COUNTER(&st, ipv6_queries));
-	steer_stats_resolver_t top[STATS_ECS_TOP];
-	size_t n_top = steer_stats_top_resolvers(&st, top, STATS_ECS_TOP);
+	net_stats_t sum;
+	net_stats(s->net, &sum);
+	const net_counters_t *nc = &sum.net;
+	const auth_stats_t *st = &sum.auth;
+	const gslb_stats_t *gs = &sum.gslb;
+	json_t *queries = json_pack("{s:I, s:I, s:I}", "udp", COUNTER(nc, udp_queries), "tcp",
+	                            COUNTER(nc, tcp_queries), "ipv6", COUNTER(nc, ipv6_queries));
+	auth_stats_resolver_t top[STATS_ECS_TOP];
+	size_t n_top = auth_stats_top_resolvers(st, top, STATS_ECS_TOP);
 	json_t *resolvers = json_array();
 	for (size_t i = 0; i < n_top; i++) {
 		char addr[INET6_ADDRSTRLEN] = "?";
@@ -263,16 +266,22 @@ static json_t *cmd_stats(const server_t *s)
 		json_array_append_new(resolvers, json_pack("{s:s, s:I}", "address", addr, "queries",
 		                                           (json_int_t)top[i].queries));
 	}
-	json_t *ecs = json_pack("{s:I, s:I, s:I, s:o}", "ipv4", COUNTER(&st, ecs_v4), "ipv6",
-	                        COUNTER(&st, ecs_v6), "ignored", COUNTER(&st, ecs_ignored),
+	json_t *ecs = json_pack("{s:I, s:I, s:I, s:o}", "ipv4", COUNTER(st, ecs_v4), "ipv6",
+	                        COUNTER(st, ecs_v6), "ignored", COUNTER(gs, ecs_ignored),
 	                        "resolvers", resolvers);
-	return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "queries", queries,
-	                 "rcode", counter_map(st.rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"),
-	                 "qtype", counter_map(st.qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"),
-	                 "edns", COUNTER(&st, edns), "edns_do", COUNTER(&st, edns_do), "truncated",
-	                 COUNTER(&st, truncated), "dropped", COUNTER(&st, dropped), "axfr",
-	                 COUNTER(&st, axfr), "axfr_refused", COUNTER(&st, axfr_refused), "ecs",
-	                 ecs);
+	json_t *gslb = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "services", COUNTER(gs, services),
+	    "addresses", COUNTER(gs, addresses), "cname", COUNTER(gs, cname), "nodata",
+	    COUNTER(gs, nodata), "servfail", COUNTER(gs, servfail), "all_down",
+	    COUNTER(gs, all_down), "ecs_used", COUNTER(gs, ecs_used), "ecs_ignored",
+	    COUNTER(gs, ecs_ignored), "whoami", COUNTER(gs, whoami));
+	return json_pack(
+	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "queries", queries, "rcode",
+	    counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"), "qtype",
+	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"), "edns",
+	    COUNTER(st, edns), "edns_do", COUNTER(st, edns_do), "truncated", COUNTER(st, truncated),
+	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
+	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb);
 }
 
 /* explain NAME CLIENT-IP [ECS-SUBNET]: the decision the current GSLB view makes. */

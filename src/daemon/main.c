@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/check.h"
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -193,6 +194,8 @@ static int check_config(const cli_t *cli)
 	}
 	if (ret == 0)
 		ret = server_gslb_build(conf, NULL, &gslb, &report.warnings, err, sizeof(err));
+	if (ret == 0)
+		ret = auth_check_gslb_names(set, gslb, err, sizeof(err));
 	/* Warnings go to the operator, not only to a log: print every one. */
 	for (size_t i = 0; i < report.warnings.n; i++)
 		fprintf(stderr, "warning: %s\n", report.warnings.msg[i]);

@@ -154,41 +154,31 @@ static int links_build(monitor_plan_t *p, const conf_t *conf, char *err, size_t 
 	return 0;
 }
 
-/* Own and link checks of every target; @p t counts targets in view-builder order. */
-static int targets_build(monitor_plan_t *p, const conf_t *conf, char *err, size_t errlen)
+/* Own and link checks of every target the view exports. */
+static int targets_build(monitor_plan_t *p, const conf_t *conf, const gslb_target_t *tg, size_t n,
+                         char *err, size_t errlen)
 {
-	uint32_t t = 0;
-	for (size_t i = 0; i < conf->n_services; i++) {
-		const conf_service_t *cs = &conf->services[i];
-		for (size_t j = 0; j < cs->n_dcs; j++) {
-			const conf_service_dc_t *cd = &cs->dcs[j];
-			size_t mi = cd->monitor != CONF_MONITOR_NONE ? cd->monitor : cs->monitor;
-			for (size_t k = 0; k < cd->n_addresses; k++, t++) {
-				if (t >= p->n_targets)
-					return plan_err(
-					    err, errlen, conf, cs->line,
-					    "internal: more addresses than GSLB targets");
-				const conf_address_t *ca = &cd->addresses[k];
-				if (mi != CONF_MONITOR_NONE) {
-					steer_sockaddr_t sa;
-					if (probe_addr(&conf->monitors[mi], ca->probe, ca->family,
-					               ca->addr, &sa) != 0)
-						return plan_err(
-						    err, errlen, conf, cd->line,
-						    "service %s: bad probe address '%s'", cs->name,
-						    ca->probe);
-					dep_add(p, t,
-					        check_find_or_add(p, conf, mi, &sa, cs->name));
-				}
-				if (cd->datacenter < conf->n_datacenters &&
-				    p->link[cd->datacenter] != UINT32_MAX)
-					dep_add(p, t, p->link[cd->datacenter]);
-			}
+	for (size_t i = 0; i < n; i++) {
+		const gslb_target_t *t = &tg[i];
+		if (t->id >= p->n_targets || t->service >= conf->n_services)
+			return plan_err(err, errlen, conf, 0,
+			                "internal: target %s is not in this configuration",
+			                t->name);
+		const conf_service_t *cs = &conf->services[t->service];
+		const conf_service_dc_t *cd = &cs->dcs[t->service_dc];
+		const conf_address_t *ca = &cd->addresses[t->address];
+		if (t->monitor != CONF_MONITOR_NONE) {
+			steer_sockaddr_t sa;
+			if (probe_addr(&conf->monitors[t->monitor], ca->probe, t->family, t->addr,
+			               &sa) != 0)
+				return plan_err(err, errlen, conf, cd->line,
+				                "service %s: bad probe address '%s'", cs->name,
+				                ca->probe);
+			dep_add(p, t->id, check_find_or_add(p, conf, t->monitor, &sa, cs->name));
 		}
+		if (t->datacenter < conf->n_datacenters && p->link[t->datacenter] != UINT32_MAX)
+			dep_add(p, t->id, p->link[t->datacenter]);
 	}
-	if (t != p->n_targets)
-		return plan_err(err, errlen, conf, 0, "internal: %u addresses for %u GSLB targets",
-		                t, p->n_targets);
 	return 0;
 }
 
@@ -225,48 +215,45 @@ static int require_add(monitor_plan_t *p, const conf_t *conf, const gslb_health_
 	return STEER_ENOENT;
 }
 
-static int requires_build(monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h, char *err,
-                          size_t errlen)
+static int requires_build(monitor_plan_t *p, const conf_t *conf, const gslb_health_t *h,
+                          const gslb_target_t *tg, size_t n, char *err, size_t errlen)
 {
 	/* A target's list starts with its direct checks; remember how many before appending. */
 	size_t *direct = xmemdup(p->n_deps, (p->n_targets + 1) * sizeof(*direct));
-	uint32_t t = 0;
 	int ret = 0;
-	for (size_t i = 0; i < conf->n_services && ret == 0; i++) {
-		const conf_service_t *cs = &conf->services[i];
-		for (size_t j = 0; j < cs->n_dcs && ret == 0; j++) {
-			const conf_service_dc_t *cd = &cs->dcs[j];
-			for (size_t k = 0; k < cd->n_addresses && ret == 0; k++, t++) {
-				const conf_address_t *ca = &cd->addresses[k];
-				for (size_t r = 0; r < ca->n_requires && ret == 0; r++) {
-					if (require_add(p, conf, h, direct, t, ca->requires[r]) ==
-					    0)
-						continue;
-					ret =
-					    plan_err(err, errlen, conf, cd->line,
-					             "service %s: requires '%s': no such monitored "
-					             "target or datacenter link",
-					             cs->name, ca->requires[r]);
-				}
-			}
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const gslb_target_t *t = &tg[i];
+		const conf_service_t *cs = &conf->services[t->service];
+		const conf_service_dc_t *cd = &cs->dcs[t->service_dc];
+		const conf_address_t *ca = &cd->addresses[t->address];
+		for (size_t r = 0; r < ca->n_requires && ret == 0; r++) {
+			if (require_add(p, conf, h, direct, t->id, ca->requires[r]) == 0)
+				continue;
+			ret = plan_err(err, errlen, conf, cd->line,
+			               "service %s: requires '%s': no such monitored target or "
+			               "datacenter link",
+			               cs->name, ca->requires[r]);
 		}
 	}
 	free(direct);
 	return ret;
 }
 
-int monitor_plan_build(const conf_t *conf, const gslb_health_t *health, monitor_plan_t **out,
-                       char *err, size_t errlen)
+int monitor_plan_build(const conf_t *conf, const gslb_view_t *view, monitor_plan_t **out, char *err,
+                       size_t errlen)
 {
+	const gslb_health_t *health = gslb_view_health(view);
+	size_t n;
+	const gslb_target_t *targets = gslb_view_targets(view, &n);
 	monitor_plan_t *p = xcalloc(1, sizeof(*p));
 	p->n_targets = health->count;
 	p->deps = xcalloc(p->n_targets + 1, sizeof(*p->deps));
 	p->n_deps = xcalloc(p->n_targets + 1, sizeof(*p->n_deps));
 	int ret = links_build(p, conf, err, errlen);
 	if (ret == 0)
-		ret = targets_build(p, conf, err, errlen);
+		ret = targets_build(p, conf, targets, n, err, errlen);
 	if (ret == 0)
-		ret = requires_build(p, conf, health, err, errlen);
+		ret = requires_build(p, conf, health, targets, n, err, errlen);
 	if (ret != 0) {
 		monitor_plan_free(p);
 		return ret;
@@ -274,7 +261,6 @@ int monitor_plan_build(const conf_t *conf, const gslb_health_t *health, monitor_
 	*out = p;
 	return 0;
 }
-
 void monitor_plan_free(monitor_plan_t *p)
 {
 	if (!p)

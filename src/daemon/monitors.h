@@ -12,18 +12,19 @@
 #include "base/compiler.h"
 #include "conf/conf.h"
 #include "gslb/health.h"
+#include "gslb/view.h"
 #include "health/engine.h"
 
 typedef struct monitor_plan monitor_plan_t;
 
 /**
- * Build the plan of @p conf, whose GSLB targets are those of @p health (numbered as the view
- * builder numbers them: services, their datacenters, their addresses, in configuration
- * order). Errors ("file:line: message" in @p err): a `requires` naming no target or
- * datacenter link, a probe address of the wrong form. Returns 0 or STEER_ECONF.
+ * Build the plan of @p conf for the targets @p view exports (gslb_view_targets(); @p view
+ * must have been built from @p conf). Errors ("file:line: message" in @p err): a `requires`
+ * naming no target or datacenter link, a probe address of the wrong form. Returns 0 or
+ * STEER_ECONF.
  */
-int monitor_plan_build(const conf_t *conf, const gslb_health_t *health, monitor_plan_t **out,
-                       char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
+int monitor_plan_build(const conf_t *conf, const gslb_view_t *view, monitor_plan_t **out, char *err,
+                       size_t errlen) STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
 
 /** Free @p plan (NULL is fine). The engine copies what it keeps, so any time after set. */
 void monitor_plan_free(monitor_plan_t *plan);

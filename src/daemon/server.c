@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "auth/check.h"
 #include "base/err.h"
 #include "daemon/commands.h"
 #include "dns/dname.h"
@@ -189,7 +190,7 @@ int server_gslb_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gs
 		return ret;
 	/* The monitor wiring (requires, probe addresses) is part of the configuration too. */
 	monitor_plan_t *plan = NULL;
-	ret = monitor_plan_build(conf, gslb_view_health(*out), &plan, err, errlen);
+	ret = monitor_plan_build(conf, *out, &plan, err, errlen);
 	monitor_plan_free(plan);
 	if (ret != 0) {
 		gslb_view_free(*out);
@@ -361,7 +362,7 @@ static int monitors_configure(server_t *s, const conf_t *conf, const gslb_view_t
                               size_t errlen)
 {
 	monitor_plan_t *plan = NULL;
-	int ret = monitor_plan_build(conf, gslb_view_health(gslb), &plan, err, errlen);
+	int ret = monitor_plan_build(conf, gslb, &plan, err, errlen);
 	if (ret != 0)
 		return ret;
 	size_t n;
@@ -746,6 +747,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	ret = server_gslb_build(conf, NULL, &s->gslb, &report.warnings, err, sizeof(err));
 	log_warnings(&report.warnings, "");
 	server_report_clear(&report);
+	if (ret == 0)
+		ret = auth_check_gslb_names(set, s->gslb, err, sizeof(err));
 	if (ret != 0) {
 		zone_set_free(set);
 		goto fail;
@@ -859,6 +862,8 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		gslb_view_build_opts_t opts = {.running = s->gslb, .force = force};
 		ret = server_gslb_build(conf, &opts, &gslb, &report->warnings, err, errlen);
 		log_warnings(&report->warnings, "reload: ");
+		if (ret == 0 && (ret = auth_check_gslb_names(set, gslb, err, errlen)) != 0)
+			gslb_view_free(gslb);
 		if (ret == 0)
 			ret = reload_overrides(s, conf, &gslb, err, errlen);
 		if (ret == 0) {

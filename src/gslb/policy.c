@@ -838,6 +838,8 @@ static void explain_answer(strbuf_t *sb, const gslb_policy_svc_t *svc,
 	case GSLB_ANSWER_SERVFAIL:
 		sb_printf(sb, "answer: SERVFAIL\n");
 		break;
+	case GSLB_ANSWER_TXT: /* whoami only; a policy never answers it */
+		break;
 	}
 }
 

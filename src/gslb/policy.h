@@ -145,6 +145,7 @@ typedef enum {
 	GSLB_ANSWER_CNAME,    /* answer.cname */
 	GSLB_ANSWER_NODATA,   /* no records of the family */
 	GSLB_ANSWER_SERVFAIL, /* all-down policy servfail */
+	GSLB_ANSWER_TXT,      /* not from a policy: the view's whoami TXT (gslb_result_t.txt) */
 } gslb_answer_kind_t;
 
 typedef struct {

@@ -22,11 +22,22 @@
 #include "gslb/health.h"
 #include "gslb/nets_set.h"
 #include "gslb/policy.h"
+#include "gslb/stats.h"
 
 typedef struct gslb_view gslb_view_t;
 
 /* TTL of whoami answers: they describe one client, so they are not worth caching. */
 #define GSLB_VIEW_WHOAMI_TTL 0
+
+/*
+ * What one query thread keeps for GSLB decisions: the policies' random state and round-robin
+ * counters, and the decision counters. Owned by the query layer's per-thread context
+ * (auth_qctx_t); only its thread writes it.
+ */
+typedef struct {
+	gslb_policy_rng_t rng;
+	gslb_stats_t stats;
+} gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */
 typedef struct gslb_name gslb_name_t;
@@ -37,28 +48,20 @@ typedef struct {
 	const dns_ecs_t *ecs;             /* the query's valid ECS option, or NULL */
 } gslb_client_t;
 
-typedef enum {
-	GSLB_RESULT_ADDRS,    /* @c addrs: A or AAAA records of the asked family */
-	GSLB_RESULT_CNAME,    /* @c cname: answer a CNAME (all-down fallback CNAME) */
-	GSLB_RESULT_TXT,      /* @c txt: whoami TXT strings (character-strings, wire form) */
-	GSLB_RESULT_NODATA,   /* no records of this type at the name */
-	GSLB_RESULT_SERVFAIL, /* all-down policy servfail */
-} gslb_result_kind_t;
-
-/* A decision. Fixed size; lives on the query thread's stack. */
+/*
+ * A decision. Fixed size; lives on the query thread's stack. The policy writes its answer
+ * straight into @c ans (no second translation); the auth layer reads @c ans and the address
+ * bytes through gslb_result_addr().
+ */
 typedef struct {
-	gslb_result_kind_t kind;
-	uint32_t ttl;
+	gslb_policy_answer_t ans;     /* kind, ttl, the addresses (idx[]) or the CNAME */
+	const gslb_policy_svc_t *svc; /* borrowed: the service ans.idx[] indexes; NULL for whoami */
 	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH for the response (0 = client-independent) */
 	bool ecs_ignored;  /* the query had ECS but the decision used the resolver's address
 	                    * (the map sets ignore-ecs, or a private ECS address is absent) */
-	uint8_t count;     /* entries in addrs */
-	const uint8_t *addrs[GSLB_POLICY_ADDR_MAX]; /* 4 or 16 bytes each, borrowed from the view */
-	const uint8_t *cname;                       /* uncompressed wire, borrowed */
-	uint8_t txt[512];                           /* whoami: TXT rdata */
+	uint8_t txt[512];  /* whoami (GSLB_ANSWER_TXT): TXT rdata */
 	uint16_t txt_len;
-	uint8_t whoami_addr[16]; /* whoami A/AAAA: the address answered; addrs[0] points here,
-	                          * so do not copy a whoami result by value */
+	uint8_t whoami_addr[16]; /* whoami A/AAAA: the address answered (ans.count == 1) */
 } gslb_result_t;
 
 /* How gslb_view_build() treats the view it replaces. */
@@ -67,6 +70,12 @@ typedef struct {
 	                             * nets shrink guard compares each file with its count here */
 	bool force;                 /* steerctl reload --force: a shrunk nets file only warns */
 } gslb_view_build_opts_t;
+
+/** Address bytes of answer entry @p i (4 for A, 16 for AAAA), borrowed from the view or @p r. */
+static inline const uint8_t *gslb_result_addr(const gslb_result_t *r, unsigned i)
+{
+	return r->svc ? gslb_policy_answer_addr(r->svc, &r->ans, i)->addr : r->whoami_addr;
+}
 
 /**
  * Compile the GSLB part of @p conf (datacenters, maps, services, whoami, overrides and the
@@ -115,13 +124,15 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
     STEER_NONNULL(1, 2);
 
 /**
- * Decide the answer to @p qtype at @p name for @p client into @p out, using @p rng (the query
- * thread's own). The ECS scope follows RFC 7871: the width of the map block the decision came
- * from (at least the persist prefix for persist policies), 0 when the answer does not depend
- * on the client, the source prefix for whoami. Query threads; no allocation, no locks.
+ * Decide the answer to @p qtype at @p name for @p client into @p out, drawing from and
+ * counting into @p qs (the query thread's own). The ECS scope follows RFC 7871: the width of the
+ * map block the decision came from (at least the persist prefix for persist policies), 0 when the
+ * answer does not depend on the client, the source prefix for whoami. Query threads; no allocation,
+ * no locks.
  *
  * Services: A and AAAA run the policy for IPv4 / IPv6; ANY answers like A (RFC 8482 lets a
- * server answer ANY with one RRset); every other type is NODATA with the service TTL. The
+ * server answer ANY with one RRset); every other type is NODATA with the service TTL (the auth
+ * layer answers those from the zone instead, see gslb_view_name_answers()). The
  * decision uses the ECS address when the query carries ECS with a source prefix > 0, the map
  * (geo) does not set ignore-ecs, and the address is not private/loopback/link-local under
  * ecs-private-is-absent (services without a map treat private ECS as absent); otherwise the
@@ -130,7 +141,7 @@ const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
  * "resolver ADDR" and "ecs ADDR/LEN" (or "ecs none"); TTL GSLB_VIEW_WHOAMI_TTL.
  */
 void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
-                      const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
+                      const gslb_client_t *client, gslb_qstate_t *qs, gslb_result_t *out)
     STEER_NONNULL(1, 2, 4, 5, 6);
 
 /**
@@ -143,8 +154,57 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 int gslb_view_explain(const gslb_view_t *view, const char *name, const char *client_ip,
                       const char *ecs, char *buf, size_t len) STEER_NONNULL(1, 2, 3, 5);
 
+/*
+ * A health target of the view: one service address. The view numbers them; whoever attaches
+ * monitors to targets (the daemon's planner) reads this list instead of re-deriving the
+ * numbering. The conf_t indices refer to the configuration the view was built from.
+ */
+typedef struct {
+	uint32_t id;         /* in gslb_view_health(), equal to its index in the list */
+	const char *name;    /* "service/<service>/<datacenter>/<address>", owned by the view */
+	sa_family_t family;  /* AF_INET or AF_INET6 */
+	const uint8_t *addr; /* the answer address (4 or 16 bytes), borrowed from the view */
+	size_t service;      /* conf_t.services[service] */
+	size_t service_dc;   /* ... .dcs[service_dc] */
+	size_t address;      /* ... .addresses[address] (probe, requires) */
+	size_t datacenter;   /* conf_t.datacenters[datacenter] (its link monitor) */
+	size_t monitor;      /* the monitor that applies (the datacenter entry's, else the
+	                      * service's), conf_t.monitors index or CONF_MONITOR_NONE */
+} gslb_target_t;
+
+/**
+ * The view's targets, @p n of them, in id order; borrowed, valid as long as @p view (and the
+ * views gslb_view_with_health() derives from it). Control thread.
+ */
+const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n) STEER_NONNULL(1, 2);
+
 /** The health table of the view (for listing targets and their states). */
 const gslb_health_t *gslb_view_health(const gslb_view_t *view) STEER_NONNULL(1);
+
+/* A GSLB name as gslb_view_name_info() describes it. */
+typedef struct {
+	const uint8_t *wire; /* lowercase wire form, borrowed from the view */
+	bool whoami;         /* a whoami name, else a service */
+	const char *file;    /* the config file that defines it, borrowed */
+	unsigned line;       /* its line there, 0 when unknown */
+} gslb_name_info_t;
+
+/**
+ * True when GSLB name @p name answers @p qtype itself: A, AAAA and ANY for a service (plus TXT
+ * for a whoami name). Every other type at the name is answered from the zone around it.
+ * Query threads; no allocation.
+ */
+bool gslb_view_name_answers(const gslb_name_t *name, uint16_t qtype) STEER_NONNULL(1);
+
+/** Number of GSLB names (services and whoami), for gslb_view_name_info(). */
+size_t gslb_view_name_count(const gslb_view_t *view) STEER_NONNULL(1);
+
+/**
+ * Describe name @p i (0 <= i < gslb_view_name_count()) into @p out, pointers borrowed from
+ * @p view. Control thread (configuration checks).
+ */
+void gslb_view_name_info(const gslb_view_t *view, size_t i, gslb_name_info_t *out)
+    STEER_NONNULL(1, 3);
 
 /** Number of services, maps and whoami names (status output). */
 void gslb_view_counts(const gslb_view_t *view, size_t *services, size_t *maps, size_t *whoami)

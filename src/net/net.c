@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,18 +31,6 @@ static unsigned cpu_count(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (unsigned)n;
-}
-
-void net_rng_seed(gslb_policy_rng_t *rng, uint64_t thread)
-{
-	uint64_t seed = 0;
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		seed = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid() << 16;
-	}
-	/* Golden-ratio multiple of the thread index: distinct seeds per thread, always. */
-	gslb_policy_rng_init(rng, seed ^ (thread + 1) * UINT64_C(0x9E3779B97F4A7C15));
 }
 
 net_t *net_new(const conf_t *conf, const auth_view_t *view)
@@ -216,16 +203,16 @@ const auth_view_t *net_view(const net_t *net)
 	return net->view;
 }
 
-void net_stats(const net_t *net, steer_stats_t *out)
+void net_stats(const net_t *net, net_stats_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < net->n_udp; i++) {
 		if (net->udp[i] != NULL)
-			steer_stats_sum(out, udp_worker_stats(net->udp[i]));
+			udp_worker_stats(net->udp[i], out);
 	}
 	for (size_t i = 0; i < net->n_tcp; i++) {
 		if (net->tcp[i] != NULL)
-			steer_stats_sum(out, tcp_worker_stats(net->tcp[i]));
+			tcp_worker_stats(net->tcp[i], out);
 	}
 }
 

@@ -15,10 +15,26 @@
 #include "auth/auth.h"
 #include "auth/stats.h"
 #include "base/compiler.h"
+#include "base/counter.h"
 #include "base/sockaddr.h"
 #include "conf/conf.h"
 
 typedef struct net net_t;
+
+/* The transport's per-thread counters: one block per query thread, written by it only. */
+typedef struct {
+	steer_counter_t udp_queries;
+	steer_counter_t tcp_queries;
+	steer_counter_t ipv6_queries; /* subset of UDP+TCP that arrived over IPv6 */
+	steer_counter_t dropped;      /* datagrams unusable before parsing, replies not sent */
+} net_counters_t;
+
+/* Every query thread's counters summed by net_stats(), one part per layer. */
+typedef struct {
+	net_counters_t net;
+	auth_stats_t auth;
+	gslb_stats_t gslb;
+} net_stats_t;
 
 /**
  * A transport set configured from @p conf (listen addresses, thread counts, TCP limits are
@@ -61,10 +77,12 @@ void net_reconfigure(net_t *net, const conf_t *conf) STEER_NONNULL(1, 2);
 const auth_view_t *net_view(const net_t *net) STEER_NONNULL(1);
 
 /**
- * Overwrite @p out with the sum of every query thread's counters. The control thread may call
- * this while the threads run; each counter is read atomically, the set is not a snapshot.
+ * Overwrite @p out with the sum of every query thread's counters: the transport's own and,
+ * through auth_qctx_sum(), the answering and GSLB ones of each thread's query context. The
+ * control thread may call this while the threads run; each counter is read atomically, the
+ * set is not a snapshot.
  */
-void net_stats(const net_t *net, steer_stats_t *out) STEER_NONNULL(1, 2);
+void net_stats(const net_t *net, net_stats_t *out) STEER_NONNULL(1, 2);
 
 /** Number of listen addresses and the i-th one, with port 0 already resolved by net_bind(). */
 size_t net_listen_count(const net_t *net) STEER_NONNULL(1);

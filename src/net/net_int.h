@@ -50,12 +50,5 @@ struct net {
 int net_socket_bind(const steer_sockaddr_t *addr, int type, bool reuseport, char *err,
                     size_t errlen) STEER_NONNULL(1, 4) STEER_WUR;
 
-/**
- * Seed a query thread's GSLB random state from getrandom() mixed with @p thread (distinct per
- * thread, so threads never share a sequence even if getrandom() is unavailable). Control
- * thread, before the query thread starts.
- */
-void net_rng_seed(gslb_policy_rng_t *rng, uint64_t thread) STEER_NONNULL(1);
-
 /** True for 0.0.0.0 and ::, where the reply source must be taken from IP(V6)_PKTINFO. */
 bool net_addr_is_wildcard(const steer_sockaddr_t *addr) STEER_NONNULL(1);

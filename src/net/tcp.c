@@ -65,10 +65,10 @@ typedef struct {
 } tcp_listener_t;
 
 struct tcp_worker {
-	steer_stats_t stats; /* written by this thread only */
+	net_counters_t counters; /* written by this thread only */
+	auth_qctx_t *qctx;       /* owned; this thread's answering state (counters, GSLB) */
 	net_t *net;
 	unsigned idx;
-	gslb_policy_rng_t rng; /* GSLB policies' random state, this thread's own */
 	struct ev_loop *loop;
 	ev_async wake;
 	ev_timer accept_pause;
@@ -160,16 +160,16 @@ static void conn_push(tcp_conn_t *c, size_t len)
 static void conn_answer(tcp_conn_t *c, size_t len)
 {
 	tcp_worker_t *w = c->w;
-	auth_client_t client = {.remote = &c->remote, .rng = &w->rng, .tcp = true};
+	auth_client_t client = {.remote = &c->remote, .tcp = true};
 	const uint8_t *msg = c->in + c->in_start + 2;
-	STATS_INC(w->stats.tcp_queries);
+	STEER_COUNTER_INC(w->counters.tcp_queries);
 	if (c->v6)
-		STATS_INC(w->stats.ipv6_queries);
+		STEER_COUNTER_INC(w->counters.ipv6_queries);
 	c->axfr.zone = NULL;
 	rcu_read_lock();
 	const auth_view_t *view = rcu_dereference(w->net->view);
 	size_t rlen = auth_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX,
-	                          &w->stats, &c->axfr);
+	                          w->qctx, &c->axfr);
 	rcu_read_unlock();
 	c->in_start += 2 + len;
 	c->msg_timing = false;
@@ -520,14 +520,14 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 	tcp_worker_t *w = xcalloc(1, sizeof(*w));
 	w->net = net;
 	w->idx = worker_idx;
-	/* Distinct from every UDP worker's (worker << 16 | address index). */
-	net_rng_seed(&w->rng, UINT64_C(1) << 48 | worker_idx);
 	w->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	if (w->loop == NULL) {
 		snprintf(err, errlen, "cannot create a TCP event loop");
 		free(w);
 		return STEER_ENOMEM;
 	}
+	/* Distinct from every UDP worker's (worker << 16 | address index). */
+	w->qctx = auth_qctx_new(UINT64_C(1) << 48 | worker_idx);
 	ev_async_init(&w->wake, on_wake);
 	ev_async_start(w->loop, &w->wake);
 	ev_init(&w->accept_pause, on_accept_resume);
@@ -563,9 +563,11 @@ void tcp_worker_stop(tcp_worker_t *w)
 	w->started = false;
 }
 
-const steer_stats_t *tcp_worker_stats(const tcp_worker_t *w)
+void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum)
 {
-	return &w->stats;
+	steer_counters_add((steer_counter_t *)&sum->net, (const steer_counter_t *)&w->counters,
+	                   STEER_COUNTERS_IN(net_counters_t));
+	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
 }
 
 void tcp_worker_free(tcp_worker_t *w)
@@ -585,6 +587,7 @@ void tcp_worker_free(tcp_worker_t *w)
 		free(c);
 	}
 	ev_loop_destroy(w->loop);
+	auth_qctx_free(w->qctx);
 	free(w->listeners);
 	free(w);
 }

@@ -29,7 +29,7 @@ int tcp_worker_start(tcp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
 void tcp_worker_stop(tcp_worker_t *w) STEER_NONNULL(1);
 
 /** The thread's counters, read by the control thread. */
-const steer_stats_t *tcp_worker_stats(const tcp_worker_t *w) STEER_NONNULL(1);
+void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 
 /** Close the sockets and free (after tcp_worker_stop()). NULL is ignored. */
 void tcp_worker_free(tcp_worker_t *w);

@@ -58,14 +58,14 @@ typedef struct {
 } mmsg_io_t;
 
 struct udp_worker {
-	steer_stats_t stats; /* written by the worker only */
+	net_counters_t counters; /* written by the worker only */
+	auth_qctx_t *qctx;       /* owned; the worker's answering state (counters, GSLB) */
 	net_t *net;
 	const udp_api_t *api;
 	pthread_t thread;
 	bool started;
 	size_t addr_idx;
 	unsigned idx;
-	gslb_policy_rng_t rng; /* GSLB policies' random state, this thread's own */
 	mmsg_io_t io;
 };
 
@@ -95,7 +95,7 @@ static void mmsg_init(mmsg_io_t *io, int fd, bool v6, bool pktinfo)
 	io->last_n = 0;
 }
 
-static int mmsg_recv(void *ctx, udp_pkt_t **pkts, steer_stats_t *stats)
+static int mmsg_recv(void *ctx, udp_pkt_t **pkts, net_counters_t *counters)
 {
 	static log_ratelimit_t rl;
 	mmsg_io_t *io = ctx;
@@ -112,13 +112,13 @@ static int mmsg_recv(void *ctx, udp_pkt_t **pkts, steer_stats_t *stats)
 		return 0;
 	}
 	io->last_n = n;
-	STATS_ADD(stats->udp_queries, (uint64_t)n);
+	STEER_COUNTER_ADD(counters->udp_queries, (uint64_t)n);
 	if (io->v6)
-		STATS_ADD(stats->ipv6_queries, (uint64_t)n);
+		STEER_COUNTER_ADD(counters->ipv6_queries, (uint64_t)n);
 	int k = 0;
 	for (int i = 0; i < n; i++) {
 		if (io->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
-			STATS_INC(stats->dropped);
+			STEER_COUNTER_INC(counters->dropped);
 			continue;
 		}
 		io->pkts[k] = (udp_pkt_t){.rx = io->rx_buf[i],
@@ -157,7 +157,7 @@ static socklen_t mmsg_reply_cmsg(mmsg_io_t *io, int i)
 	return 0;
 }
 
-static void mmsg_send(void *ctx, udp_pkt_t *pkts, int n, steer_stats_t *stats)
+static void mmsg_send(void *ctx, udp_pkt_t *pkts, int n, net_counters_t *counters)
 {
 	static log_ratelimit_t rl;
 	mmsg_io_t *io = ctx;
@@ -189,7 +189,7 @@ static void mmsg_send(void *ctx, udp_pkt_t *pkts, int n, steer_stats_t *stats)
 		/* The first unsent reply failed (e.g. unreachable client): skip only that one. */
 		log_ratelimited(&rl, LOG_LEVEL_WARNING, "UDP send failed: %s",
 		                steer_strerror(r < 0 ? -errno : STEER_EAGAIN));
-		STATS_INC(stats->dropped);
+		STEER_COUNTER_INC(counters->dropped);
 		sent++;
 	}
 }
@@ -202,13 +202,13 @@ static const udp_api_t udp_api_mmsg = {
 
 static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 {
-	auth_client_t client = {.rng = &w->rng, .tcp = false};
+	auth_client_t client = {.tcp = false};
 	rcu_read_lock();
 	const auth_view_t *view = rcu_dereference(w->net->view);
 	for (int k = 0; k < n; k++) {
 		client.remote = pkts[k].remote;
 		pkts[k].tx_len = auth_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
-		                             pkts[k].tx_cap, &w->stats, NULL);
+		                             pkts[k].tx_cap, w->qctx, NULL);
 	}
 	rcu_read_unlock();
 }
@@ -219,11 +219,11 @@ static void *udp_worker_main(void *arg)
 	rcu_register_thread();
 	while (!atomic_load_explicit(&w->net->stopping, memory_order_relaxed)) {
 		udp_pkt_t *pkts;
-		int n = w->api->recv(&w->io, &pkts, &w->stats);
+		int n = w->api->recv(&w->io, &pkts, &w->counters);
 		if (n <= 0)
 			continue;
 		answer_batch(w, pkts, n);
-		w->api->send(&w->io, pkts, n, &w->stats);
+		w->api->send(&w->io, pkts, n, &w->counters);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -281,7 +281,7 @@ int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_
 	w->api = &udp_api_mmsg;
 	w->addr_idx = addr_idx;
 	w->idx = worker_idx;
-	net_rng_seed(&w->rng, (uint64_t)worker_idx << 16 | addr_idx);
+	w->qctx = auth_qctx_new((uint64_t)worker_idx << 16 | addr_idx);
 	mmsg_init(&w->io, fd, addr->sa.sa_family == AF_INET6, pktinfo);
 	*out = w;
 	return 0;
@@ -307,9 +307,11 @@ void udp_worker_join(udp_worker_t *w)
 	w->started = false;
 }
 
-const steer_stats_t *udp_worker_stats(const udp_worker_t *w)
+void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum)
 {
-	return &w->stats;
+	steer_counters_add((steer_counter_t *)&sum->net, (const steer_counter_t *)&w->counters,
+	                   STEER_COUNTERS_IN(net_counters_t));
+	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
 }
 
 void udp_worker_free(udp_worker_t *w)
@@ -318,5 +320,6 @@ void udp_worker_free(udp_worker_t *w)
 		return;
 	udp_worker_join(w);
 	close(w->io.fd);
+	auth_qctx_free(w->qctx);
 	free(w);
 }

@@ -29,13 +29,13 @@ typedef struct {
 /*
  * A receive strategy. @c recv blocks until at least one datagram arrived or its timeout
  * (UDP_RCVTIMEO_MS) expired, and returns the number of usable packets filled into its own
- * array (0 on timeout or when every datagram was unusable, counting those into @p stats).
+ * array (0 on timeout or when every datagram was unusable, counting those into @p counters).
  * @c send transmits the replies (tx_len > 0) of the last batch.
  */
 typedef struct {
 	const char *name;
-	int (*recv)(void *io, udp_pkt_t **pkts, steer_stats_t *stats);
-	void (*send)(void *io, udp_pkt_t *pkts, int n, steer_stats_t *stats);
+	int (*recv)(void *io, udp_pkt_t **pkts, net_counters_t *counters);
+	void (*send)(void *io, udp_pkt_t *pkts, int n, net_counters_t *counters);
 } udp_api_t;
 
 /* How often an idle worker wakes to check for stop: bounds the shutdown delay. */
@@ -54,8 +54,8 @@ int udp_worker_start(udp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
 /** Wait for the thread to exit (after net->stopping was set); no-op if never started. */
 void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
 
-/** The worker's counters, read by the control thread. */
-const steer_stats_t *udp_worker_stats(const udp_worker_t *w) STEER_NONNULL(1);
+/** Add the worker's counters (its own and its query context's) into @p sum. Control thread. */
+void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 
 /** Close the socket and free. NULL is ignored. */
 void udp_worker_free(udp_worker_t *w);

@@ -115,6 +115,15 @@ const zone_node_t *zone_find_node(const zone_t *zone, const uint8_t *name, size_
 /** The rrset of @p type at @p node, or NULL. */
 const zone_rrset_t *zone_node_rrset(const zone_node_t *node, uint16_t type) STEER_NONNULL(1);
 
+/**
+ * "file:line" of the first record of @p type at @p owner (lowercase wire) in the zone's
+ * master file (or an $INCLUDEd one) into @p buf; just the file name when the record cannot
+ * be found again (the file changed since). Re-reads the file: for error messages on the
+ * control thread, never on a query thread.
+ */
+void zone_record_where(const zone_t *zone, const uint8_t *owner, uint16_t type, char *buf,
+                       size_t len) STEER_NONNULL(1, 2, 4);
+
 /** True when the file the zone came from changed (mtime, size, inode) or is gone. */
 bool zone_file_changed(const zone_t *zone) STEER_NONNULL(1);
 

@@ -811,3 +811,55 @@ out:
 	*out = zone;
 	return ret;
 }
+
+/* ---- where a record came from ---- */
+
+typedef struct {
+	const uint8_t *owner; /* lowercase wire */
+	size_t owner_len;
+	uint16_t type;
+	char *buf;
+	size_t len;
+	bool found;
+} where_t;
+
+static void on_where_record(zs_scanner_t *s)
+{
+	where_t *w = s->process.data;
+	uint8_t owner[DNS_DNAME_MAXLEN];
+	size_t len = s->r_owner_length;
+	if (len != w->owner_len || s->r_type != w->type)
+		return;
+	memcpy(owner, s->r_owner, len);
+	lower(owner, len);
+	if (memcmp(owner, w->owner, len) != 0)
+		return;
+	snprintf(w->buf, w->len, "%s:%llu", s->file.name, (unsigned long long)s->line_counter);
+	w->found = true;
+	s->state = ZS_STATE_STOP;
+}
+
+static void on_where_error(zs_scanner_t *s)
+{
+	s->state = ZS_STATE_STOP;
+}
+
+/*
+ * The zone keeps no line numbers (they would cost memory per record for every zone), so the
+ * rare caller that needs one for a message reads the file again.
+ */
+void zone_record_where(const zone_t *zone, const uint8_t *owner, uint16_t type, char *buf,
+                       size_t len)
+{
+	where_t w = {
+	    .owner = owner, .owner_len = dname_len(owner), .type = type, .buf = buf, .len = len};
+	zs_scanner_t *s = zone_map(sizeof(*s));
+	if (zs_init(s, zone->name, DNS_CLASS_IN, 3600) == 0 &&
+	    zs_set_input_file(s, zone->file) == 0 &&
+	    zs_set_processing(s, on_where_record, on_where_error, &w) == 0)
+		(void)zs_parse_all(s);
+	zs_deinit(s);
+	zone_unmap(s, sizeof(*s));
+	if (!w.found)
+		snprintf(buf, len, "%s", zone->file);
+}

@@ -25,7 +25,7 @@ static const char *const zones[][2] = {
 
 static auth_view_t view;
 static steer_sockaddr_t remote;
-static steer_stats_t stats;
+static auth_qctx_t qctx;             /* zeroed: counters at 0, a fixed random state */
 static uint8_t *small_buf, *big_buf; /* exactly their capacity, so ASan sees any overrun */
 
 static void setup(void)
@@ -83,7 +83,7 @@ static void answer(const uint8_t *data, size_t size, bool tcp, uint8_t *buf, siz
 	auth_client_t client = {.remote = &remote, .tcp = tcp};
 	auth_axfr_t axfr;
 	memset(&axfr, 0, sizeof(axfr));
-	size_t len = auth_answer(&view, &client, data, size, buf, cap, &stats, tcp ? &axfr : NULL);
+	size_t len = auth_answer(&view, &client, data, size, buf, cap, &qctx, tcp ? &axfr : NULL);
 	if (len > 0)
 		check_reply(data, size, buf, len, cap);
 	if (!tcp)

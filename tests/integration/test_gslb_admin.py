@@ -284,3 +284,28 @@ def test_datacenter_weight_out_of_range_is_a_config_error(steerd, tmp_path):
     res = run_steerd("--check-config", "-c", str(conf))
     assert res.returncode != 0, res.stdout + res.stderr
     assert f"{conf}:" in res.stderr and "weight" in res.stderr, res.stderr
+
+
+# --- GSLB decision counters ---------------------------------------------------------------------
+
+def test_gslb_decision_counters(steerd):
+    srv = start(steerd)
+    before = srv.ctl_json("stats")
+    assert before["gslb"] == {"services": 0, "addresses": 0, "cname": 0, "nodata": 0,
+                              "servfail": 0, "all_down": 0, "ecs_used": 0, "ecs_ignored": 0,
+                              "whoami": 0}, before
+    for _ in range(3):
+        ask(srv, f"geo.{ZONE}", ecs=("198.51.100.0", 24))      # decided on the ECS subnet
+    ask(srv, f"geo.{ZONE}", ecs=("10.1.2.0", 24))              # private ECS: ignored
+    ask(srv, f"geo.{ZONE}")                                   # resolver address, no ECS
+    ask(srv, f"failover.{ZONE}", "MX")                        # not a decision: zone type
+    ask(srv, f"whoami.{ZONE}", "TXT")
+    ask(srv, f"static.{ZONE}")                                # zone name: no GSLB at all
+    after = srv.ctl_json("stats")
+    g = after["gslb"]
+    assert g["services"] == 5 and g["addresses"] == 5, g
+    assert g["ecs_used"] == 3 and g["ecs_ignored"] == 1 and g["whoami"] == 1, g
+    assert g["nodata"] == 0 and g["servfail"] == 0 and g["cname"] == 0, g
+    # the layers' counters still add up to the same top-level view
+    assert after["ecs"]["ignored"] == 1 and after["ecs"]["ipv4"] == 4, after["ecs"]
+    assert after["queries"]["udp"] == before["queries"]["udp"] + 8, after["queries"]

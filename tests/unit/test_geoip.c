@@ -848,7 +848,7 @@ static void test_rules_errors(void)
 	gslb_geoip_rules_free(rules);
 }
 
-/* The rules of issue 3's example map, plus a few to reach every depth. */
+/* The rules of the documented example map (docs/gslb.md), plus a few to reach every depth. */
 static const gslb_geoip_rule_def_t map_rules[] = {
     /* 0 */ {"AS/CN/31", NULL, 0, DCS(DC_TELECOM, DC_EDU)},
     /* 1 */ {"AS/CN", NULL, 0, DCS(DC_TELECOM, DC_UNICOM)},

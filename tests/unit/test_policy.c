@@ -138,6 +138,8 @@ static const char *kind_str(gslb_answer_kind_t k)
 		return "nodata";
 	case GSLB_ANSWER_SERVFAIL:
 		return "servfail";
+	case GSLB_ANSWER_TXT:
+		return "txt";
 	}
 	return "?";
 }

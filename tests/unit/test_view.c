@@ -102,23 +102,23 @@ static dns_ecs_t ecs_of(const char *text)
 	return e;
 }
 
-static gslb_policy_rng_t rng;
+static gslb_qstate_t qs;
 
 /* Answer @p qtype at @p name for resolver @p res and optional ECS @p ecs. */
 static gslb_result_t ask(const gslb_view_t *v, const char *name, uint16_t qtype, const char *res,
                          const char *ecs)
 {
 	uint8_t wire[DNS_DNAME_MAXLEN];
-	/* static: whoami answers point into the result itself (whoami_addr), so the copy the
-	 * caller gets stays valid until the next ask() */
-	static gslb_result_t r;
+	/* Returned by value: a whoami address lives in the result and is read through
+	 * gslb_result_addr(), so the copy is self-contained. */
+	gslb_result_t r;
 	memset(&r, 0, sizeof(r));
 	if (dname_from_str(name, wire) < 0)
 		abort();
 	dname_lower(wire);
 	const gslb_name_t *n = gslb_view_find(v, wire);
 	if (!n) {
-		r.kind = (gslb_result_kind_t)-1;
+		r.ans.kind = (gslb_answer_kind_t)-1;
 		return r;
 	}
 	steer_sockaddr_t sa = sock(res);
@@ -126,7 +126,7 @@ static gslb_result_t ask(const gslb_view_t *v, const char *name, uint16_t qtype,
 	if (ecs)
 		e = ecs_of(ecs);
 	gslb_client_t c = {.resolver = &sa, .ecs = ecs ? &e : NULL};
-	gslb_view_answer(v, n, qtype, &c, &rng, &r);
+	gslb_view_answer(v, n, qtype, &c, &qs, &r);
 	return r;
 }
 
@@ -136,15 +136,15 @@ static const char *addrs_str(const gslb_result_t *r)
 	static char buf[1024];
 	size_t pos = 0;
 	buf[0] = '\0';
-	if (r->kind != GSLB_RESULT_ADDRS)
-		return r->kind == GSLB_RESULT_NODATA     ? "NODATA"
-		       : r->kind == GSLB_RESULT_SERVFAIL ? "SERVFAIL"
-		       : r->kind == GSLB_RESULT_CNAME    ? "CNAME"
-		       : r->kind == GSLB_RESULT_TXT      ? "TXT"
-		                                         : "NOTFOUND";
-	for (unsigned i = 0; i < r->count; i++) {
+	if (r->ans.kind != GSLB_ANSWER_ADDRS)
+		return r->ans.kind == GSLB_ANSWER_NODATA     ? "NODATA"
+		       : r->ans.kind == GSLB_ANSWER_SERVFAIL ? "SERVFAIL"
+		       : r->ans.kind == GSLB_ANSWER_CNAME    ? "CNAME"
+		       : r->ans.kind == GSLB_ANSWER_TXT      ? "TXT"
+		                                             : "NOTFOUND";
+	for (unsigned i = 0; i < r->ans.count; i++) {
 		char a[INET6_ADDRSTRLEN];
-		inet_ntop(AF_INET, r->addrs[i], a, sizeof(a));
+		inet_ntop(AF_INET, gslb_result_addr(r, i), a, sizeof(a));
 		pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%s", i ? " " : "", a);
 	}
 	return buf;
@@ -155,11 +155,11 @@ static const char *addrs6_str(const gslb_result_t *r)
 	static char buf[1024];
 	size_t pos = 0;
 	buf[0] = '\0';
-	if (r->kind != GSLB_RESULT_ADDRS)
+	if (r->ans.kind != GSLB_ANSWER_ADDRS)
 		return addrs_str(r);
-	for (unsigned i = 0; i < r->count; i++) {
+	for (unsigned i = 0; i < r->ans.count; i++) {
 		char a[INET6_ADDRSTRLEN];
-		inet_ntop(AF_INET6, r->addrs[i], a, sizeof(a));
+		inet_ntop(AF_INET6, gslb_result_addr(r, i), a, sizeof(a));
 		pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%s", i ? " " : "", a);
 	}
 	return buf;
@@ -413,16 +413,17 @@ static void test_geo_nets(const gslb_view_t *v)
 	EXPECT_A(v, "pin.example.test", "8.8.8.8", "202.120.5.0/24", "192.0.2.77", 16);
 	/* TTL from the service */
 	gslb_result_t r = ask(v, "vpn.example.test", DNS_TYPE_A, "58.33.1.1", NULL);
-	CHECK(r.ttl == 30, "ttl %u", r.ttl);
+	CHECK(r.ans.ttl == 30, "ttl %u", r.ans.ttl);
 	/* other types: NODATA with the service TTL; ANY: the A RRset */
 	r = ask(v, "vpn.example.test", DNS_TYPE_MX, "58.33.1.1", NULL);
-	CHECK(r.kind == GSLB_RESULT_NODATA && r.ttl == 30, "MX: kind %d ttl %u", r.kind, r.ttl);
+	CHECK(r.ans.kind == GSLB_ANSWER_NODATA && r.ans.ttl == 30, "MX: kind %d ttl %u", r.ans.kind,
+	      r.ans.ttl);
 	r = ask(v, "vpn.example.test", DNS_TYPE_ANY, "58.33.1.1", NULL);
-	CHECK(r.kind == GSLB_RESULT_ADDRS && strcmp(addrs_str(&r), "198.51.100.10") == 0, "ANY: %s",
-	      addrs_str(&r));
+	CHECK(r.ans.kind == GSLB_ANSWER_ADDRS && strcmp(addrs_str(&r), "198.51.100.10") == 0,
+	      "ANY: %s", addrs_str(&r));
 	/* not a GSLB name */
 	r = ask(v, "nope.example.test", DNS_TYPE_A, "58.33.1.1", NULL);
-	CHECK((int)r.kind == -1, "nope.example.test found");
+	CHECK((int)r.ans.kind == -1, "nope.example.test found");
 }
 
 static void test_failover_override(const gslb_view_t *v)
@@ -459,8 +460,8 @@ static void test_failover_override(const gslb_view_t *v)
 static void test_persist_real(const gslb_view_t *v)
 {
 	gslb_result_t a = ask(v, "p.example.test", DNS_TYPE_A, "192.0.2.1", "198.18.5.0/24");
-	CHECK(a.kind == GSLB_RESULT_ADDRS && a.ecs_scope == 24, "persist /24: kind %d scope %u",
-	      a.kind, a.ecs_scope);
+	CHECK(a.ans.kind == GSLB_ANSWER_ADDRS && a.ecs_scope == 24, "persist /24: kind %d scope %u",
+	      a.ans.kind, a.ecs_scope);
 	/* same /24 via the resolver address (no ECS): same datacenter, scope 0 */
 	gslb_result_t b = ask(v, "p.example.test", DNS_TYPE_A, "198.18.5.77", NULL);
 	char sa[256];
@@ -500,19 +501,19 @@ static void test_whoami(const gslb_view_t *v)
 	    ask(v, "whoami.example.test", DNS_TYPE_TXT, "192.0.2.1", "198.51.100.0/24");
 	static const char want[] = "\x12resolver 192.0.2.1\x13"
 	                           "ecs 198.51.100.0/24";
-	CHECK(r.kind == GSLB_RESULT_TXT && r.txt_len == sizeof(want) - 1 &&
+	CHECK(r.ans.kind == GSLB_ANSWER_TXT && r.txt_len == sizeof(want) - 1 &&
 	          memcmp(r.txt, want, sizeof(want) - 1) == 0,
-	      "whoami TXT: kind %d len %u '%.*s'", r.kind, r.txt_len, (int)r.txt_len, r.txt);
-	CHECK(r.ecs_scope == 24 && r.ttl == GSLB_VIEW_WHOAMI_TTL, "whoami TXT scope %u ttl %u",
-	      r.ecs_scope, r.ttl);
+	      "whoami TXT: kind %d len %u '%.*s'", r.ans.kind, r.txt_len, (int)r.txt_len, r.txt);
+	CHECK(r.ecs_scope == 24 && r.ans.ttl == GSLB_VIEW_WHOAMI_TTL, "whoami TXT scope %u ttl %u",
+	      r.ecs_scope, r.ans.ttl);
 	r = ask(v, "whoami.example.test", DNS_TYPE_TXT, "2001:db8::53", NULL);
 	static const char want2[] = "\x15resolver 2001:db8::53\x08"
 	                            "ecs none";
-	CHECK(r.kind == GSLB_RESULT_TXT && r.txt_len == sizeof(want2) - 1 &&
+	CHECK(r.ans.kind == GSLB_ANSWER_TXT && r.txt_len == sizeof(want2) - 1 &&
 	          memcmp(r.txt, want2, sizeof(want2) - 1) == 0,
 	      "whoami TXT v6: '%.*s'", (int)r.txt_len, r.txt);
 	r = ask(v, "whoami.example.test", DNS_TYPE_MX, "192.0.2.1", NULL);
-	CHECK(r.kind == GSLB_RESULT_NODATA, "whoami MX kind %d", r.kind);
+	CHECK(r.ans.kind == GSLB_ANSWER_NODATA, "whoami MX kind %d", r.ans.kind);
 }
 
 static void test_alldown(const gslb_view_t *v)
@@ -522,10 +523,10 @@ static void test_alldown(const gslb_view_t *v)
 	EXPECT_AAAA(v, "fb.example.test", "192.0.2.1", NULL, "NODATA", 0);
 	gslb_result_t r = ask(v, "cn.example.test", DNS_TYPE_A, "192.0.2.1", NULL);
 	char cn[DNS_DNAME_MAXLEN * 4 + 2] = "";
-	if (r.kind == GSLB_RESULT_CNAME && r.cname)
-		dname_to_str(r.cname, cn, sizeof(cn));
-	CHECK(r.kind == GSLB_RESULT_CNAME && strcmp(cn, "backup.example.net.") == 0,
-	      "fallback cname: kind %d '%s'", r.kind, cn);
+	if (r.ans.kind == GSLB_ANSWER_CNAME && r.ans.cname)
+		dname_to_str(r.ans.cname, cn, sizeof(cn));
+	CHECK(r.ans.kind == GSLB_ANSWER_CNAME && strcmp(cn, "backup.example.net.") == 0,
+	      "fallback cname: kind %d '%s'", r.ans.kind, cn);
 }
 
 static void test_family_skip(const gslb_view_t *v)
@@ -534,7 +535,8 @@ static void test_family_skip(const gslb_view_t *v)
 	EXPECT_A(v, "v6.example.test", "192.0.2.1", NULL, "192.0.2.50", 0);
 	EXPECT_AAAA(v, "v6.example.test", "192.0.2.1", NULL, "2001:db8:2::1", 0);
 	gslb_result_t r = ask(v, "v6.example.test", DNS_TYPE_TXT, "192.0.2.1", NULL);
-	CHECK(r.kind == GSLB_RESULT_NODATA && r.ttl == 45, "TXT at service: %d %u", r.kind, r.ttl);
+	CHECK(r.ans.kind == GSLB_ANSWER_NODATA && r.ans.ttl == 45, "TXT at service: %d %u",
+	      r.ans.kind, r.ans.ttl);
 }
 
 static void test_mmdb(const gslb_view_t *v)
@@ -556,7 +558,7 @@ static void test_mmdb(const gslb_view_t *v)
 	EXPECT_AAAA(v, "g.example.test", "192.0.2.1", "240e:1::/32", "2001:db8:1::10", 20);
 	/* no data: the map default [eu] */
 	gslb_result_t r = ask(v, "g.example.test", DNS_TYPE_A, "192.0.2.1", "8.8.8.0/24");
-	CHECK(r.kind == GSLB_RESULT_ADDRS && strcmp(addrs_str(&r), "192.0.2.77") == 0 &&
+	CHECK(r.ans.kind == GSLB_ANSWER_ADDRS && strcmp(addrs_str(&r), "192.0.2.77") == 0 &&
 	          r.ecs_scope > 0 && r.ecs_scope <= 24,
 	      "mmdb default: %s scope %u", addrs_str(&r), r.ecs_scope);
 	/* resolver decides when there is no ECS */
@@ -1257,9 +1259,72 @@ static void test_empty(void)
 	gslb_view_free(v);
 }
 
+/* The exported targets are the health table's, and their conf indices lead back to the
+ * address each one stands for (what the monitor planner relies on). */
+static void test_targets(const gslb_view_t *v, const conf_t *c)
+{
+	size_t n;
+	const gslb_target_t *t = gslb_view_targets(v, &n);
+	const gslb_health_t *h = gslb_view_health(v);
+	CHECK(n == h->count && n > 0, "targets %zu, health %u", n, (unsigned)h->count);
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		gslb_health_entry_t e;
+		const conf_service_t *cs = &c->services[t[i].service];
+		const conf_service_dc_t *cd = &cs->dcs[t[i].service_dc];
+		const conf_address_t *ca = &cd->addresses[t[i].address];
+		size_t mon = cd->monitor != CONF_MONITOR_NONE ? cd->monitor : cs->monitor;
+		if (t[i].id != i || gslb_health_entry(h, (uint32_t)i, &e) != 0 ||
+		    strcmp(e.name, t[i].name) != 0 || t[i].family != ca->family ||
+		    memcmp(t[i].addr, ca->addr, ca->family == AF_INET ? 4 : 16) != 0 ||
+		    t[i].datacenter != cd->datacenter || t[i].monitor != mon)
+			bad++;
+	}
+	CHECK(bad == 0, "%zu targets disagree with the health table or the conf", bad);
+	/* names: the first service, ids and names as the builder numbered them */
+	CHECK(strncmp(t[0].name, "service/", 8) == 0 && t[0].service == 0 && t[0].service_dc == 0 &&
+	          t[0].address == 0,
+	      "first target %s", t[0].name);
+}
+
+static void test_name_types(const gslb_view_t *v)
+{
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	const gslb_name_t *svc =
+	    dname_from_str("vpn.example.test", wire) > 0 ? gslb_view_find(v, wire) : NULL;
+	const gslb_name_t *who =
+	    dname_from_str("whoami.example.test", wire) > 0 ? gslb_view_find(v, wire) : NULL;
+	CHECK(svc && who, "names found");
+	if (!svc || !who)
+		return;
+	CHECK(gslb_view_name_answers(svc, DNS_TYPE_A) &&
+	          gslb_view_name_answers(svc, DNS_TYPE_AAAA) &&
+	          gslb_view_name_answers(svc, DNS_TYPE_ANY),
+	      "a service answers A, AAAA, ANY");
+	CHECK(!gslb_view_name_answers(svc, DNS_TYPE_MX) &&
+	          !gslb_view_name_answers(svc, DNS_TYPE_TXT),
+	      "a service leaves MX and TXT to the zone");
+	CHECK(gslb_view_name_answers(who, DNS_TYPE_TXT) &&
+	          !gslb_view_name_answers(who, DNS_TYPE_MX),
+	      "whoami answers TXT, not MX");
+	size_t n = gslb_view_name_count(v), n_svc = 0, whoamis = 0;
+	for (size_t i = 0; i < n; i++) {
+		gslb_name_info_t gi;
+		gslb_view_name_info(v, i, &gi);
+		if (gi.whoami)
+			whoamis++;
+		else if (gi.line > 0 && gslb_view_find(v, gi.wire))
+			n_svc++;
+	}
+	size_t ns, nm, nw;
+	gslb_view_counts(v, &ns, &nm, &nw);
+	CHECK(n_svc == ns && whoamis == nw, "name info: %zu services with lines, %zu whoami", n_svc,
+	      whoamis);
+}
+
 int main(void)
 {
-	gslb_policy_rng_init(&rng, 42);
+	gslb_policy_rng_init(&qs.rng, 42);
 	init_addrs();
 	conf_t c;
 	init_conf(&c);
@@ -1274,6 +1339,8 @@ int main(void)
 		test_mmdb(v);
 		test_explain(v);
 		test_ecs_ignored_flag(v);
+		test_targets(v, &c);
+		test_name_types(v);
 	}
 	gslb_view_free(v);
 	test_build_errors();

@@ -1,5 +1,6 @@
 /*
- * The GSLB view (see view.h): compiled from a conf_t on the control thread, then read-only.
+ * Compiling the GSLB view (see view.h) from a conf_t, on the control thread; the result is
+ * read-only.
  *
  * Maps. Each map becomes one gslb_nettree_t whose values are ids of *interned* datacenter
  * lists (ordered conf datacenter indices): two blocks that decide the same list carry the same
@@ -14,8 +15,6 @@
 #include "gslb/view.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,79 +23,13 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "dns/const.h"
 #include "dns/dname.h"
 #include "gslb/geoip.h"
 #include "gslb/nets_set.h"
 #include "gslb/nettree.h"
-
-/* ---- compiled structures ---- */
-
-typedef struct {
-	char *name;           /* owned */
-	gslb_nettree_t *tree; /* owned */
-	uint32_t *list_off;   /* per list id: offset into @c pool */
-	uint16_t *list_len;   /* per list id: length (0 = the service's configured order) */
-	uint16_t *pool;       /* conf datacenter indices */
-	size_t n_lists;
-	gslb_geoip_db_t *db;       /* owned, NULL without geoip; kept for explain */
-	gslb_geoip_db_t *asn_db;   /* owned, NULL without geoip.asn-database */
-	gslb_geoip_rules_t *rules; /* owned, NULL without geoip */
-	gslb_geo_coords_t *coords; /* owned, one per conf datacenter */
-	unsigned *rule_lines;      /* owned, config line per geoip rule (explain) */
-	gslb_nets_set_t *nets;     /* owned: the nets prefixes with provenance (explain, maps) */
-	unsigned min_prefix4, min_prefix6, max_shrink; /* the map's guards, as configured */
-	bool ignore_ecs;
-	bool ecs_private_is_absent;
-} view_map_t;
-
-typedef struct {
-	gslb_policy_svc_t p;        /* p.dcs, p.fallback, p.fallback_cname, p.name owned */
-	gslb_policy_addr_t *addrs;  /* owned: every datacenter's addresses, back to back */
-	const view_map_t *map;      /* geo only, else NULL */
-	uint8_t *conf2svc;          /* owned: conf datacenter index -> p.dcs index, 0xff = none */
-	uint8_t persist4, persist6; /* client prefix hashed by persist */
-	bool persist;               /* some level uses persist: the scope covers the prefix */
-} view_svc_t;
-
-enum { VIEW_NAME_SERVICE, VIEW_NAME_WHOAMI };
-
-struct gslb_name {
-	uint8_t *wire; /* owned, lowercase */
-	uint8_t len;
-	uint8_t kind; /* VIEW_NAME_* */
-	uint32_t svc; /* index into view->svcs for services */
-};
-
-struct gslb_view {
-	view_map_t *maps;
-	size_t n_maps;
-	view_svc_t *svcs;
-	size_t n_svcs;
-	gslb_name_t *names;
-	size_t n_names;
-	size_t n_whoami;
-	uint32_t *slots; /* names index + 1, 0 = empty; power-of-two size */
-	size_t slot_mask;
-	char **dc_names; /* owned copies of the conf datacenter names */
-	size_t n_dcs;
-	/*
-	 * Everything above is shared by the views gslb_view_with_health() derives from one
-	 * build (immutable once built); @c shared counts those views. Control thread only.
-	 */
-	uint32_t *shared;
-	gslb_health_t *health; /* owned by this view alone */
-};
+#include "gslb/view_int.h"
 
 /* ---- helpers ---- */
-
-static uint32_t view_hash(const uint8_t *wire, size_t len)
-{
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ wire[i]) * 16777619u;
-	return h;
-}
 
 static const char *conf_file(const conf_t *conf)
 {
@@ -115,71 +48,6 @@ static int build_err(char *err, size_t errlen, const conf_t *conf, unsigned line
 	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
 	va_end(ap);
 	return STEER_ECONF;
-}
-
-static void addr_str(int family, const uint8_t *addr, char *buf, size_t len)
-{
-	if (!inet_ntop(family, addr, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-}
-
-/* Address family length in bits. */
-static unsigned family_bits(int family)
-{
-	return family == AF_INET ? 32 : 128;
-}
-
-/* True when the first @p len bits of @p a equal those of @p b. */
-static bool bits_equal(const uint8_t *a, const uint8_t *b, unsigned len)
-{
-	unsigned full = len / 8;
-	if (memcmp(a, b, full) != 0)
-		return false;
-	if (len % 8 == 0)
-		return true;
-	uint8_t mask = (uint8_t)(0xff00u >> (len % 8));
-	return ((a[full] ^ b[full]) & mask) == 0;
-}
-
-typedef struct {
-	uint8_t addr[4];
-	uint8_t len;
-} v4_range_t;
-
-typedef struct {
-	uint8_t addr[16];
-	uint8_t len;
-} v6_range_t;
-
-/* Addresses that say nothing about where a client is (RFC 6890 special purpose, private,
- * loopback, link-local, CGNAT, unspecified). */
-static bool prefix_is_private(int family, const uint8_t *addr, unsigned len)
-{
-	static const v4_range_t v4[] = {
-	    {{0, 0, 0, 0}, 8},      {{10, 0, 0, 0}, 8},     {{100, 64, 0, 0}, 10},
-	    {{127, 0, 0, 0}, 8},    {{169, 254, 0, 0}, 16}, {{172, 16, 0, 0}, 12},
-	    {{192, 168, 0, 0}, 16},
-	};
-	static const v6_range_t v6[] = {
-	    {{0}, 128},         /* :: */
-	    {{[15] = 1}, 128},  /* ::1 */
-	    {{0xfc}, 7},        /* unique local */
-	    {{0xfe, 0x80}, 10}, /* link-local */
-	    {{0xfe, 0xc0}, 10}, /* site-local (deprecated) */
-	};
-	if (family == AF_INET) {
-		for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++)
-			if (len >= v4[i].len && bits_equal(addr, v4[i].addr, v4[i].len))
-				return true;
-		return false;
-	}
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (len >= 96 && memcmp(addr, mapped, 12) == 0)
-		return prefix_is_private(AF_INET, addr + 12, len - 96);
-	for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++)
-		if (len >= v6[i].len && bits_equal(addr, v6[i].addr, v6[i].len))
-			return true;
-	return false;
 }
 
 /* ---- datacenter list interning (build only) ---- */
@@ -727,34 +595,22 @@ static void svc_free(view_svc_t *s)
 
 /* ---- names ---- */
 
-static const gslb_name_t *names_find(const gslb_view_t *v, const uint8_t *wire, size_t len)
-{
-	if (!v->slots)
-		return NULL;
-	for (size_t i = view_hash(wire, len) & v->slot_mask; v->slots[i];
-	     i = (i + 1) & v->slot_mask) {
-		const gslb_name_t *n = &v->names[v->slots[i] - 1];
-		if (n->len == len && memcmp(n->wire, wire, len) == 0)
-			return n;
-	}
-	return NULL;
-}
-
 /* Add @p text; returns 0, STEER_ESYNTAX for a bad name or STEER_EEXIST for a duplicate. */
-static int names_add(gslb_view_t *v, const char *text, uint8_t kind, uint32_t svc)
+static int names_add(gslb_view_t *v, const char *text, uint8_t kind, uint32_t svc, unsigned line)
 {
 	uint8_t wire[DNS_DNAME_MAXLEN];
 	int len = dname_from_str(text, wire);
 	if (len < 0)
 		return STEER_ESYNTAX;
 	dname_lower(wire);
-	if (names_find(v, wire, (size_t)len))
+	if (view_names_find(v, wire, (size_t)len))
 		return STEER_EEXIST;
 	gslb_name_t *n = &v->names[v->n_names];
 	n->wire = xmemdup(wire, (size_t)len);
 	n->len = (uint8_t)len;
 	n->kind = kind;
 	n->svc = svc;
+	n->line = line;
 	size_t i = view_hash(wire, (size_t)len) & v->slot_mask;
 	while (v->slots[i])
 		i = (i + 1) & v->slot_mask;
@@ -770,23 +626,39 @@ static int build_health(const conf_t *conf, gslb_view_t *v, uint32_t n_targets, 
 	int ret = 0;
 	char msg[1024];
 	v->health = gslb_health_new(n_targets);
+	v->targets = xcalloc(n_targets + 1, sizeof(*v->targets));
+	v->n_targets = n_targets;
 	for (size_t i = 0; i < v->n_svcs; i++) {
 		const gslb_policy_svc_t *p = &v->svcs[i].p;
+		const conf_service_t *cs = &conf->services[i];
 		char sname[DNS_DNAME_MAXLEN * 4 + 2];
 		svc_plain_name(p->name, sname, sizeof(sname));
 		for (size_t d = 0; d < p->dc_count; d++) {
+			const conf_service_dc_t *cd = &cs->dcs[d]; /* p->dcs[d] was built from it */
 			for (size_t a = 0; a < p->dcs[d].addr_count; a++) {
 				const gslb_policy_addr_t *pa = &p->dcs[d].addrs[a];
 				char astr[INET6_ADDRSTRLEN];
-				addr_str(pa->family, pa->addr, astr, sizeof(astr));
+				view_addr_str(pa->family, pa->addr, astr, sizeof(astr));
 				char tname[sizeof(sname) + 300];
 				snprintf(tname, sizeof(tname), "service/%s/%s/%s", sname,
 				         p->dcs[d].name, astr);
 				ret = gslb_health_set_name(v->health, pa->target, tname);
 				if (ret < 0)
-					return build_err(err, errlen, conf, conf->services[i].line,
+					return build_err(err, errlen, conf, cs->line,
 					                 "service %s: bad target name '%s'",
 					                 p->name, tname);
+				v->targets[pa->target] = (gslb_target_t){
+				    .id = pa->target,
+				    .name = xstrdup(tname),
+				    .family = pa->family,
+				    .addr = pa->addr,
+				    .service = i,
+				    .service_dc = d,
+				    .address = a,
+				    .datacenter = cd->datacenter,
+				    .monitor = cd->monitor != CONF_MONITOR_NONE ? cd->monitor
+				                                                : cs->monitor,
+				};
 			}
 		}
 	}
@@ -849,6 +721,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 
 	v->n_dcs = conf->n_datacenters;
 	v->dc_names = xcalloc(v->n_dcs + 1, sizeof(*v->dc_names));
+	v->conf_path = xstrdup(conf_file(conf));
 	for (size_t i = 0; i < v->n_dcs; i++)
 		v->dc_names[i] = xstrdup(conf->datacenters[i].name);
 
@@ -876,7 +749,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 		ret = build_service(conf, cs, &v->svcs[i], v, &n_targets, err, errlen);
 		if (ret < 0)
 			goto fail;
-		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i);
+		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i, cs->line);
 		if (ret < 0) {
 			ret = build_err(err, errlen, conf, cs->line, "service %s: %s", cs->name,
 			                ret == STEER_EEXIST ? "name defined twice" : "bad name");
@@ -884,7 +757,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 		}
 	}
 	for (size_t i = 0; i < conf->n_whoami; i++) {
-		ret = names_add(v, conf->whoami[i], VIEW_NAME_WHOAMI, 0);
+		ret = names_add(v, conf->whoami[i], VIEW_NAME_WHOAMI, 0, 0);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: whoami %s: %s", conf_file(conf), conf->whoami[i],
 			         ret == STEER_EEXIST ? "name already used by a service or whoami"
@@ -938,12 +811,17 @@ void gslb_view_free(gslb_view_t *v)
 	for (size_t i = 0; i < v->n_dcs; i++)
 		free(v->dc_names[i]);
 	free(v->dc_names);
+	free(v->conf_path);
+	for (size_t i = 0; i < v->n_targets; i++)
+		free((char *)v->targets[i].name);
+	free(v->targets);
 	free(v);
 }
 
-const gslb_name_t *gslb_view_find(const gslb_view_t *view, const uint8_t *qname)
+const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n)
 {
-	return names_find(view, qname, dname_len(qname));
+	*n = view->n_targets;
+	return view->targets;
 }
 
 const gslb_health_t *gslb_view_health(const gslb_view_t *view)
@@ -978,491 +856,5 @@ int gslb_view_map_info(const gslb_view_t *view, size_t i, gslb_view_map_info_t *
 	info->min_prefix4 = m->min_prefix4;
 	info->min_prefix6 = m->min_prefix6;
 	info->max_shrink = m->max_shrink;
-	return 0;
-}
-
-/* ---- deciding ---- */
-
-typedef enum {
-	CLIENT_RESOLVER,    /* no ECS in the query */
-	CLIENT_ECS,         /* ECS used */
-	CLIENT_ECS_ZERO,    /* ECS with source prefix 0: the resolver asks for no tailoring */
-	CLIENT_ECS_IGNORED, /* the map ignores ECS */
-	CLIENT_ECS_PRIVATE, /* ECS address private/loopback/link-local: treated as absent */
-} client_how_t;
-
-/* Everything a decision looked at, for explain. */
-typedef struct {
-	client_how_t how;
-	int family; /* of the address decided on */
-	uint8_t addr[16];
-	uint8_t len;   /* bits of it used (the ECS source prefix or the full address) */
-	uint32_t list; /* geo: map list id */
-	uint8_t scope; /* map block scope */
-	uint8_t order[GSLB_POLICY_DC_MAX];
-	uint8_t order_len;
-	gslb_policy_query_t q;
-} decide_t;
-
-/* The address the decision is based on (RFC 7871 7.1.1 / 7.2.1). */
-static void pick_client(const view_map_t *map, const gslb_client_t *c, decide_t *d)
-{
-	const dns_ecs_t *ecs = c->ecs;
-	bool private_absent = map ? map->ecs_private_is_absent : true;
-	d->how = CLIENT_RESOLVER;
-	if (ecs) {
-		int fam = ecs->family == DNS_ECS_FAMILY_IPV4 ? AF_INET : AF_INET6;
-		if (ecs->source_len == 0)
-			d->how = CLIENT_ECS_ZERO;
-		else if (map && map->ignore_ecs)
-			d->how = CLIENT_ECS_IGNORED;
-		else if (private_absent && prefix_is_private(fam, ecs->addr, ecs->source_len))
-			d->how = CLIENT_ECS_PRIVATE;
-		else {
-			d->how = CLIENT_ECS;
-			d->family = fam;
-			memcpy(d->addr, ecs->addr, 16);
-			d->len = ecs->source_len;
-			if (d->len > family_bits(fam))
-				d->len = (uint8_t)family_bits(fam);
-			return;
-		}
-	}
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	const steer_sockaddr_t *r = c->resolver;
-	memset(d->addr, 0, sizeof(d->addr));
-	if (r->sa.sa_family == AF_INET) {
-		d->family = AF_INET;
-		memcpy(d->addr, &r->sin.sin_addr, 4);
-	} else if (r->sa.sa_family == AF_INET6 &&
-	           memcmp(r->sin6.sin6_addr.s6_addr, mapped, 12) == 0) {
-		d->family = AF_INET;
-		memcpy(d->addr, r->sin6.sin6_addr.s6_addr + 12, 4);
-	} else if (r->sa.sa_family == AF_INET6) {
-		d->family = AF_INET6;
-		memcpy(d->addr, r->sin6.sin6_addr.s6_addr, 16);
-	} else {
-		d->family = AF_UNSPEC; /* e.g. a UNIX socket in tests: the map's IPv6 default */
-	}
-	d->len = (uint8_t)family_bits(d->family == AF_INET ? AF_INET : AF_INET6);
-}
-
-/* Run the policy of service @p s for @p family; fills @p d and returns the ECS scope. */
-static uint8_t decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t family,
-                      const gslb_client_t *client, gslb_policy_rng_t *rng, decide_t *d,
-                      gslb_policy_answer_t *ans, gslb_policy_trace_t *trace)
-{
-	pick_client(s->map, client, d);
-	d->q = (gslb_policy_query_t){.family = family};
-	d->order_len = 0;
-	uint8_t scope = 0;
-	if (s->map) {
-		const view_map_t *m = s->map;
-		d->list =
-		    gslb_nettree_lookup_prefix(m->tree, d->family, d->addr, d->len, &d->scope);
-		const uint16_t *l = m->pool + m->list_off[d->list];
-		for (size_t i = 0; i < m->list_len[d->list]; i++) {
-			uint8_t si = s->conf2svc[l[i]];
-			if (si != 0xff)
-				d->order[d->order_len++] = si;
-		}
-		d->q.order = d->order_len ? d->order : NULL;
-		d->q.order_len = d->order_len;
-		scope = d->scope;
-	}
-	/* The persist key: cheap, so always computed (datacenter- or in-datacenter persist). */
-	unsigned plen = d->family == AF_INET ? s->persist4 : s->persist6;
-	if (plen > d->len)
-		plen = d->len;
-	d->q.client_key =
-	    gslb_policy_client_key(d->family == AF_INET ? AF_INET : AF_INET6, d->addr, plen);
-	if (s->persist && plen > scope)
-		scope = (uint8_t)plen;
-	gslb_policy_select(&s->p, v->health, &d->q, rng, ans, trace);
-	if (d->how != CLIENT_ECS)
-		scope = 0;
-	return scope;
-}
-
-static void answer_whoami(const gslb_client_t *c, uint16_t qtype, gslb_result_t *out)
-{
-	decide_t d;
-	gslb_client_t rc = {.resolver = c->resolver, .ecs = NULL};
-	pick_client(NULL, &rc, &d);
-	out->ttl = GSLB_VIEW_WHOAMI_TTL;
-	out->ecs_scope = c->ecs ? c->ecs->source_len : 0;
-	out->kind = GSLB_RESULT_NODATA;
-	if ((qtype == DNS_TYPE_A && d.family == AF_INET) ||
-	    (qtype == DNS_TYPE_AAAA && d.family == AF_INET6)) {
-		out->kind = GSLB_RESULT_ADDRS;
-		memcpy(out->whoami_addr, d.addr, 16);
-		out->addrs[0] = out->whoami_addr;
-		out->count = 1;
-		return;
-	}
-	if (qtype != DNS_TYPE_TXT)
-		return;
-	char s[2][96];
-	char a[INET6_ADDRSTRLEN];
-	if (d.family == AF_INET || d.family == AF_INET6) {
-		addr_str(d.family, d.addr, a, sizeof(a));
-		snprintf(s[0], sizeof(s[0]), "resolver %s", a);
-	} else {
-		snprintf(s[0], sizeof(s[0]), "resolver unknown");
-	}
-	if (c->ecs) {
-		int fam = c->ecs->family == DNS_ECS_FAMILY_IPV4 ? AF_INET : AF_INET6;
-		addr_str(fam, c->ecs->addr, a, sizeof(a));
-		snprintf(s[1], sizeof(s[1]), "ecs %s/%u", a, c->ecs->source_len);
-	} else {
-		snprintf(s[1], sizeof(s[1]), "ecs none");
-	}
-	size_t n = 0;
-	for (int i = 0; i < 2; i++) {
-		size_t l = strlen(s[i]);
-		out->txt[n++] = (uint8_t)l;
-		memcpy(out->txt + n, s[i], l);
-		n += l;
-	}
-	out->txt_len = (uint16_t)n;
-	out->kind = GSLB_RESULT_TXT;
-}
-
-void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
-                      const gslb_client_t *client, gslb_policy_rng_t *rng, gslb_result_t *out)
-{
-	out->kind = GSLB_RESULT_NODATA;
-	out->ttl = 0;
-	out->ecs_scope = 0;
-	out->count = 0;
-	out->cname = NULL;
-	out->txt_len = 0;
-	out->ecs_ignored = false;
-	if (name->kind == VIEW_NAME_WHOAMI) {
-		answer_whoami(client, qtype, out);
-		return;
-	}
-	const view_svc_t *s = &view->svcs[name->svc];
-	sa_family_t family;
-	if (qtype == DNS_TYPE_A || qtype == DNS_TYPE_ANY)
-		family = AF_INET; /* ANY: the A RRset, as RFC 8482 allows a subset */
-	else if (qtype == DNS_TYPE_AAAA)
-		family = AF_INET6;
-	else {
-		out->ttl = s->p.ttl;
-		return;
-	}
-	decide_t d;
-	gslb_policy_answer_t ans;
-	uint8_t scope = decide(view, s, family, client, rng, &d, &ans, NULL);
-	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
-	out->ttl = ans.ttl;
-	out->ecs_scope = scope;
-	switch (ans.kind) {
-	case GSLB_ANSWER_ADDRS:
-		out->kind = GSLB_RESULT_ADDRS;
-		for (unsigned i = 0; i < ans.count; i++)
-			out->addrs[i] = gslb_policy_answer_addr(&s->p, &ans, i)->addr;
-		out->count = ans.count;
-		break;
-	case GSLB_ANSWER_CNAME:
-		out->kind = GSLB_RESULT_CNAME;
-		out->cname = ans.cname;
-		break;
-	case GSLB_ANSWER_NODATA:
-		out->kind = GSLB_RESULT_NODATA;
-		break;
-	case GSLB_ANSWER_SERVFAIL:
-		out->kind = GSLB_RESULT_SERVFAIL;
-		break;
-	}
-}
-
-/* ---- explain ---- */
-
-typedef struct {
-	char *buf;
-	size_t len, pos;
-} out_t;
-
-STEER_PRINTF(2, 3)
-static void outf(out_t *o, const char *fmt, ...)
-{
-	if (o->pos >= o->len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->pos += (size_t)n;
-	if (o->pos >= o->len)
-		o->pos = o->len;
-}
-
-/* "192.0.2.1" or "2001:db8::1" into a sockaddr (port 0). */
-static int parse_ip(const char *text, steer_sockaddr_t *sa)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (inet_pton(AF_INET, text, &sa->sin.sin_addr) == 1) {
-		sa->sin.sin_family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, text, &sa->sin6.sin6_addr) == 1) {
-		sa->sin6.sin6_family = AF_INET6;
-		return 0;
-	}
-	return STEER_EINVAL;
-}
-
-/* "198.51.100.0/24" (host bits are cleared, as a resolver would) into @p ecs. */
-static int parse_ecs(const char *text, dns_ecs_t *ecs)
-{
-	char a[INET6_ADDRSTRLEN + 8];
-	const char *slash = strchr(text, '/');
-	size_t alen = slash ? (size_t)(slash - text) : strlen(text);
-	if (alen >= sizeof(a))
-		return STEER_EINVAL;
-	memcpy(a, text, alen);
-	a[alen] = '\0';
-	memset(ecs, 0, sizeof(*ecs));
-	unsigned max;
-	if (inet_pton(AF_INET, a, ecs->addr) == 1) {
-		ecs->family = DNS_ECS_FAMILY_IPV4;
-		max = 32;
-	} else if (inet_pton(AF_INET6, a, ecs->addr) == 1) {
-		ecs->family = DNS_ECS_FAMILY_IPV6;
-		max = 128;
-	} else {
-		return STEER_EINVAL;
-	}
-	unsigned long len = max;
-	if (slash) {
-		char *end;
-		errno = 0;
-		len = strtoul(slash + 1, &end, 10);
-		if (!isdigit((unsigned char)slash[1]) || *end || errno || len > max)
-			return STEER_EINVAL;
-	}
-	ecs->source_len = (uint8_t)len;
-	for (unsigned i = 0; i < 16; i++) {
-		unsigned from = i * 8;
-		if (from >= len)
-			ecs->addr[i] = 0;
-		else if (from + 8 > len)
-			ecs->addr[i] &= (uint8_t)(0xff00u >> (len - from));
-	}
-	return 0;
-}
-
-static const char *how_str(client_how_t how)
-{
-	switch (how) {
-	case CLIENT_RESOLVER:
-		return "resolver address (query without ECS)";
-	case CLIENT_ECS:
-		return "ECS subnet";
-	case CLIENT_ECS_ZERO:
-		return "resolver address (ECS source prefix 0: no client information)";
-	case CLIENT_ECS_IGNORED:
-		return "resolver address (the map ignores ECS: ignore-ecs)";
-	case CLIENT_ECS_PRIVATE:
-		return "resolver address (ECS address is private/loopback/link-local: "
-		       "ecs-private-is-absent)";
-	}
-	return "?";
-}
-
-/* One database's facts for explain: "/16 AS/CN/31/Shanghai AS4812" (ASN only when known). */
-static void explain_facts(const gslb_geoip_record_t *rec, unsigned plen, bool location, out_t *o)
-{
-	outf(o, "/%u", plen);
-	if (location)
-		outf(o, " %s/%s/%s/%.*s", rec->continent, rec->country, rec->subdivision,
-		     rec->city ? (int)rec->city_len : 0, rec->city ? rec->city : "");
-	if (rec->flags & GSLB_GEOIP_REC_ASN)
-		outf(o, " AS%u", (unsigned)rec->asn);
-}
-
-/* What the database(s) say about @p addr and how the rules classify it. With an
- * asn-database both records are shown, each with its own block, then the merged verdict. */
-static void explain_geoip(const gslb_view_t *v, const view_map_t *m, int fam, const uint8_t *addr,
-                          out_t *o)
-{
-	gslb_geoip_record_t loc, asn, rec;
-	unsigned lplen = 0, aplen = 0;
-	int rl = gslb_geoip_lookup(m->db, fam, addr, &loc, &lplen);
-	int ra = m->asn_db ? gslb_geoip_lookup(m->asn_db, fam, addr, &asn, &aplen) : STEER_ENOENT;
-	if (rl != 0 && ra != 0) {
-		outf(o, "geoip: no data for this address\n");
-		return;
-	}
-	gslb_geoip_record_merge(rl == 0 ? &loc : NULL, ra == 0 ? &asn : NULL, &rec);
-	outf(o, "geoip: ");
-	if (!m->asn_db) {
-		explain_facts(&loc, lplen, true, o);
-	} else {
-		gslb_geoip_db_info_t li, ai;
-		gslb_geoip_info(m->db, &li);
-		gslb_geoip_info(m->asn_db, &ai);
-		if (rl == 0)
-			explain_facts(&loc, lplen, true, o);
-		else
-			outf(o, "no location data");
-		outf(o, " (%s); ", li.type);
-		if (ra == 0 && (asn.flags & GSLB_GEOIP_REC_ASN))
-			explain_facts(&asn, aplen, false, o);
-		else
-			outf(o, "no ASN");
-		outf(o, " (%s)", ai.type);
-	}
-	uint16_t tmp[GSLB_POLICY_DC_MAX * 4];
-	size_t n = v->n_dcs < STEER_ARRAY_LEN(tmp) ? v->n_dcs : STEER_ARRAY_LEN(tmp);
-	gslb_geoip_match_t mt = {0};
-	if (gslb_geoip_classify(m->rules, &rec, m->coords, v->n_dcs, tmp, &n, &mt) < 0)
-		n = 0;
-	outf(o, ", classified by %s", gslb_geoip_how_str(mt.how));
-	if (mt.how == GSLB_GEOIP_BY_ASN || mt.how == GSLB_GEOIP_BY_LOCATION)
-		outf(o, " (rule %zu, line %u)", mt.rule + 1, m->rule_lines[mt.rule]);
-	outf(o, "\n");
-}
-
-/* Which input decided: the nets line (even inside a merged block), the mmdb network, or the
- * default. */
-static void explain_decided_by(const view_map_t *m, int fam, const decide_t *d, out_t *o)
-{
-	/* The tree decides a source prefix by its first address (bits beyond it are zero), even
-	 * when a longer prefix holds it: look that address up. */
-	const gslb_nets_item_t *it =
-	    gslb_nets_set_lookup(m->nets, fam, d->addr, fam == AF_INET ? 32 : 128);
-	char text[1024];
-	if (it) {
-		gslb_nets_set_describe(m->nets, it, text, sizeof(text));
-		outf(o, "decided by: nets %s\n", text);
-		return;
-	}
-	if (d->list != 0 && m->db) {
-		/* the record of each database that has one (with asn-database both count) */
-		const gslb_geoip_db_t *dbs[2] = {m->db, m->asn_db};
-		const char *sep = "decided by: geoip ";
-		for (int i = 0; i < 2 && dbs[i]; i++) {
-			gslb_geoip_record_t rec;
-			unsigned plen = 0;
-			if (gslb_geoip_lookup(dbs[i], fam, d->addr, &rec, &plen) != 0)
-				continue;
-			uint8_t net[16] = {0};
-			memcpy(net, d->addr, plen / 8);
-			if (plen % 8)
-				net[plen / 8] =
-				    d->addr[plen / 8] & (uint8_t)(0xff00u >> (plen % 8));
-			char a[INET6_ADDRSTRLEN];
-			addr_str(fam, net, a, sizeof(a));
-			gslb_geoip_db_info_t info;
-			gslb_geoip_info(dbs[i], &info);
-			outf(o, "%s%s, network %s/%u", sep, info.path, a, plen);
-			sep = " + ";
-		}
-		if (sep[0] == ' ') {
-			outf(o, "\n");
-			return;
-		}
-	}
-	outf(o, "decided by: %s\n", d->list == 0 ? "the map default" : "geoip");
-}
-
-static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
-{
-	const view_map_t *m = s->map;
-	char a[INET6_ADDRSTRLEN];
-	uint8_t block[16] = {0};
-	int fam = d->family == AF_INET ? AF_INET : AF_INET6;
-	unsigned bits = d->scope;
-	memcpy(block, d->addr, bits / 8);
-	if (bits % 8)
-		block[bits / 8] = d->addr[bits / 8] & (uint8_t)(0xff00u >> (bits % 8));
-	addr_str(fam, block, a, sizeof(a));
-	outf(o, "map: %s, block %s/%u (scope %u)%s\n", m->name, a, bits, bits,
-	     d->list == 0 ? ", the map default" : "");
-	if (m->db)
-		explain_geoip(v, m, fam, d->addr, o);
-	explain_decided_by(m, fam, d, o);
-	outf(o, "map datacenters:");
-	if (m->list_len[d->list] == 0)
-		outf(o, " (empty: the service's configured order)");
-	for (size_t i = 0; i < m->list_len[d->list]; i++) {
-		uint16_t dc = m->pool[m->list_off[d->list] + i];
-		outf(o, " %s%s", v->dc_names[dc],
-		     s->conf2svc[dc] == 0xff ? "(not in service)" : "");
-	}
-	outf(o, "\n");
-}
-
-int gslb_view_explain(const gslb_view_t *view, const char *name, const char *client_ip,
-                      const char *ecs, char *buf, size_t len)
-{
-	out_t o = {buf, len, 0};
-	if (len)
-		buf[0] = '\0';
-	uint8_t wire[DNS_DNAME_MAXLEN];
-	if (dname_from_str(name, wire) < 0) {
-		outf(&o, "bad name '%s'\n", name);
-		return STEER_EINVAL;
-	}
-	dname_lower(wire);
-	const gslb_name_t *gn = gslb_view_find(view, wire);
-	if (!gn) {
-		outf(&o, "%s is not a GSLB service or whoami name\n", name);
-		return STEER_ENOENT;
-	}
-	steer_sockaddr_t sa;
-	if (parse_ip(client_ip, &sa) < 0) {
-		outf(&o, "bad client address '%s'\n", client_ip);
-		return STEER_EINVAL;
-	}
-	dns_ecs_t e;
-	if (ecs && parse_ecs(ecs, &e) < 0) {
-		outf(&o, "bad ECS subnet '%s' (want ADDRESS/LENGTH)\n", ecs);
-		return STEER_EINVAL;
-	}
-	gslb_client_t c = {.resolver = &sa, .ecs = ecs ? &e : NULL};
-	gslb_policy_rng_t rng;
-	gslb_policy_rng_init(&rng, 1);
-	if (gn->kind == VIEW_NAME_WHOAMI) {
-		outf(&o, "%s: whoami name\n", name);
-		gslb_result_t r;
-		gslb_view_answer(view, gn, DNS_TYPE_TXT, &c, &rng, &r);
-		for (size_t i = 0; i < r.txt_len; i += 1u + r.txt[i])
-			outf(&o, "TXT \"%.*s\"\n", (int)r.txt[i], (const char *)&r.txt[i + 1]);
-		outf(&o, "scope: %u\n", r.ecs_scope);
-		return 0;
-	}
-	const view_svc_t *s = &view->svcs[gn->svc];
-	static const sa_family_t fams[2] = {AF_INET, AF_INET6};
-	for (int f = 0; f < 2; f++) {
-		decide_t d;
-		gslb_policy_answer_t ans;
-		gslb_policy_trace_t trace;
-		uint8_t scope = decide(view, s, fams[f], &c, &rng, &d, &ans, &trace);
-		outf(&o, "== %s ==\n", fams[f] == AF_INET ? "A" : "AAAA");
-		char a[INET6_ADDRSTRLEN];
-		if (d.family == AF_INET || d.family == AF_INET6)
-			addr_str(d.family, d.addr, a, sizeof(a));
-		else
-			snprintf(a, sizeof(a), "unknown");
-		outf(&o, "client: %s/%u, %s\n", a, d.len, how_str(d.how));
-		if (s->map)
-			explain_map(view, s, &d, &o);
-		if (o.pos < o.len) {
-			int n = gslb_policy_explain(&s->p, &d.q, &ans, &trace, o.buf + o.pos,
-			                            o.len - o.pos);
-			if (n > 0)
-				o.pos += (size_t)n < o.len - o.pos ? (size_t)n : o.len - o.pos;
-		}
-		/* gslb_policy_explain() wrote the answer and the TTL */
-		outf(&o, "scope: %u%s\n", scope,
-		     c.ecs ? "" : " (no ECS in the query: no ECS option in the response)");
-	}
-	if (o.pos >= o.len && len > 4)
-		memcpy(buf + len - 5, "...\n", 5);
 	return 0;
 }
