@@ -212,13 +212,24 @@ def test_weight_override_steers_weighted_picks_and_is_saved(steerd):
     assert health(srv)[a81]["weight_override"] == 9
     srv.ctl_json("override", "set", a81, "down")
     assert weight_counts(srv, 50) == {"198.51.100.82": 50}
-    srv.ctl_json("override", "clear", a81)
-    assert health(srv)[a81]["weight_override"] == 9
-    # "default" goes back to the configured weight.
+    # "default" goes back to the configured weight and leaves the state rule alone.
     data = srv.ctl_json("override", "weight", a81, "default")
     assert data["action"] == "clear" and data["kind"] == "weight", data
-    assert "weight_override" not in health(srv)[a81]
+    assert data["cleared"] == ["weight"], data
+    row = health(srv)[a81]
+    assert "weight_override" not in row and row["state"] == "DOWN" and row["forced"], row
+    srv.ctl_json("override", "clear", a81)
+    srv.ctl_json("override", "weight", a81, "9")
+    # "clear" drops every admin rule of the pattern: the state and the weight.
+    srv.ctl_json("override", "set", a81, "down")
+    data = srv.ctl_json("override", "clear", a81)
+    assert data["action"] == "clear" and data["cleared"] == ["state", "weight"], data
+    row = health(srv)[a81]
+    assert "weight_override" not in row and not row["forced"], row
+    assert f"{a81} " not in (steerd.workdir / "overrides.state").read_text()
     res = srv.ctl("override", "weight", a81, "default")
+    assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
+    res = srv.ctl("override", "clear", a81)
     assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
 
 
