@@ -70,6 +70,10 @@ int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t
 			return ret;
 	} else {
 		conf = conf_new_default();
+		/* The socket steerctl tries first without -s, so quick mode needs no flags. */
+		char sock[CTL_SOCKET_PATH_MAX];
+		free(conf->control_socket);
+		conf->control_socket = xstrdup(ctl_default_socket(sock, sizeof(sock)));
 		ret = conf_from_args(opts, conf, err, errlen);
 		if (ret != 0)
 			goto out;

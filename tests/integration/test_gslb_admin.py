@@ -167,12 +167,33 @@ def test_bad_override_commands_are_clear_errors(steerd, args, needle):
     assert srv.ctl_json("override", "list")["overrides"][-1]["source"] == "config"
 
 
+def raw_call(srv, cmd, args):
+    """One request on the control socket, without steerctl's own checks."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(srv.ctl_socket))
+        s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
 def test_override_usage_errors(steerd):
     srv = start(steerd)
     res = srv.ctl("override")
     assert res.returncode == 2, res.stdout + res.stderr
     res = srv.ctl("override", "set", "x")
-    assert res.returncode == 1 and "usage" in res.stderr, res.stdout + res.stderr
+    assert res.returncode == 2 and "usage: override set PATTERN up|down" in res.stderr, res.stderr
+    # The daemon checks the same table, for clients other than steerctl.
+    reply = raw_call(srv, "override", ["set", "x"])
+    assert reply["ok"] is False and "usage: override set" in reply["error"], reply
+    reply = raw_call(srv, "override", ["frobnicate", "x"])
+    assert reply["ok"] is False and "override list" in reply["error"], reply
 
 
 # --- weights from the API ----------------------------------------------------------------------
@@ -231,6 +252,27 @@ def test_weight_override_steers_weighted_picks_and_is_saved(steerd):
     assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
     res = srv.ctl("override", "clear", a81)
     assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
+
+
+def test_weight_override_refused_where_the_policy_ignores_weights(steerd):
+    srv = start(steerd)
+    pattern = f"service/failover.{ZONE}/dc1/*"
+    res = srv.ctl("override", "weight", pattern, "5")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (f"{pattern}: policy 'all' of datacenter dc1 in service failover.{ZONE} ignores "
+            "weights; weights apply to 'weighted', 'multi' and 'persist'") in res.stderr, \
+        res.stderr
+    # A wide pattern is refused as a whole when any target it matches would ignore it.
+    res = srv.ctl("override", "weight", "service/*", "5")
+    assert res.returncode == 1 and "ignores weights" in res.stderr, res.stderr
+    assert not [r for r in srv.ctl_json("override", "list")["overrides"] if "weight" in r]
+    assert "WEIGHT" not in (steerd.workdir / "overrides.state").read_text() \
+        if (steerd.workdir / "overrides.state").exists() else True
+    # persist and weighted datacenters read address weights: accepted.
+    data = srv.ctl_json("override", "weight", f"service/persist.{ZONE}/dc1/*", "5")
+    assert data["targets"] == 2 and data["weight"] == 5, data
+    data = srv.ctl_json("override", "weight", f"service/{WT}/dc1/*", "5")
+    assert data["targets"] == 2, data
 
 
 @pytest.mark.parametrize("value", ["-1", "65536", "x", "", "1.5"])
