@@ -513,10 +513,15 @@ static void print_override(const json_t *d)
 		if (n == 0)
 			puts("warning: the pattern matches no target (see steerctl health)");
 	} else if (action) {
+		/* "cleared": the admin rules dropped; older daemons only say "kind". */
+		const json_t *cleared = json_object_get(d, "cleared");
 		const char *kind = json_string_value(json_object_get(d, "kind"));
-		printf("cleared %s'%s'\n",
-		       kind && strcmp(kind, "weight") == 0 ? "the weight of " : "",
-		       pattern ? pattern : "?");
+		const char *what =
+		    kind && strcmp(kind, "weight") == 0 ? "weight rule" : "state rule";
+		if (json_array_size(cleared) == 2)
+			what = "state and weight rules";
+		printf("cleared the %s of '%s' (%lld target%s)\n", what, pattern ? pattern : "?", n,
+		       n == 1 ? "" : "s");
 	}
 	const json_t *sf = json_object_get(d, "state_file");
 	if (action)

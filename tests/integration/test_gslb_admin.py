@@ -273,6 +273,9 @@ def test_weight_override_refused_where_the_policy_ignores_weights(steerd):
     assert data["targets"] == 2 and data["weight"] == 5, data
     data = srv.ctl_json("override", "weight", f"service/{WT}/dc1/*", "5")
     assert data["targets"] == 2, data
+    srv.ctl_json("override", "set", f"service/{WT}/dc1/*", "down")
+    out = srv.ctl("override", "clear", f"service/{WT}/dc1/*").stdout
+    assert f"cleared the state and weight rules of 'service/{WT}/dc1/*' (2 targets)" in out, out
 
 
 @pytest.mark.parametrize("value", ["-1", "65536", "x", "", "1.5"])
