@@ -601,6 +601,37 @@ static void test_table(void)
 	CHECK(c && strcmp(c->sub, "set") == 0 && c->mutates, "match override set");
 }
 
+/* Root's default socket is the system one whatever the environment says. */
+static void test_default_socket(void)
+{
+	char buf[CTL_SOCKET_PATH_MAX];
+	const char *old = getenv("XDG_RUNTIME_DIR");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+	const char *got = ctl_default_socket(buf, sizeof(buf));
+	if (geteuid() == 0)
+		CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "root: %s", got);
+	else
+		CHECK(strcmp(got, "/run/user/1000/steerd.sock") == 0, "user: %s", got);
+	setenv("XDG_RUNTIME_DIR", "relative/dir", 1);
+	got = ctl_default_socket(buf, sizeof(buf));
+	CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "a relative runtime dir is ignored: %s",
+	      got);
+	char longdir[200];
+	memset(longdir, 'x', sizeof(longdir) - 1);
+	longdir[0] = '/';
+	longdir[sizeof(longdir) - 1] = '\0';
+	setenv("XDG_RUNTIME_DIR", longdir, 1);
+	got = ctl_default_socket(buf, sizeof(buf));
+	CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "a path too long for a socket: %s", got);
+	if (saved) {
+		setenv("XDG_RUNTIME_DIR", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("XDG_RUNTIME_DIR");
+	}
+}
+
 /* The dispatcher behind the real socket: what steerd serves. */
 static void test_dispatch_over_socket(const char *dir)
 {
@@ -665,6 +696,7 @@ int main(int argc, char **argv)
 	test_dispatch();
 	test_table();
 	test_dispatch_over_socket(dir);
+	test_default_socket();
 	rmdir(dir);
 	return unit_finish("test_ctl");
 }
