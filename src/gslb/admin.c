@@ -221,9 +221,11 @@ static int weight_check(const conf_t *conf, const gslb_health_t *h, const char *
                         size_t errlen)
 {
 	for (uint32_t id = 0; id < h->count; id++) {
-		const char *name = h->names[id];
-		if (name == NULL || fnmatch(pattern, name, FNM_CASEFOLD) != 0)
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, id, &e) != 0 || e.name == NULL ||
+		    fnmatch(pattern, e.name, FNM_CASEFOLD) != 0)
 			continue;
+		const char *name = e.name;
 		const conf_service_dc_t *dc = NULL;
 		const conf_service_t *cs = target_service(conf, name, &dc);
 		if (cs == NULL || dc == NULL || policy_reads_weights(dc->policy))
@@ -330,7 +332,10 @@ static void services_all_down(const conf_t *conf, const gslb_health_t *h, bool *
 	bool *up = xcalloc(conf->n_services + 1, sizeof(*up));
 	const conf_service_t *last = NULL;
 	for (uint32_t id = 0; h != NULL && id < h->count; id++) {
-		const char *name = h->names[id];
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, id, &e) != 0)
+			continue;
+		const char *name = e.name;
 		/* Targets of one service are numbered together: mostly one lookup per service. */
 		const conf_service_t *cs = last;
 		size_t len = cs ? plain_len(cs->name) : 0;
@@ -342,7 +347,7 @@ static void services_all_down(const conf_t *conf, const gslb_health_t *h, bool *
 		last = cs;
 		size_t i = (size_t)(cs - conf->services);
 		seen[i] = true;
-		up[i] |= !gslb_sttl_down(h->eff[id]);
+		up[i] |= !gslb_sttl_down(e.eff);
 	}
 	for (size_t i = 0; i < conf->n_services; i++)
 		down[i] = seen[i] && !up[i];
