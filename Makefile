@@ -4,6 +4,7 @@
 #   make run     install build/run dependencies if missing, build, run steerd on 127.0.0.1:5353
 #   make test    install test dependencies if missing, build, run the whole suite
 #   make bench   side-by-side benchmark against gdnsd, Knot and NSD (bench/run.py)
+#   make install meson install: steerd to /usr/local/sbin, steerctl to /usr/local/bin
 #   make clean   remove the build directories
 
 BUILD      ?= build
@@ -14,9 +15,8 @@ ZONE       ?= examples/zones/example.test.zone
 
 STEERD   = $(BUILD)/src/daemon/steerd
 STEERCTL = $(BUILD)/tools/steerctl
-CTL_SOCK = $(BUILD)/steerd.sock
 
-.PHONY: all run test bench build asan deps-run deps-test format format-fix clean help
+.PHONY: all run test bench build asan deps-run deps-test format format-fix install clean help
 
 all: build
 
@@ -40,11 +40,10 @@ run: build
 	@echo "steerd is starting on 127.0.0.1:$(PORT), serving $(ZONE). Try:"
 	@echo "    kdig @127.0.0.1 -p $(PORT) www.example.test"
 	@echo "    kdig @127.0.0.1 -p $(PORT) +tcp example.test MX"
-	@echo "    $(STEERCTL) -s $(CTL_SOCK) status"
+	@echo "    $(STEERCTL) status"
 	@echo "Stop it with Ctrl-C."
 	@echo
-	exec $(STEERD) --listen 127.0.0.1:$(PORT) --zone example.test=$(ZONE) \
-		--control-socket $(CTL_SOCK)
+	exec $(STEERD) --listen 127.0.0.1:$(PORT) --zone example.test=$(ZONE)
 
 test: deps-test
 	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) PYTHON=$(PYTHON) scripts/test-all.sh
@@ -53,6 +52,10 @@ test: deps-test
 bench: deps-test build
 	$(PYTHON) bench/run.py --steerd $(STEERD) --loadgen $(BUILD)/bench/loadgen \
 		--echo $(BUILD)/bench/echo $(BENCH_ARGS)
+
+# The prefix is Meson's (default /usr/local): meson configure $(BUILD) -Dprefix=/usr to change it.
+install: build
+	meson install -C $(BUILD)
 
 format:
 	@qa/format-check.sh

@@ -4,8 +4,9 @@
  *   steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]
  *   steerctl [--json] explain --config FILE NAME CLIENT-IP [ECS-SUBNET]   (offline, no daemon)
  *
- * The socket is -s, else $STEER_CONTROL_SOCKET, else /run/steer/steerd.sock. Exit status: 0 when
- * the daemon answered ok, 1 when it answered with an error, 2 on usage or connection errors.
+ * The socket is -s, else $STEER_CONTROL_SOCKET, else ctl_default_socket() (/run/steer/steerd.sock
+ * for root, $XDG_RUNTIME_DIR/steerd.sock for other users, as steerd's quick mode). Exit status: 0
+ * when the daemon answered ok, 1 when it answered with an error, 2 on usage or connection errors.
  *
  * Reply "data" of each command, as steerd's handlers produce it (the contract of this file):
  *
@@ -14,7 +15,7 @@
  *            "config": "/etc/steer/steer.yaml" | null (quick mode),
  *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never),
  *            "gslb": {"services": 3, "maps": 1, "whoami": 1}}
- *   reload [--force]   (request args: [] or [{"force": true}])
+ *   reload [--force]   (request args: [] or ["--force"])
  *           {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
  *            "restart_needed": ["listen", ...],
  *            "warnings": ["steer.yaml:14: map isp: nets file nets/a.txt is empty", ...]}
@@ -40,9 +41,10 @@
  *           {"name": "vpn.example.test", "client": "192.0.2.1", "ecs": "198.51.100.0/24" | null,
  *            "text": "map isp: 198.51.100.0/24 (scope 24) -> telecom, edu\n..."}
  *           (the offline form prints the same reply, computed from the config file)
- *   health  [{"id": 0, "name": "service/vpn.example.test/telecom/192.0.2.1", "state": "UP",
+ *   health [PATTERN]   (only the targets whose name matches the glob, case-insensitive)
+ *           [{"id": 0, "name": "service/vpn.example.test/telecom/192.0.2.1", "state": "UP",
  *             "forced": false, "reason": "monitor: UP", "ttl_cap": 0}, ...]
- *   monitors
+ *   monitors [PATTERN] (only the checks whose key or monitor matches the glob)
  *           [{"key": "web@192.0.2.1:80", "monitor": "web", "type": "http",
  *             "address": "192.0.2.1:80", "state": "UP" | "DOWN" | "UP (restored)" |
  *             "DOWN (restored)" | "unknown", "flapping": false, "since": 1700000000,
@@ -61,7 +63,12 @@
  *           {"action": "set" | "clear", "kind": "state" | "weight", "pattern": "...",
  *            "state": "DOWN" | "UP" | null, "weight": N | null,
  *            "targets": n (targets the pattern matches), "state_file": ..., "overrides": [...]}
+ *           a clear also has "cleared": ["state", "weight"] (the admin rules it dropped:
+ *           override clear drops both kinds, override weight PATTERN default the weight only;
+ *           "kind" is "state" when a state rule was dropped);
  *           applied to the running view at once (no reload) and saved to the state file.
+ *           A weight rule on a target whose datacenter's policy ignores address weights
+ *           (anything but weighted, multi and persist) is refused with the reason.
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
@@ -78,6 +85,7 @@
 
 #include "base/err.h"
 #include "conf/conf.h"
+#include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "gslb/view.h"
 
@@ -85,7 +93,6 @@
 #define STEER_VERSION "unknown"
 #endif
 
-#define DEFAULT_SOCKET "/run/steer/steerd.sock"
 /* Reload re-reads changed zone files before answering; large zones take seconds. */
 #define DEFAULT_TIMEOUT_S 60
 /* Room for one explanation, as the daemon's. */
@@ -517,10 +524,15 @@ static void print_override(const json_t *d)
 		if (n == 0)
 			puts("warning: the pattern matches no target (see steerctl health)");
 	} else if (action) {
+		/* "cleared": the admin rules dropped; older daemons only say "kind". */
+		const json_t *cleared = json_object_get(d, "cleared");
 		const char *kind = json_string_value(json_object_get(d, "kind"));
-		printf("cleared %s'%s'\n",
-		       kind && strcmp(kind, "weight") == 0 ? "the weight of " : "",
-		       pattern ? pattern : "?");
+		const char *what =
+		    kind && strcmp(kind, "weight") == 0 ? "weight rule" : "state rule";
+		if (json_array_size(cleared) == 2)
+			what = "state and weight rules";
+		printf("cleared the %s of '%s' (%lld target%s)\n", what, pattern ? pattern : "?", n,
+		       n == 1 ? "" : "s");
 	}
 	const json_t *sf = json_object_get(d, "state_file");
 	if (action)
@@ -586,43 +598,55 @@ static void print_maps(const json_t *d)
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* How each command's reply is printed; names, arguments and help come from ctl's table. */
 static const struct {
 	const char *name;
 	print_cb print;
-	const char *help;
-	int min_args, max_args;
-	const char *args; /* usage of the arguments */
-} commands[] = {
-    {"status", print_status, "daemon version, uptime, threads, listen addresses, last reload", 0, 0,
-     ""},
-    {"reload", print_reload,
-     "[--force]: re-read the configuration and changed zone files\n"
-     "           (--force: accept nets files that shrank beyond max-shrink or became empty)",
-     0, 1, "[--force]"},
-    {"zones", print_zones, "served zones with serial, record count and load time", 0, 0, ""},
-    {"stats", print_stats, "query counters by transport, rcode, type and ECS", 0, 0, ""},
-    {"explain", print_explain,
-     "NAME CLIENT-IP [ECS-SUBNET]: the GSLB decision for a client and why\n"
-     "           (explain --config FILE ...: offline, from a config file, no daemon)",
-     2, 3, "NAME CLIENT-IP [ECS-SUBNET]"},
-    {"health", print_health, "GSLB targets with their state, forced flag and reason", 0, 0, ""},
-    {"monitors", print_monitors,
-     "health checks: state, how long, consecutive results, flaps, last RTT and result", 0, 0, ""},
-    {"override", print_override,
-     "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list:\n"
-     "           force GSLB targets up or down, or set their weight, now, e.g.\n"
-     "           override set 'service/*/dc1/*' down (saved to gslb.state-file)",
-     1, 3, "set PATTERN up|down | clear PATTERN | weight PATTERN N|default | list"},
-    {"maps", print_maps, "GSLB maps: nets files with IPv4/IPv6 prefix counts and load time", 0, 0,
-     ""},
+} printers[] = {
+    {"status", print_status},     {"reload", print_reload},     {"zones", print_zones},
+    {"stats", print_stats},       {"explain", print_explain},   {"health", print_health},
+    {"monitors", print_monitors}, {"override", print_override}, {"maps", print_maps},
 };
+
+/* A command without its own printer (one the daemon has and this steerctl does not know). */
+static void print_value_line(const json_t *data)
+{
+	print_value(stdout, data);
+	putchar('\n');
+}
+
+static print_cb printer_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(printers) / sizeof(printers[0]); i++) {
+		if (strcmp(printers[i].name, name) == 0)
+			return printers[i].print;
+	}
+	return print_value_line;
+}
 
 static void usage(FILE *out)
 {
+	size_t n;
+	const ctl_command_t *table = ctl_command_table(&n);
 	fprintf(out, "usage: steerctl [-s SOCKET] [--json] [-t SECONDS] COMMAND [ARGS]\n\n"
 	             "Commands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].help);
+	for (size_t i = 0; i < n; i++) {
+		char head[64];
+		snprintf(head, sizeof(head), "%s%s%s%s%s", table[i].name, table[i].sub ? " " : "",
+		         table[i].sub ? table[i].sub : "", table[i].args[0] ? " " : "",
+		         table[i].args);
+		if (strlen(head) > 32)
+			fprintf(out, "  %s\n  %-32s %s\n", head, "", table[i].summary);
+		else
+			fprintf(out, "  %-32s %s\n", head, table[i].summary);
+	}
+	fprintf(
+	    out,
+	    "  %s\n  %-32s the same decision computed from a config file, no daemon\n"
+	    "\nPATTERN is a glob over target names (service/<name>/<datacenter>/<address>) or,\n"
+	    "for monitors, over check keys and monitor names.\n",
+	    "explain --config FILE NAME CLIENT-IP [ECS-SUBNET]", "");
+	char sock[CTL_SOCKET_PATH_MAX];
 	fprintf(out,
 	        "\nOptions:\n"
 	        "  -s, --socket PATH    control socket (default $STEER_CONTROL_SOCKET or %s)\n"
@@ -631,7 +655,7 @@ static void usage(FILE *out)
 	        "  -h, --help           this text\n"
 	        "  -V, --version        print the version\n"
 	        "\nExit status: 0 ok, 1 the command failed, 2 usage or connection error.\n",
-	        DEFAULT_SOCKET, DEFAULT_TIMEOUT_S);
+	        ctl_default_socket(sock, sizeof(sock)), DEFAULT_TIMEOUT_S);
 }
 
 typedef struct {
@@ -691,15 +715,6 @@ static int parse_options(int argc, char **argv, options_t *opt, int *status)
 		return -1;
 	}
 	return optind;
-}
-
-static int find_command(const char *name)
-{
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(commands[i].name, name) == 0)
-			return (int)i;
-	}
-	return -1;
 }
 
 static const char *connect_hint(int ret)
@@ -772,7 +787,7 @@ static int explain_offline(const char *path, char **argv, int argc, const option
 	return status;
 }
 
-static int show_reply(const json_t *reply, const options_t *opt, int cmd)
+static int show_reply(const json_t *reply, const options_t *opt, const char *cmd)
 {
 	bool ok = json_is_true(json_object_get(reply, "ok"));
 	if (opt->json) {
@@ -783,12 +798,12 @@ static int show_reply(const json_t *reply, const options_t *opt, int cmd)
 	}
 	if (!ok) {
 		const json_t *err = json_object_get(reply, "error");
-		fprintf(stderr, "steerctl: %s failed: %s\n", commands[cmd].name,
+		fprintf(stderr, "steerctl: %s failed: %s\n", cmd,
 		        json_is_string(err) ? json_string_value(err) : "unknown error");
 		return EXIT_CMD;
 	}
 	const json_t *data = json_object_get(reply, "data");
-	commands[cmd].print(data ? data : json_null());
+	printer_of(cmd)(data ? data : json_null());
 	size_t i;
 	const json_t *w;
 	json_array_foreach(json_object_get(data, "warnings"), i, w)
@@ -806,22 +821,16 @@ int main(int argc, char **argv)
 	char err[1024];
 	json_t *reply = NULL;
 
+	char default_socket[CTL_SOCKET_PATH_MAX];
 	if (!opt.socket || !*opt.socket)
-		opt.socket = DEFAULT_SOCKET;
+		opt.socket = ctl_default_socket(default_socket, sizeof(default_socket));
 	int first = parse_options(argc, argv, &opt, &status);
 	if (first < 0)
 		return status;
-	int cmd = find_command(argv[first]);
-	if (cmd < 0) {
-		fprintf(stderr, "steerctl: unknown command '%s' (commands:", argv[first]);
-		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			fprintf(stderr, "%s%s", i ? ", " : " ", commands[i].name);
-		fputs("; see steerctl --help)\n", stderr);
-		return EXIT_USAGE;
-	}
+	const char *cmd = argv[first];
 	int nargs = argc - first - 1;
-	bool offline = strcmp(commands[cmd].name, "explain") == 0 && nargs >= 1 &&
-	               strcmp(argv[first + 1], "--config") == 0;
+	bool offline =
+	    strcmp(cmd, "explain") == 0 && nargs >= 1 && strcmp(argv[first + 1], "--config") == 0;
 	if (offline) {
 		if (nargs < 2) {
 			fprintf(stderr, "steerctl: explain --config needs a FILE\n");
@@ -835,28 +844,19 @@ int main(int argc, char **argv)
 		}
 		return explain_offline(argv[first + 2], argv + first + 3, nargs, &opt);
 	}
-	if (nargs < commands[cmd].min_args || nargs > commands[cmd].max_args) {
-		if (commands[cmd].max_args == 0)
-			fprintf(stderr, "steerctl: '%s' takes no arguments\n", argv[first]);
-		else
-			fprintf(stderr, "steerctl: usage: %s %s\n", argv[first],
-			        commands[cmd].args);
+	/* The daemon checks again; checking here gives usage errors their exit status. */
+	if (ctl_command_match(cmd, (const char *const *)argv + first + 1, (size_t)nargs, err,
+	                      sizeof(err)) == NULL) {
+		fprintf(stderr, "steerctl: %s%s\n", err,
+		        strncmp(err, "unknown command", 15) == 0
+		            ? " \xe2\x80\x94 see steerctl --help"
+		            : "");
 		return EXIT_USAGE;
 	}
 	json_t *args = json_array();
-	if (strcmp(commands[cmd].name, "reload") == 0 && nargs == 1) {
-		if (strcmp(argv[first + 1], "--force") != 0) {
-			fprintf(stderr, "steerctl: usage: reload [--force]\n");
-			json_decref(args);
-			return EXIT_USAGE;
-		}
-		json_array_append_new(args, json_pack("{s:b}", "force", 1));
-		nargs = 0;
-	}
 	for (int i = 0; i < nargs; i++)
 		json_array_append_new(args, json_string(argv[first + 1 + i]));
-	int ret = ctl_client_call(opt.socket, commands[cmd].name, args, opt.timeout_ms, &reply, err,
-	                          sizeof(err));
+	int ret = ctl_client_call(opt.socket, cmd, args, opt.timeout_ms, &reply, err, sizeof(err));
 	json_decref(args);
 	if (ret != 0) {
 		fprintf(stderr, "steerctl: %s%s\n", err, connect_hint(ret));

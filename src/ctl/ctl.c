@@ -618,3 +618,15 @@ out:
 	close(fd);
 	return ret;
 }
+
+const char *ctl_default_socket(char *buf, size_t size)
+{
+	static const char system_path[] = "/run/steer/steerd.sock";
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n = -1;
+	if (geteuid() != 0 && xdg != NULL && xdg[0] == '/')
+		n = snprintf(buf, size, "%s/steerd.sock", xdg);
+	if (n < 0 || (size_t)n >= size || (size_t)n >= CTL_SOCKET_PATH_MAX)
+		snprintf(buf, size, "%s", system_path);
+	return buf;
+}

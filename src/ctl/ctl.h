@@ -1,15 +1,19 @@
 /*
- * Control socket server: a UNIX stream socket (mode 0660, root and the daemon's group) served
- * by the control thread's event loop. Protocol: the client sends one JSON object on one line,
- * {"cmd": "status", "args": [...]}; the server answers one JSON object on one line,
- * {"ok": true, "data": ...} or {"ok": false, "error": "..."}, and closes. Later issues add
- * commands, not framing.
+ * Control socket transport: a UNIX stream socket (mode 0660, root and the daemon's group)
+ * served by the control thread's event loop. Protocol: the client sends one JSON object on one
+ * line, {"cmd": "status", "args": [...]}; the server answers one JSON object on one line,
+ * {"ok": true, "data": ...} or {"ok": false, "error": "..."}, and closes. What the commands
+ * are and do is not this file's business: the server hands each request to a ctl_handler_cb,
+ * which for steerd is ctl_dispatch_cb() over the command table of ctl/commands.h.
  */
 #pragma once
 
 #include <jansson.h>
 
 #include "base/compiler.h"
+
+/* Room for a socket path: sizeof(sockaddr_un.sun_path). */
+#define CTL_SOCKET_PATH_MAX 108
 
 struct ev_loop;
 typedef struct ctl_server ctl_server_t;
@@ -39,3 +43,11 @@ void ctl_server_stop(ctl_server_t *server);
  */
 int ctl_client_call(const char *path, const char *cmd, json_t *args, int timeout_ms, json_t **reply,
                     char *err, size_t errlen) STEER_NONNULL(1, 2, 5, 6) STEER_WUR;
+
+/**
+ * The control socket steerd's quick mode creates and steerctl talks to when none is given:
+ * /run/steer/steerd.sock for root, or for another user with $XDG_RUNTIME_DIR set (an absolute
+ * path short enough) $XDG_RUNTIME_DIR/steerd.sock, which that user can create. Written to
+ * @p buf (@p size bytes, CTL_SOCKET_PATH_MAX is enough); returns @p buf. Any thread.
+ */
+const char *ctl_default_socket(char *buf, size_t size) STEER_NONNULL(1);

@@ -1,11 +1,14 @@
 /*
- * steerd's control commands. The reply shapes are documented at the top of tools/steerctl.c,
- * which is the contract; members may be added, never renamed. Control thread only.
+ * steerd's side of the control commands: the ctl_backend_t that ctl/commands.c dispatches to,
+ * turning the server's state into reply data. The reply shapes are documented at the top of
+ * tools/steerctl.c, which is the contract; members may be added, never renamed. Argument
+ * checking and the command table live in ctl/; nothing here knows a transport. Control
+ * thread only.
  */
 #include "daemon/commands.h"
 
-#include <ctype.h>
 #include <arpa/inet.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +17,7 @@
 
 #include "base/err.h"
 #include "daemon/server.h"
-#include "dns/const.h"
+#include "dns/names.h"
 
 #ifndef STEER_VERSION
 #define STEER_VERSION "unknown"
@@ -51,25 +54,32 @@ static json_t *gslb_counts_json(const server_t *s)
 	                 (json_int_t)maps, "whoami", (json_int_t)whoami);
 }
 
-static json_t *cmd_status(const server_t *s)
+static int be_status(void *ctx, json_t **data, char *err, size_t errlen)
 {
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
 	json_t *listen = json_array();
 	char text[STEER_SOCKADDR_STRLEN];
 	for (size_t i = 0; i < net_listen_count(s->net); i++)
 		json_array_append_new(listen, json_string(steer_sockaddr_str(
 		                                  net_listen_at(s->net, i), text, sizeof(text))));
 	const char *config = s->opts.config_path;
-	return json_pack(
+	*data = json_pack(
 	    "{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o}", "version", STEER_VERSION, "pid",
 	    (json_int_t)getpid(), "uptime_s", (json_int_t)(time(NULL) - s->started_at), "workers",
 	    (json_int_t)net_workers(s->net), "tcp_workers", (json_int_t)net_tcp_workers(s->net),
 	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->zones), "config",
 	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s), "gslb",
 	    gslb_counts_json(s));
+	return 0;
 }
 
-static json_t *cmd_zones(const server_t *s)
+static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
 {
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
 	json_t *list = json_array();
 	const zone_set_t *set = s->view->zones;
 	for (size_t i = 0; i < zone_set_count(set); i++) {
@@ -81,7 +91,8 @@ static json_t *cmd_zones(const server_t *s)
 		                                      (json_int_t)z->n_nodes, "file", z->file,
 		                                      "loaded_at", (json_int_t)z->loaded_at));
 	}
-	return list;
+	*data = list;
+	return 0;
 }
 
 /* Splits "listen,workers" into ["listen", "workers"]. */
@@ -95,27 +106,6 @@ static json_t *split_list(const char *text)
 		text += len + (text[len] == ',');
 	}
 	return list;
-}
-
-/* reload's arguments: none, or {"force": true} (the string "--force" is accepted too). */
-static int reload_args(json_t *args, bool *force, char *err, size_t errlen)
-{
-	*force = false;
-	size_t n = json_array_size(args);
-	const json_t *a = n == 1 ? json_array_get(args, 0) : NULL;
-	if (n == 0)
-		return 0;
-	if (json_is_object(a) && json_object_size(a) == 1 &&
-	    json_is_boolean(json_object_get(a, "force"))) {
-		*force = json_is_true(json_object_get(a, "force"));
-		return 0;
-	}
-	if (json_is_string(a) && strcmp(json_string_value(a), "--force") == 0) {
-		*force = true;
-		return 0;
-	}
-	snprintf(err, errlen, "usage: reload [--force] (arguments: none or {\"force\": true})");
-	return STEER_EINVAL;
 }
 
 static json_t *warnings_json(const steer_warnings_t *w)
@@ -137,24 +127,26 @@ static json_t *reload_json(const server_report_t *report)
 	                 split_list(report->restart), "warnings", warnings_json(&report->warnings));
 }
 
-static int cmd_reload(server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+static int be_reload(void *ctx, bool force, json_t **data, char *err, size_t errlen)
 {
-	bool force;
-	int ret = reload_args(args, &force, err, errlen);
-	if (ret != 0)
-		return ret;
+	server_t *s = ctx;
 	server_report_t report = {0};
-	ret = server_reload(s, force, &report, err, errlen);
-	if (ret != 0)
+	int ret = server_reload(s, force, &report, err, errlen);
+	if (ret != 0) {
+		server_report_clear(&report);
 		return ret;
+	}
 	*data = reload_json(&report);
 	server_report_clear(&report);
 	return 0;
 }
 
-/* maps: every map of @p view with its nets entries (counts, load time), databases, guards. */
-static json_t *maps_json(const gslb_view_t *view)
+/* maps: every map with its nets entries (counts, load time), databases, guards. */
+static int be_maps(void *ctx, json_t **data, char *err, size_t errlen)
 {
+	(void)err;
+	(void)errlen;
+	const gslb_view_t *view = ((const server_t *)ctx)->gslb;
 	json_t *list = json_array();
 	gslb_view_map_info_t info;
 	for (size_t i = 0; gslb_view_map_info(view, i, &info) == 0; i++) {
@@ -181,51 +173,24 @@ static json_t *maps_json(const gslb_view_t *view)
 		                    (json_int_t)info.min_prefix4, (json_int_t)info.min_prefix6,
 		                    "max_shrink_percent", (json_int_t)info.max_shrink));
 	}
-	return list;
+	*data = list;
+	return 0;
 }
 
-static const char *const rcode_names[STATS_RCODE_SLOTS] = {
-    [0] = "NOERROR",  [1] = "FORMERR",    [2] = "SERVFAIL", [3] = "NXDOMAIN", [4] = "NOTIMP",
-    [5] = "REFUSED",  [6] = "YXDOMAIN",   [7] = "YXRRSET",  [8] = "NXRRSET",  [9] = "NOTAUTH",
-    [10] = "NOTZONE", [11] = "DSOTYPENI", [16] = "BADVERS",
-};
+/* Slot 0 of the qtype counters counts every type above 255 (CAA, ...) and type 0. */
+static const char *qtype_slot_name(size_t slot)
+{
+	return slot == 0 ? "OTHER" : dns_type_name((uint16_t)slot);
+}
 
-static const char *const qtype_names[STATS_QTYPE_SLOTS] = {
-    [DNS_TYPE_A] = "A",
-    [DNS_TYPE_NS] = "NS",
-    [DNS_TYPE_CNAME] = "CNAME",
-    [DNS_TYPE_SOA] = "SOA",
-    [DNS_TYPE_NULL] = "NULL",
-    [DNS_TYPE_PTR] = "PTR",
-    [DNS_TYPE_HINFO] = "HINFO",
-    [DNS_TYPE_MX] = "MX",
-    [DNS_TYPE_TXT] = "TXT",
-    [DNS_TYPE_AAAA] = "AAAA",
-    [DNS_TYPE_SRV] = "SRV",
-    [DNS_TYPE_NAPTR] = "NAPTR",
-    [DNS_TYPE_DNAME] = "DNAME",
-    [DNS_TYPE_OPT] = "OPT",
-    [DNS_TYPE_DS] = "DS",
-    [DNS_TYPE_RRSIG] = "RRSIG",
-    [DNS_TYPE_NSEC] = "NSEC",
-    [DNS_TYPE_DNSKEY] = "DNSKEY",
-    [DNS_TYPE_NSEC3] = "NSEC3",
-    [DNS_TYPE_NSEC3PARAM] = "NSEC3PARAM",
-    [DNS_TYPE_TLSA] = "TLSA",
-    [DNS_TYPE_SVCB] = "SVCB",
-    [DNS_TYPE_HTTPS] = "HTTPS",
-    [DNS_TYPE_TKEY] = "TKEY",
-    [DNS_TYPE_TSIG] = "TSIG",
-    [DNS_TYPE_IXFR] = "IXFR",
-    [DNS_TYPE_AXFR] = "AXFR",
-    [DNS_TYPE_ANY] = "ANY",
-    /* Slot 0 counts every type above 255 (CAA, ...) and type 0. */
-    [0] = "OTHER",
-};
+static const char *rcode_slot_name(size_t slot)
+{
+	return dns_rcode_name((unsigned)slot);
+}
 
 /* Non-zero counters of @p counters as {"NAME": n}, unnamed slots as PREFIX<number>. */
-static json_t *counter_map(const _Atomic uint64_t *counters, size_t n, const char *const *names,
-                           const char *prefix)
+static json_t *counter_map(const _Atomic uint64_t *counters, size_t n,
+                           const char *(*name_of)(size_t slot), const char *prefix)
 {
 	json_t *map = json_object();
 	for (size_t i = 0; i < n; i++) {
@@ -233,8 +198,9 @@ static json_t *counter_map(const _Atomic uint64_t *counters, size_t n, const cha
 		if (v == 0)
 			continue;
 		char key[32];
-		if (names[i] != NULL)
-			snprintf(key, sizeof(key), "%s", names[i]);
+		const char *name = name_of(i);
+		if (name != NULL)
+			snprintf(key, sizeof(key), "%s", name);
 		else
 			snprintf(key, sizeof(key), "%s%zu", prefix, i);
 		json_object_set_new(map, key, json_integer((json_int_t)v));
@@ -244,8 +210,11 @@ static json_t *counter_map(const _Atomic uint64_t *counters, size_t n, const cha
 
 #define COUNTER(st, field) ((json_int_t)atomic_load_explicit(&(st)->field, memory_order_relaxed))
 
-static json_t *cmd_stats(const server_t *s)
+static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 {
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
 	net_stats_t sum;
 	net_stats(s->net, &sum);
 	const net_counters_t *nc = &sum.net;
@@ -275,39 +244,34 @@ static json_t *cmd_stats(const server_t *s)
 	    COUNTER(gs, nodata), "servfail", COUNTER(gs, servfail), "all_down",
 	    COUNTER(gs, all_down), "ecs_used", COUNTER(gs, ecs_used), "ecs_ignored",
 	    COUNTER(gs, ecs_ignored), "whoami", COUNTER(gs, whoami));
-	return json_pack(
+	*data = json_pack(
 	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "queries", queries, "rcode",
-	    counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_names, "RCODE"), "qtype",
-	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_names, "TYPE"), "edns",
+	    counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_slot_name, "RCODE"), "qtype",
+	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_slot_name, "TYPE"), "edns",
 	    COUNTER(st, edns), "edns_do", COUNTER(st, edns_do), "truncated", COUNTER(st, truncated),
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb);
+	return 0;
 }
 
 /* explain NAME CLIENT-IP [ECS-SUBNET]: the decision the current GSLB view makes. */
-static int cmd_explain(const server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+static int be_explain(void *ctx, const char *name, const char *client, const char *ecs,
+                      json_t **data, char *err, size_t errlen)
 {
-	size_t n = json_array_size(args);
-	const char *argv[3] = {NULL, NULL, NULL};
-	for (size_t i = 0; i < n && i < 3; i++)
-		argv[i] = json_string_value(json_array_get(args, i));
-	if (n < 2 || n > 3 || argv[0] == NULL || argv[1] == NULL || (n == 3 && argv[2] == NULL)) {
-		snprintf(err, errlen, "usage: explain NAME CLIENT-IP [ECS-SUBNET]");
-		return STEER_EINVAL;
-	}
+	const server_t *s = ctx;
 	char *text = malloc(EXPLAIN_MAX);
 	if (text == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return STEER_ENOMEM;
 	}
-	int ret = gslb_view_explain(s->gslb, argv[0], argv[1], argv[2], text, EXPLAIN_MAX);
+	int ret = gslb_view_explain(s->gslb, name, client, ecs, text, EXPLAIN_MAX);
 	if (ret != 0) {
 		snprintf(err, errlen, "%s", text);
 		free(text);
 		return ret;
 	}
-	*data = json_pack("{s:s, s:s, s:o, s:s}", "name", argv[0], "client", argv[1], "ecs",
-	                  argv[2] ? json_string(argv[2]) : json_null(), "text", text);
+	*data = json_pack("{s:s, s:s, s:o, s:s}", "name", name, "client", client, "ecs",
+	                  ecs ? json_string(ecs) : json_null(), "text", text);
 	free(text);
 	return 0;
 }
@@ -336,20 +300,32 @@ static json_t *check_json(const health_check_status_t *st)
 	return row;
 }
 
-/* monitors: every check with its state machine and last result. */
-static json_t *cmd_monitors(const server_t *s)
+/* True when there is no filter or glob @p pattern matches @p name (case-insensitive). */
+static bool glob_match(const char *pattern, const char *name)
 {
+	return pattern == NULL || (name != NULL && fnmatch(pattern, name, FNM_CASEFOLD) == 0);
+}
+
+/* monitors [PATTERN]: every check (whose key or monitor matches) with its state and result. */
+static int be_monitors(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
 	json_t *list = json_array();
 	for (size_t i = 0; s->engine && i < health_engine_count(s->engine); i++) {
 		health_check_status_t st;
 		health_engine_status(s->engine, i, &st);
-		json_array_append_new(list, check_json(&st));
+		if (glob_match(pattern, st.key) || glob_match(pattern, st.monitor))
+			json_array_append_new(list, check_json(&st));
 	}
-	return list;
+	*data = list;
+	return 0;
 }
 
 typedef struct {
 	const server_t *s;
+	const char *pattern; /* NULL = every target */
 	json_t *list;
 } health_ctx_t;
 
@@ -397,6 +373,8 @@ static void append_down_check(const server_t *s, const gslb_health_entry_t *e, c
 static int health_row(const gslb_health_entry_t *e, void *arg)
 {
 	health_ctx_t *ctx = arg;
+	if (!glob_match(ctx->pattern, e->name))
+		return 0;
 	char reason[1280];
 	int n = gslb_health_reason(e, reason, sizeof(reason));
 	append_down_check(ctx->s, e, reason, n < 0 ? sizeof(reason) : (size_t)n, sizeof(reason));
@@ -413,36 +391,23 @@ static int health_row(const gslb_health_entry_t *e, void *arg)
 	return 0;
 }
 
-/* health: every GSLB target with its effective state and why. */
-static json_t *cmd_health(const server_t *s)
+/* health [PATTERN]: every GSLB target (whose name matches) with its effective state and why. */
+static int be_health(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
 {
-	health_ctx_t ctx = {s, json_array()};
-	(void)gslb_health_list(gslb_view_health(s->gslb), health_row, &ctx);
-	return ctx.list;
-}
-
-/* How many targets of the current view @p pattern matches. */
-static uint32_t pattern_targets(const server_t *s, const char *pattern)
-{
-	gslb_overrides_t one;
-	char err[256];
-	uint32_t n = 0;
-	gslb_overrides_init(&one);
-	if (gslb_overrides_set(&one, pattern, true, 0, err, sizeof(err)) == 0) {
-		const gslb_health_t *h = gslb_view_health(s->gslb);
-		gslb_health_t *tmp = gslb_health_dup(h, h->count);
-		gslb_health_apply_overrides(tmp, &one, &n);
-		gslb_health_free(tmp);
-	}
-	gslb_overrides_deinit(&one);
-	return n;
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
+	health_ctx_t hc = {s, pattern, json_array()};
+	(void)gslb_health_list(gslb_view_health(s->gslb), health_row, &hc);
+	*data = hc.list;
+	return 0;
 }
 
 static json_t *override_row(const server_t *s, const gslb_override_t *r, const char *source)
 {
 	json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "pattern", r->pattern, "source", source,
 	                        "line", r->line ? json_integer(r->line) : json_null(), "targets",
-	                        (json_int_t)pattern_targets(s, r->pattern));
+	                        (json_int_t)gslb_admin_pattern_targets(s->gslb, r->pattern));
 	if (r->kind == GSLB_OVERRIDE_WEIGHT)
 		json_object_set_new(row, "weight", json_integer(r->weight));
 	else
@@ -460,128 +425,81 @@ static json_t *override_list(const server_t *s)
 		gslb_override_t r = {.pattern = co->pattern, .down = !co->up, .line = co->line};
 		json_array_append_new(list, override_row(s, &r, "config"));
 	}
-	for (size_t i = 0; i < s->api_overrides.count; i++)
-		json_array_append_new(list, override_row(s, &s->api_overrides.rules[i], "admin"));
+	for (size_t i = 0; i < s->admin.rules.count; i++)
+		json_array_append_new(list, override_row(s, &s->admin.rules.rules[i], "admin"));
 	return json_pack("{s:o, s:o}", "state_file",
 	                 conf->state_file ? json_string(conf->state_file) : json_null(),
 	                 "overrides", list);
 }
 
-#define OVERRIDE_USAGE                                                                             \
-	"usage: override set PATTERN up|down | override clear PATTERN | "                          \
-	"override weight PATTERN N|default | override list"
-
-/* The rule "override set PATTERN up|down" or "override weight PATTERN N|default" asks for;
- * *set is false for "weight PATTERN default" (back to the configured weight). */
-static int override_rule_parse(const char *sub, const char *pattern, const char *value,
-                               gslb_override_t *rule, bool *set, char *err, size_t errlen)
+static int be_override_list(void *ctx, json_t **data, char *err, size_t errlen)
 {
-	*rule = (gslb_override_t){.pattern = (char *)pattern};
-	*set = true;
-	if (strcmp(sub, "set") == 0) {
-		rule->down = strcasecmp(value, "down") == 0;
-		if (!rule->down && strcasecmp(value, "up") != 0) {
-			snprintf(err, errlen,
-			         "override set: state must be 'up' or 'down', not '%s'", value);
-			return STEER_EINVAL;
-		}
-		return 0;
-	}
-	rule->kind = GSLB_OVERRIDE_WEIGHT;
-	if (strcmp(value, "default") == 0) {
-		*set = false;
-		return 0;
-	}
-	char *end = NULL;
-	unsigned long w = strtoul(value, &end, 10);
-	if (!*value || *end || !isdigit((unsigned char)*value) || w > UINT16_MAX) {
-		snprintf(err, errlen, "override weight: want 0..65535 or 'default', not '%s'",
-		         value);
-		return STEER_EINVAL;
-	}
-	rule->weight = (uint16_t)w;
+	(void)err;
+	(void)errlen;
+	*data = override_list(ctx);
 	return 0;
 }
 
-/* override set PATTERN up|down, override clear PATTERN, override weight PATTERN N|default,
- * override list. */
-static int cmd_override(server_t *s, json_t *args, json_t **data, char *err, size_t errlen)
+/* override set|clear|weight: the change, then the list as it is now. */
+static int be_override(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
+                       size_t errlen)
 {
-	size_t n = json_array_size(args);
-	const char *argv[3] = {NULL, NULL, NULL};
-	for (size_t i = 0; i < n && i < 3; i++)
-		argv[i] = json_string_value(json_array_get(args, i));
-	const char *sub = n > 0 ? argv[0] : NULL;
-	if (sub != NULL && strcmp(sub, "list") == 0 && n == 1) {
-		*data = override_list(s);
-		return 0;
-	}
-	bool with_value = sub != NULL && (strcmp(sub, "set") == 0 || strcmp(sub, "weight") == 0) &&
-	                  n == 3 && argv[1] && argv[2];
-	bool clear = sub != NULL && strcmp(sub, "clear") == 0 && n == 2 && argv[1];
-	if (!with_value && !clear) {
-		snprintf(err, errlen, OVERRIDE_USAGE);
-		return STEER_EINVAL;
-	}
-	gslb_override_t rule = {.pattern = (char *)argv[1]};
-	bool set = false;
-	if (with_value) {
-		int ret = override_rule_parse(sub, argv[1], argv[2], &rule, &set, err, errlen);
-		if (ret != 0)
-			return ret;
-	}
-	uint32_t matched = 0;
-	int ret = server_override(s, set, &rule, &matched, err, errlen);
+	server_t *s = ctx;
+	gslb_admin_req_t ar = {
+	    .action = req->action == CTL_OVERRIDE_SET ? GSLB_ADMIN_SET : GSLB_ADMIN_CLEAR,
+	    .rule = {.pattern = (char *)req->pattern,
+	             .kind = req->kind == CTL_OVERRIDE_WEIGHT ? GSLB_OVERRIDE_WEIGHT
+	                                                      : GSLB_OVERRIDE_STATE,
+	             .down = req->down,
+	             .weight = req->weight},
+	    .any_kind = req->kind == CTL_OVERRIDE_ANY};
+	gslb_admin_result_t res;
+	int ret = server_override(s, &ar, &res, err, errlen);
 	if (ret != 0)
 		return ret;
+	bool set = ar.action == GSLB_ADMIN_SET;
+	bool weight = set ? ar.rule.kind == GSLB_OVERRIDE_WEIGHT : !res.cleared_state;
+	json_t *cleared = json_array();
+	if (res.cleared_state)
+		json_array_append_new(cleared, json_string("state"));
+	if (res.cleared_weight)
+		json_array_append_new(cleared, json_string("weight"));
 	json_t *list = override_list(s);
-	json_t *state = set && rule.kind == GSLB_OVERRIDE_STATE
-	                    ? json_string(rule.down ? "DOWN" : "UP")
-	                    : json_null();
-	json_t *weight =
-	    set && rule.kind == GSLB_OVERRIDE_WEIGHT ? json_integer(rule.weight) : json_null();
 	*data = json_pack(
 	    "{s:s, s:s, s:s, s:o, s:o, s:I, s:O, s:O}", "action", set ? "set" : "clear", "kind",
-	    rule.kind == GSLB_OVERRIDE_WEIGHT ? "weight" : "state", "pattern", argv[1], "state",
-	    state, "weight", weight, "targets", (json_int_t)matched, "state_file",
-	    json_object_get(list, "state_file"), "overrides", json_object_get(list, "overrides"));
+	    weight ? "weight" : "state", "pattern", req->pattern, "state",
+	    set && !weight ? json_string(ar.rule.down ? "DOWN" : "UP") : json_null(), "weight",
+	    set && weight ? json_integer(ar.rule.weight) : json_null(), "targets",
+	    (json_int_t)res.targets, "state_file", json_object_get(list, "state_file"), "overrides",
+	    json_object_get(list, "overrides"));
+	if (!set)
+		json_object_set_new(*data, "cleared", cleared);
+	else
+		json_decref(cleared);
 	json_decref(list);
 	return 0;
 }
 
-int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
-                    void *ctx)
+static void be_prepare(void *ctx)
 {
-	server_t *s = ctx;
-	server_health_flush(s); /* report nothing the query threads do not see yet */
-	if (strcmp(cmd, "explain") == 0)
-		return cmd_explain(s, args, data, err, errlen);
-	if (strcmp(cmd, "override") == 0)
-		return cmd_override(s, args, data, err, errlen);
-	if (strcmp(cmd, "reload") == 0)
-		return cmd_reload(s, args, data, err, errlen);
-	if (json_array_size(args) != 0) {
-		snprintf(err, errlen, "'%s' takes no arguments", cmd);
-		return STEER_EINVAL;
-	}
-	if (strcmp(cmd, "status") == 0)
-		*data = cmd_status(s);
-	else if (strcmp(cmd, "zones") == 0)
-		*data = cmd_zones(s);
-	else if (strcmp(cmd, "stats") == 0)
-		*data = cmd_stats(s);
-	else if (strcmp(cmd, "health") == 0)
-		*data = cmd_health(s);
-	else if (strcmp(cmd, "monitors") == 0)
-		*data = cmd_monitors(s);
-	else if (strcmp(cmd, "maps") == 0)
-		*data = maps_json(s->gslb);
-	else {
-		snprintf(err, errlen,
-		         "unknown command '%s' (try status, reload, zones, stats, explain, health, "
-		         "monitors, override, maps)",
-		         cmd);
-		return STEER_EINVAL;
-	}
-	return 0;
+	server_health_flush(ctx); /* report nothing the query threads do not see yet */
+}
+
+const ctl_backend_t *commands_backend(server_t *s)
+{
+	s->backend = (ctl_backend_t){
+	    .ctx = s,
+	    .prepare = be_prepare,
+	    .status = be_status,
+	    .zones = be_zones,
+	    .reload = be_reload,
+	    .stats = be_stats,
+	    .explain = be_explain,
+	    .health = be_health,
+	    .monitors = be_monitors,
+	    .override_list = be_override_list,
+	    .override = be_override,
+	    .maps = be_maps,
+	};
+	return &s->backend;
 }

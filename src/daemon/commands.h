@@ -1,16 +1,18 @@
 /*
- * Control-socket commands of steerd: status, reload, zones, stats. The reply shapes are the
- * contract with tools/steerctl.c and the integration tests. Control thread only.
+ * steerd's implementation of the control backend (ctl/commands.h): status, zones, reload,
+ * stats, explain, health [PATTERN], monitors [PATTERN], override list and override
+ * set/clear/weight, each turning the server's state into the reply data documented in
+ * tools/steerctl.c. The command table, argument checks and transports are in ctl/. Control
+ * thread only.
  */
 #pragma once
 
-#include <jansson.h>
-#include <stddef.h>
+#include "ctl/commands.h"
+
+typedef struct server server_t;
 
 /**
- * The ctl_handler_cb of steerd; @p ctx is the server_t. Returns 0 with the reply's data in
- * @p data, or a negative steer_err with the message in @p err (unknown command, bad
- * arguments, failed reload).
+ * The backend serving @p server (stored in it, so valid as long as the server). Give it to
+ * ctl_dispatch(), or as the ctx of ctl_dispatch_cb() to a transport.
  */
-int commands_handle(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
-                    void *ctx);
+const ctl_backend_t *commands_backend(server_t *server) STEER_NONNULL(1) STEER_WUR;

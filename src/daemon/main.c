@@ -45,29 +45,32 @@ typedef struct {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-	        "Usage: steerd -c FILE [--check-config]\n"
-	        "       steerd --listen ADDR:PORT --zone NAME=FILE [--zone ...] [options]\n"
-	        "\n"
-	        "Steer authoritative DNS server.\n"
-	        "\n"
-	        "  -c, --config FILE        run from a YAML configuration file\n"
-	        "      --check-config       load the configuration and every zone, report errors "
-	        "and exit\n"
-	        "      --listen ADDR:PORT   quick mode: listen address, repeatable (IPv6 as "
-	        "[::1]:5353)\n"
-	        "      --zone NAME=FILE     quick mode: serve zone NAME from FILE, repeatable\n"
-	        "      --workers N          UDP worker threads (0 = one per CPU)\n"
-	        "      --tcp-workers N      TCP threads (0 = one per CPU, at most 4)\n"
-	        "      --control-socket P   control socket for steerctl (default "
-	        "/run/steer/steerd.sock)\n"
-	        "      --log-level L        error, warning, notice, info or debug\n"
-	        "      --config-reference   print the configuration reference (Markdown)\n"
-	        "  -V, --version            print the version\n"
-	        "  -h, --help               this help\n"
-	        "\n"
-	        "SIGHUP (or 'steerctl reload') reloads the configuration and changed zone files;\n"
-	        "SIGTERM or SIGINT stops the server.\n");
+	fprintf(
+	    out,
+	    "Usage: steerd -c FILE [--check-config]\n"
+	    "       steerd --listen ADDR:PORT --zone NAME=FILE [--zone ...] [options]\n"
+	    "\n"
+	    "Steer authoritative DNS server.\n"
+	    "\n"
+	    "  -c, --config FILE        run from a YAML configuration file\n"
+	    "      --check-config       load the configuration and every zone, report errors "
+	    "and exit\n"
+	    "      --listen ADDR:PORT   quick mode: listen address, repeatable (IPv6 as "
+	    "[::1]:5353)\n"
+	    "      --zone NAME=FILE     quick mode: serve zone NAME from FILE, repeatable\n"
+	    "      --workers N          UDP worker threads (0 = one per CPU)\n"
+	    "      --tcp-workers N      TCP threads (0 = one per CPU, at most 4)\n"
+	    "      --control-socket P   control socket for steerctl (default: the config's\n"
+	    "                           server.control-socket; quick mode: steerctl's default,\n"
+	    "                           /run/steer/steerd.sock as root, else\n"
+	    "                           $XDG_RUNTIME_DIR/steerd.sock)\n"
+	    "      --log-level L        error, warning, notice, info or debug\n"
+	    "      --config-reference   print the configuration reference (Markdown)\n"
+	    "  -V, --version            print the version\n"
+	    "  -h, --help               this help\n"
+	    "\n"
+	    "SIGHUP (or 'steerctl reload') reloads the configuration and changed zone files;\n"
+	    "SIGTERM or SIGINT stops the server.\n");
 }
 
 static int parse_count(const char *opt, const char *text, long max, long *out)

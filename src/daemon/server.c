@@ -71,6 +71,10 @@ int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t
 			return ret;
 	} else {
 		conf = conf_new_default();
+		/* The socket steerctl tries first without -s, so quick mode needs no flags. */
+		char sock[CTL_SOCKET_PATH_MAX];
+		free(conf->control_socket);
+		conf->control_socket = xstrdup(ctl_default_socket(sock, sizeof(sock)));
 		ret = conf_from_args(opts, conf, err, errlen);
 		if (ret != 0)
 			goto out;
@@ -228,83 +232,12 @@ static void view_free(const auth_view_t *view)
 	free((void *)view);
 }
 
-/* ---- admin overrides ------------------------------------------------------------------- */
-
-/* @p dst (uninitialised) becomes a copy of @p src. */
-static void overrides_copy(gslb_overrides_t *dst, const gslb_overrides_t *src)
-{
-	char err[256];
-	gslb_overrides_init(dst);
-	for (size_t i = 0; i < src->count; i++) {
-		const gslb_override_t *r = &src->rules[i];
-		/* The rules were accepted once: they are valid. */
-		int ret = gslb_overrides_add(dst, r, err, sizeof(err));
-		STEER_ASSERT(ret == 0);
-	}
-}
-
-/* The rules in effect: the config's, then the admin's (later rules win). */
-static int overrides_effective(const conf_t *conf, const gslb_overrides_t *api,
-                               gslb_overrides_t *out, char *err, size_t errlen)
-{
-	gslb_overrides_init(out);
-	for (size_t i = 0; i < conf->n_overrides; i++) {
-		const conf_override_t *co = &conf->overrides[i];
-		int ret = gslb_overrides_set(out, co->pattern, !co->up, 0, err, errlen);
-		if (ret != 0)
-			return ret;
-	}
-	for (size_t i = 0; i < api->count; i++) {
-		int ret = gslb_overrides_add(out, &api->rules[i], err, errlen);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
-}
-
-/*
- * A view sharing @p gslb's maps and services with the overrides of @p conf and @p api applied
- * (not published). @p matches, if not NULL, gets per effective rule its target count.
- */
-static int gslb_with_overrides(const gslb_view_t *gslb, const conf_t *conf,
-                               const gslb_overrides_t *api, gslb_view_t **out,
-                               gslb_overrides_t *eff, uint32_t **matches, char *err, size_t errlen)
-{
-	int ret = overrides_effective(conf, api, eff, err, errlen);
-	if (ret != 0) {
-		gslb_overrides_deinit(eff);
-		return ret;
-	}
-	const gslb_health_t *old = gslb_view_health(gslb);
-	gslb_health_t *h = gslb_health_dup(old, old->count);
-	uint32_t *m = xcalloc(eff->count + 1, sizeof(*m));
-	gslb_health_apply_overrides(h, eff, m);
-	if (matches != NULL)
-		*matches = m;
-	else
-		free(m);
-	*out = gslb_view_with_health(gslb, h);
-	return 0;
-}
-
-/* Read the admin overrides from the state file of @p conf into @p api (missing file: kept). */
-static int api_overrides_load(const conf_t *conf, gslb_overrides_t *api, char *err, size_t errlen)
-{
-	if (conf->state_file == NULL)
-		return 0;
-	int ret = gslb_overrides_load(api, conf->state_file, err, errlen);
-	if (ret == STEER_ENOENT) {
-		/* A state file configured since the admin set overrides: keep and save them. */
-		if (api->count > 0)
-			return gslb_overrides_save(api, conf->state_file, err, errlen);
-		return 0;
-	}
-	return ret;
-}
+/* ---- publishing: admin overrides and monitor states on top of the compiled view --------- */
 
 /* Serve @p gslb (taken over) with the running zones; the old GSLB view is freed. */
 static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
+	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	auth_view_t *view = view_new((zone_set_t *)s->view->zones, gslb, s->conf);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	auth_view_t *old = (auth_view_t *)net_publish(s->net, view);
@@ -315,19 +248,17 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 	gslb_view_free(old_gslb);
 }
 
-/* A view like @p gslb with the monitors' current states in its health table. */
-static gslb_view_t *gslb_monitored(const server_t *s, const gslb_view_t *gslb)
+/* The planner's part of the layering: monitor states into a GSLB health table. */
+static void monitor_fill(void *arg, gslb_health_t *h)
 {
-	const gslb_health_t *old = gslb_view_health(gslb);
-	gslb_health_t *h = gslb_health_dup(old, old->count);
+	const server_t *s = arg;
 	monitor_plan_apply(s->plan, s->engine, h);
-	return gslb_view_with_health(gslb, h);
 }
 
 /* Replace *@p gslb (unpublished) with its monitored version. */
-static void gslb_with_monitors(const server_t *s, gslb_view_t **gslb)
+static void gslb_with_monitors(server_t *s, gslb_view_t **gslb)
 {
-	gslb_view_t *next = gslb_monitored(s, *gslb);
+	gslb_view_t *next = gslb_admin_monitored(*gslb, monitor_fill, s);
 	gslb_view_free(*gslb);
 	*gslb = next;
 }
@@ -344,7 +275,7 @@ void server_health_flush(server_t *s)
 	if (!s->health_dirty || s->net == NULL || s->view == NULL)
 		return;
 	s->health_dirty = false;
-	publish_gslb(s, gslb_monitored(s, s->gslb));
+	publish_gslb(s, gslb_admin_monitored(s->gslb, monitor_fill, s));
 }
 
 static void on_loop_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -409,6 +340,7 @@ static int monitors_start(server_t *s, char *err, size_t errlen)
 		         late ? "incomplete at the deadline (unknown states read as UP)" : "done");
 	}
 	gslb_with_monitors(s, &s->gslb);
+	gslb_admin_log_all_down(s->conf, NULL, gslb_view_health(s->gslb));
 	s->health_dirty = false;
 	ev_prepare_init(&s->publish_w, on_loop_prepare);
 	s->publish_w.data = s;
@@ -416,79 +348,25 @@ static int monitors_start(server_t *s, char *err, size_t errlen)
 	return 0;
 }
 
-int server_override(server_t *s, bool set, const gslb_override_t *rule, uint32_t *matched,
-                    char *err, size_t errlen)
+int server_override(server_t *s, const gslb_admin_req_t *req, gslb_admin_result_t *res, char *err,
+                    size_t errlen)
 {
-	const char *pattern = rule->pattern;
-	gslb_overrides_t next;
-	overrides_copy(&next, &s->api_overrides);
-	int ret;
-	if (set) {
-		ret = gslb_overrides_add(&next, rule, err, errlen);
-	} else {
-		ret = gslb_overrides_remove(&next, pattern, rule->kind);
-		if (ret != 0) {
-			bool in_conf = false;
-			for (size_t i = 0;
-			     rule->kind == GSLB_OVERRIDE_STATE && i < s->conf->n_overrides; i++)
-				in_conf |= strcmp(s->conf->overrides[i].pattern, pattern) == 0;
-			snprintf(err, errlen,
-			         in_conf ? "override '%s' comes from the configuration "
-			                   "(gslb.overrides): edit it there and reload"
-			                 : "no admin override '%s' (see steerctl override list)",
-			         pattern);
-		}
-	}
-	gslb_overrides_t eff;
 	gslb_view_t *gslb = NULL;
-	uint32_t *matches = NULL;
-	if (ret == 0)
-		ret = gslb_with_overrides(s->gslb, s->conf, &next, &gslb, &eff, &matches, err,
-		                          errlen);
-	if (ret == 0 && s->conf->state_file != NULL) {
-		ret = gslb_overrides_save(&next, s->conf->state_file, err, errlen);
-		if (ret != 0) {
-			gslb_view_free(gslb);
-			free(matches);
-			gslb_overrides_deinit(&eff);
-		}
-	}
-	if (ret != 0) {
-		gslb_overrides_deinit(&next);
+	int ret = gslb_admin_change(&s->admin, s->conf, s->gslb, req, &gslb, res, err, errlen);
+	if (ret != 0)
 		return ret;
-	}
-	*matched = 0;
-	for (size_t i = 0; i < eff.count; i++)
-		if (eff.rules[i].kind == rule->kind && strcmp(eff.rules[i].pattern, pattern) == 0)
-			*matched = matches[i];
-	if (!set) {
-		/* How many targets the cleared pattern would match (a config rule may remain). */
-		gslb_overrides_t one;
-		gslb_overrides_init(&one);
-		if (gslb_overrides_set(&one, pattern, true, 0, err, errlen) == 0) {
-			gslb_health_t *h =
-			    gslb_health_dup(gslb_view_health(gslb), gslb_view_health(gslb)->count);
-			gslb_health_apply_overrides(h, &one, matched);
-			gslb_health_free(h);
-		}
-		gslb_overrides_deinit(&one);
-		err[0] = '\0';
-	}
-	free(matches);
-	gslb_overrides_deinit(&eff);
-	gslb_overrides_deinit(&s->api_overrides);
-	s->api_overrides = next;
-
 	publish_gslb(s, gslb);
-	if (rule->kind == GSLB_OVERRIDE_WEIGHT && set)
-		log_info("override set '%s' WEIGHT %u: %u target(s)", pattern, rule->weight,
-		         *matched);
-	else if (set)
-		log_info("override set '%s' %s: %u target(s)", pattern, rule->down ? "DOWN" : "UP",
-		         *matched);
+	const gslb_override_t *rule = &req->rule;
+	if (req->action == GSLB_ADMIN_SET && rule->kind == GSLB_OVERRIDE_WEIGHT)
+		log_info("override set '%s' WEIGHT %u: %u target(s)", rule->pattern, rule->weight,
+		         res->targets);
+	else if (req->action == GSLB_ADMIN_SET)
+		log_info("override set '%s' %s: %u target(s)", rule->pattern,
+		         rule->down ? "DOWN" : "UP", res->targets);
 	else
-		log_info("override cleared '%s'%s: %u target(s)", pattern,
-		         rule->kind == GSLB_OVERRIDE_WEIGHT ? " WEIGHT" : "", *matched);
+		log_info("override cleared '%s'%s%s: %u target(s)", rule->pattern,
+		         res->cleared_state ? " STATE" : "", res->cleared_weight ? " WEIGHT" : "",
+		         res->targets);
 	return 0;
 }
 
@@ -602,7 +480,8 @@ static int ctl_open(server_t *s)
 	if (path == NULL)
 		return 0;
 	ctl_make_dir(s, path);
-	int ret = ctl_server_start(&s->ctl, s->loop, path, commands_handle, s);
+	int ret =
+	    ctl_server_start(&s->ctl, s->loop, path, ctl_dispatch_cb, (void *)commands_backend(s));
 	if (ret != 0) {
 		s->ctl = NULL;
 		if (s->opts.config_path != NULL)
@@ -754,8 +633,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		goto fail;
 	}
 	/* The view applied the state file already; keep its rules as the admin's list. */
-	gslb_overrides_init(&s->api_overrides);
-	ret = api_overrides_load(conf, &s->api_overrides, err, sizeof(err));
+	gslb_admin_init(&s->admin);
+	ret = gslb_admin_load(&s->admin, conf, err, sizeof(err));
 	if (ret != 0) {
 		zone_set_free(set);
 		goto fail;
@@ -805,6 +684,7 @@ static void reload_failed(server_t *s, const char *err)
 
 static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t *gslb)
 {
+	gslb_admin_log_all_down(conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	auth_view_t *view = view_new(set, gslb, conf);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const auth_view_t *old = net_publish(s->net, view);
@@ -818,34 +698,6 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	if (s->conf != s->boot_conf)
 		conf_free(s->conf);
 	s->conf = conf;
-}
-
-/*
- * The admin overrides across a reload: read back from the (new) state file, or kept from
- * memory without one, and applied on top of the new config's to the new view @p gslb
- * (replaced). On error the running list is unchanged and @p gslb is freed.
- */
-static int reload_overrides(server_t *s, const conf_t *conf, gslb_view_t **gslb, char *err,
-                            size_t errlen)
-{
-	gslb_overrides_t api, eff;
-	overrides_copy(&api, &s->api_overrides);
-	int ret = api_overrides_load(conf, &api, err, errlen);
-	gslb_view_t *next = NULL;
-	if (ret == 0)
-		ret = gslb_with_overrides(*gslb, conf, &api, &next, &eff, NULL, err, errlen);
-	if (ret != 0) {
-		gslb_overrides_deinit(&api);
-		gslb_view_free(*gslb);
-		*gslb = NULL;
-		return ret;
-	}
-	gslb_overrides_deinit(&eff);
-	gslb_view_free(*gslb);
-	*gslb = next;
-	gslb_overrides_deinit(&s->api_overrides);
-	s->api_overrides = api;
-	return 0;
 }
 
 int server_reload(server_t *s, bool force, server_report_t *report, char *err, size_t errlen)
@@ -865,7 +717,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		if (ret == 0 && (ret = auth_check_gslb_names(set, gslb, err, errlen)) != 0)
 			gslb_view_free(gslb);
 		if (ret == 0)
-			ret = reload_overrides(s, conf, &gslb, err, errlen);
+			ret = gslb_admin_reload(&s->admin, conf, &gslb, err, errlen);
 		if (ret == 0) {
 			ret = monitors_configure(s, conf, gslb, err, errlen);
 			if (ret == 0)
@@ -921,7 +773,7 @@ void server_stop(server_t *s)
 	s->view = NULL;
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
-	gslb_overrides_deinit(&s->api_overrides);
+	gslb_admin_deinit(&s->admin);
 	if (s->loop != NULL)
 		ev_prepare_stop(s->loop, &s->publish_w);
 	health_engine_free(s->engine);

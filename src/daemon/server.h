@@ -18,8 +18,10 @@
 #include "base/log.h"
 #include "base/warnings.h"
 #include "conf/conf.h"
+#include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "daemon/monitors.h"
+#include "gslb/admin.h"
 #include "gslb/view.h"
 #include "net/net.h"
 #include "zone/zone_set.h"
@@ -58,7 +60,7 @@ typedef struct {
 	char error[SERVER_ERR_MAX];
 } server_reload_status_t;
 
-typedef struct {
+typedef struct server {
 	server_opts_t opts;
 	conf_t *boot_conf;    /* the configuration the process started with; owned */
 	conf_t *conf;         /* the current one (after reloads); owned, may be boot_conf */
@@ -79,7 +81,8 @@ typedef struct {
 	 * Saved to gslb.state-file when there is one (and read back from it at start and on
 	 * reload); without one they last until the process exits, across reloads.
 	 */
-	gslb_overrides_t api_overrides;
+	gslb_admin_t admin;
+	ctl_backend_t backend; /* what the control socket serves (daemon/commands.c) */
 	/* Health monitors, on the control loop: the engine runs the checks of @c plan, whose
 	 * results are folded into the GSLB health table once per loop iteration (publish_w). */
 	health_engine_t *engine;
@@ -151,15 +154,15 @@ int server_reload(server_t *server, bool force, server_report_t *report, char *e
     STEER_NONNULL(1, 3, 4);
 
 /**
- * Set (@p set true) or clear the admin override @p rule (a state or weight rule; to clear,
- * only its pattern and kind count), save the override list to the state file when one is
- * configured, and publish a GSLB view with the new health table (maps and services are
- * shared, not rebuilt). @p matched receives how many targets the pattern matches now. On
- * error nothing changes and @p err says why (bad pattern, unknown pattern to clear, state
- * file not writable). Returns 0 or a negative steer_err.
+ * Apply the admin's override change @p req (gslb_admin_change(): saved to the state file when
+ * one is configured) and publish the GSLB view with the new health table (maps and services
+ * are shared, not rebuilt). @p res says how many targets the pattern matches now and what a
+ * clear dropped. On error nothing changes and @p err says why (bad pattern, unknown pattern to
+ * clear, a weight on a policy that ignores weights, state file not writable). Returns 0 or a
+ * negative steer_err.
  */
-int server_override(server_t *server, bool set, const gslb_override_t *rule, uint32_t *matched,
-                    char *err, size_t errlen) STEER_NONNULL(1, 3, 4, 5);
+int server_override(server_t *server, const gslb_admin_req_t *req, gslb_admin_result_t *res,
+                    char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4);
 
 /**
  * Stop the query threads, close the control socket, remove the pid file and free everything.

@@ -3,8 +3,8 @@
  *
  * A target is one answer address of one datacenter of one service, named
  * "service/<service>/<datacenter>/<address>" (the integrator assigns dense ids 0..N-1 and the
- * names). Each target keeps two states: the monitor state (set by the caller from its health
- * checks; UP for a target nothing monitors) and an optional admin-forced state from the
+ * names). Each target keeps two states: the monitor state (filled from the health monitors'
+ * checks, UP for a target nothing monitors) and an optional admin-forced state from the
  * override list. The effective state, the only thing the query path reads, is the forced one
  * when set, else the monitor one.
  *

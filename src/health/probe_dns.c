@@ -35,6 +35,7 @@
 #include "dns/const.h"
 #include "dns/dname.h"
 #include "dns/msg.h"
+#include "dns/names.h"
 #include "dns/pkt.h"
 #include "dns/wire.h"
 #include "health/probe_int.h"
@@ -64,21 +65,6 @@ static const type_info_t type_infos[] = {
     {DNS_TYPE_MX, "MX", ANSWER_FIELDS, "2n"},      {DNS_TYPE_TXT, "TXT", ANSWER_TXT, NULL},
     {DNS_TYPE_AAAA, "AAAA", ANSWER_ADDR, NULL},    {DNS_TYPE_SRV, "SRV", ANSWER_FIELDS, "222n"},
     {DNS_TYPE_DNAME, "DNAME", ANSWER_FIELDS, "n"},
-};
-
-static const char *const rcode_names[] = {
-    [DNS_RCODE_NOERROR] = "NOERROR",
-    [DNS_RCODE_FORMERR] = "FORMERR",
-    [DNS_RCODE_SERVFAIL] = "SERVFAIL",
-    [DNS_RCODE_NXDOMAIN] = "NXDOMAIN",
-    [DNS_RCODE_NOTIMP] = "NOTIMP",
-    [DNS_RCODE_REFUSED] = "REFUSED",
-    [6] = "YXDOMAIN",
-    [7] = "YXRRSET",
-    [8] = "NXRRSET",
-    [DNS_RCODE_NOTAUTH] = "NOTAUTH",
-    [10] = "NOTZONE",
-    [DNS_RCODE_BADVERS] = "BADVERS",
 };
 
 /* The parsed form of spec->answer. */
@@ -139,8 +125,9 @@ static const char *type_str(uint16_t type, char *buf, size_t size)
 
 static const char *rcode_str(unsigned rcode, char *buf, size_t size)
 {
-	if (rcode < STEER_ARRAY_LEN(rcode_names) && rcode_names[rcode])
-		return rcode_names[rcode];
+	const char *name = dns_rcode_name(rcode);
+	if (name != NULL)
+		return name;
 	snprintf(buf, size, "RCODE%u", rcode);
 	return buf;
 }

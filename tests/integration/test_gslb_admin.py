@@ -167,12 +167,33 @@ def test_bad_override_commands_are_clear_errors(steerd, args, needle):
     assert srv.ctl_json("override", "list")["overrides"][-1]["source"] == "config"
 
 
+def raw_call(srv, cmd, args):
+    """One request on the control socket, without steerctl's own checks."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(srv.ctl_socket))
+        s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
 def test_override_usage_errors(steerd):
     srv = start(steerd)
     res = srv.ctl("override")
     assert res.returncode == 2, res.stdout + res.stderr
     res = srv.ctl("override", "set", "x")
-    assert res.returncode == 1 and "usage" in res.stderr, res.stdout + res.stderr
+    assert res.returncode == 2 and "usage: override set PATTERN up|down" in res.stderr, res.stderr
+    # The daemon checks the same table, for clients other than steerctl.
+    reply = raw_call(srv, "override", ["set", "x"])
+    assert reply["ok"] is False and "usage: override set" in reply["error"], reply
+    reply = raw_call(srv, "override", ["frobnicate", "x"])
+    assert reply["ok"] is False and "override list" in reply["error"], reply
 
 
 # --- weights from the API ----------------------------------------------------------------------
@@ -212,14 +233,49 @@ def test_weight_override_steers_weighted_picks_and_is_saved(steerd):
     assert health(srv)[a81]["weight_override"] == 9
     srv.ctl_json("override", "set", a81, "down")
     assert weight_counts(srv, 50) == {"198.51.100.82": 50}
-    srv.ctl_json("override", "clear", a81)
-    assert health(srv)[a81]["weight_override"] == 9
-    # "default" goes back to the configured weight.
+    # "default" goes back to the configured weight and leaves the state rule alone.
     data = srv.ctl_json("override", "weight", a81, "default")
     assert data["action"] == "clear" and data["kind"] == "weight", data
-    assert "weight_override" not in health(srv)[a81]
+    assert data["cleared"] == ["weight"], data
+    row = health(srv)[a81]
+    assert "weight_override" not in row and row["state"] == "DOWN" and row["forced"], row
+    srv.ctl_json("override", "clear", a81)
+    srv.ctl_json("override", "weight", a81, "9")
+    # "clear" drops every admin rule of the pattern: the state and the weight.
+    srv.ctl_json("override", "set", a81, "down")
+    data = srv.ctl_json("override", "clear", a81)
+    assert data["action"] == "clear" and data["cleared"] == ["state", "weight"], data
+    row = health(srv)[a81]
+    assert "weight_override" not in row and not row["forced"], row
+    assert f"{a81} " not in (steerd.workdir / "overrides.state").read_text()
     res = srv.ctl("override", "weight", a81, "default")
     assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
+    res = srv.ctl("override", "clear", a81)
+    assert res.returncode == 1 and "no admin override" in res.stderr, res.stderr
+
+
+def test_weight_override_refused_where_the_policy_ignores_weights(steerd):
+    srv = start(steerd)
+    pattern = f"service/failover.{ZONE}/dc1/*"
+    res = srv.ctl("override", "weight", pattern, "5")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (f"{pattern}: policy 'all' of datacenter dc1 in service failover.{ZONE} ignores "
+            "weights; weights apply to 'weighted', 'multi' and 'persist'") in res.stderr, \
+        res.stderr
+    # A wide pattern is refused as a whole when any target it matches would ignore it.
+    res = srv.ctl("override", "weight", "service/*", "5")
+    assert res.returncode == 1 and "ignores weights" in res.stderr, res.stderr
+    assert not [r for r in srv.ctl_json("override", "list")["overrides"] if "weight" in r]
+    assert "WEIGHT" not in (steerd.workdir / "overrides.state").read_text() \
+        if (steerd.workdir / "overrides.state").exists() else True
+    # persist and weighted datacenters read address weights: accepted.
+    data = srv.ctl_json("override", "weight", f"service/persist.{ZONE}/dc1/*", "5")
+    assert data["targets"] == 2 and data["weight"] == 5, data
+    data = srv.ctl_json("override", "weight", f"service/{WT}/dc1/*", "5")
+    assert data["targets"] == 2, data
+    srv.ctl_json("override", "set", f"service/{WT}/dc1/*", "down")
+    out = srv.ctl("override", "clear", f"service/{WT}/dc1/*").stdout
+    assert f"cleared the state and weight rules of 'service/{WT}/dc1/*' (2 targets)" in out, out
 
 
 @pytest.mark.parametrize("value", ["-1", "65536", "x", "", "1.5"])

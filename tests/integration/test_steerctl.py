@@ -142,6 +142,28 @@ def test_usage_exit_2(srv):
     assert res.returncode == 2
 
 
+def test_help_lists_the_daemon_command_table():
+    """steerctl's help and argument checks come from the same table the daemon dispatches."""
+    res = steerctl("--help")
+    assert res.returncode == 0
+    for row in ("status", "reload", "zones", "stats", "explain NAME CLIENT-IP [ECS-SUBNET]",
+                "health [PATTERN]", "monitors [PATTERN]", "override set PATTERN up|down",
+                "override clear PATTERN", "override weight PATTERN N|default", "override list"):
+        assert f"  {row}" in res.stdout, (row, res.stdout)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["status", "extra"], "'status' takes no arguments"),
+    (["explain", "www.example.test"], "usage: explain NAME CLIENT-IP [ECS-SUBNET]"),
+    (["override", "sideways", "x"], "usage: override set PATTERN up|down"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+])
+def test_usage_errors_exit_2_without_asking_the_daemon(tmp_path, args, needle):
+    res = steerctl("-s", str(tmp_path / "none.sock"), *args)
+    assert res.returncode == 2 and needle in res.stderr, res.stderr
+    assert "none.sock" not in res.stderr, "checked before connecting"
+
+
 def test_unknown_command(srv):
     res = srv.ctl("frobnicate")
     assert res.returncode in (1, 2) and "frobnicate" in res.stdout + res.stderr

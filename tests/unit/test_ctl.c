@@ -2,10 +2,14 @@
  * Tests for src/ctl: a real server on a libev loop in a thread, real clients. Covers the
  * request/reply framing, handler errors, malformed and oversized requests, silent clients being
  * dropped while others are served, many clients at once, stale-socket removal, refusal to
- * replace a live socket or a regular file, socket mode, and unlink on stop.
+ * replace a live socket or a regular file, socket mode, and unlink on stop. Then the command
+ * table and its dispatcher (ctl/commands.h) over a backend that records what each command
+ * asked of it, and the same dispatcher behind the real socket.
  * "test_ctl serve PATH" runs a server with sample data for trying steerctl by hand.
  */
 #include "ctl/ctl.h"
+
+#include "ctl/commands.h"
 
 #include <ev.h>
 #include <pthread.h>
@@ -101,19 +105,24 @@ static void *srv_main(void *arg)
 	return NULL;
 }
 
-static int srv_start(srv_t *s, const char *path)
+static int srv_start_with(srv_t *s, const char *path, ctl_handler_cb cb, void *ctx)
 {
 	memset(s, 0, sizeof(*s));
 	s->loop = ev_loop_new(EVFLAG_AUTO);
 	ev_async_init(&s->stop, stop_cb);
 	ev_async_start(s->loop, &s->stop);
-	int ret = ctl_server_start(&s->server, s->loop, path, handler, NULL);
+	int ret = ctl_server_start(&s->server, s->loop, path, cb, ctx);
 	if (ret != 0) {
 		ev_loop_destroy(s->loop);
 		return ret;
 	}
 	pthread_create(&s->thread, NULL, srv_main, s);
 	return 0;
+}
+
+static int srv_start(srv_t *s, const char *path)
+{
+	return srv_start_with(s, path, handler, NULL);
 }
 
 static void srv_stop(srv_t *s)
@@ -341,6 +350,333 @@ static void on_signal(int sig)
 	quit = 1;
 }
 
+/* ---- command table and dispatcher ------------------------------------------------------------ */
+
+/* A backend that writes what it was asked into its buffer and answers {"did": ...}. */
+typedef struct {
+	char did[256];
+	int prepared;
+} rec_t;
+
+static int rec_reply(rec_t *r, json_t **data)
+{
+	*data = json_pack("{s:s}", "did", r->did);
+	return 0;
+}
+
+#define REC_SIMPLE(op)                                                                             \
+	static int rec_##op(void *ctx, json_t **data, char *err, size_t errlen)                    \
+	{                                                                                          \
+		(void)err;                                                                         \
+		(void)errlen;                                                                      \
+		snprintf(((rec_t *)ctx)->did, sizeof(((rec_t *)ctx)->did), #op);                   \
+		return rec_reply(ctx, data);                                                       \
+	}
+REC_SIMPLE(status)
+REC_SIMPLE(zones)
+REC_SIMPLE(stats)
+REC_SIMPLE(override_list)
+REC_SIMPLE(maps)
+
+/* A plain reload fails (an error must reach the caller); a forced one succeeds. */
+static int rec_reload(void *ctx, bool force, json_t **data, char *err, size_t errlen)
+{
+	if (force) {
+		snprintf(((rec_t *)ctx)->did, sizeof(((rec_t *)ctx)->did), "reload force");
+		return rec_reply(ctx, data);
+	}
+	snprintf(err, errlen, "zones/x.zone:3: bad record");
+	return STEER_EZONE;
+}
+
+static int rec_explain(void *ctx, const char *name, const char *client, const char *ecs,
+                       json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	rec_t *r = ctx;
+	snprintf(r->did, sizeof(r->did), "explain %s %s %s", name, client, ecs ? ecs : "-");
+	return rec_reply(r, data);
+}
+
+static int rec_filter(rec_t *r, const char *what, const char *pattern, json_t **data)
+{
+	snprintf(r->did, sizeof(r->did), "%s %s", what, pattern ? pattern : "-");
+	return rec_reply(r, data);
+}
+
+static int rec_health(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_filter(ctx, "health", pattern, data);
+}
+
+static int rec_monitors(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_filter(ctx, "monitors", pattern, data);
+}
+
+static int rec_override(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
+                        size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	static const char *const kinds[] = {"state", "weight", "any"};
+	rec_t *r = ctx;
+	snprintf(r->did, sizeof(r->did), "override %s %s %s %s %u",
+	         req->action == CTL_OVERRIDE_SET ? "set" : "clear", kinds[req->kind], req->pattern,
+	         req->down ? "down" : "up", req->weight);
+	return rec_reply(r, data);
+}
+
+static void rec_prepare(void *ctx)
+{
+	((rec_t *)ctx)->prepared++;
+}
+
+static ctl_backend_t rec_backend(rec_t *r)
+{
+	memset(r, 0, sizeof(*r));
+	return (ctl_backend_t){.ctx = r,
+	                       .prepare = rec_prepare,
+	                       .status = rec_status,
+	                       .zones = rec_zones,
+	                       .reload = rec_reload,
+	                       .stats = rec_stats,
+	                       .explain = rec_explain,
+	                       .health = rec_health,
+	                       .monitors = rec_monitors,
+	                       .override_list = rec_override_list,
+	                       .override = rec_override,
+	                       .maps = rec_maps};
+}
+
+static void test_dispatch(void)
+{
+	static const struct {
+		const char *cmd;
+		const char *args[5]; /* NULL-terminated */
+		unsigned flags;
+		int ret;
+		const char *want; /* the backend call on success, a piece of the error otherwise */
+	} rows[] = {
+	    {"status", {NULL}, 0, 0, "status"},
+	    {"zones", {NULL}, 0, 0, "zones"},
+	    {"stats", {NULL}, 0, 0, "stats"},
+	    {"status", {"x", NULL}, 0, STEER_EINVAL, "'status' takes no arguments"},
+	    {"reload", {NULL}, 0, STEER_EZONE, "zones/x.zone:3: bad record"},
+	    {"reload", {"--force", NULL}, 0, 0, "reload force"},
+	    {"reload",
+	     {"--now", NULL},
+	     0,
+	     STEER_EINVAL,
+	     "reload: the only option is --force, not '--now'"},
+	    {"maps", {NULL}, 0, 0, "maps"},
+	    {"maps", {"x", NULL}, 0, STEER_EINVAL, "'maps' takes no arguments"},
+	    {"explain",
+	     {"www.example.test", "192.0.2.1", NULL},
+	     0,
+	     0,
+	     "explain www.example.test 192.0.2.1 -"},
+	    {"explain",
+	     {"w", "192.0.2.1", "198.51.100.0/24", NULL},
+	     0,
+	     0,
+	     "explain w 192.0.2.1 198.51.100.0/24"},
+	    {"explain", {"w", NULL}, 0, STEER_EINVAL, "usage: explain NAME CLIENT-IP [ECS-SUBNET]"},
+	    {"explain", {"a", "b", "c", "d", NULL}, 0, STEER_EINVAL, "usage: explain"},
+	    {"health", {NULL}, 0, 0, "health -"},
+	    {"health", {"service/*/dc1/*", NULL}, 0, 0, "health service/*/dc1/*"},
+	    {"health", {"a", "b", NULL}, 0, STEER_EINVAL, "usage: health [PATTERN]"},
+	    {"monitors", {"web@*", NULL}, 0, 0, "monitors web@*"},
+	    {"override",
+	     {"set", "service/x/*", "DOWN", NULL},
+	     0,
+	     0,
+	     "override set state service/x/* down 0"},
+	    {"override", {"set", "p", "up", NULL}, 0, 0, "override set state p up 0"},
+	    {"override", {"set", "p", "sideways", NULL}, 0, STEER_EINVAL, "'up' or 'down'"},
+	    {"override",
+	     {"set", "p", NULL},
+	     0,
+	     STEER_EINVAL,
+	     "usage: override set PATTERN up|down | override clear PATTERN | override weight "
+	     "PATTERN N|default | override list"},
+	    {"override", {"clear", "p", NULL}, 0, 0, "override clear any p up 0"},
+	    {"override", {"weight", "p", "7", NULL}, 0, 0, "override set weight p up 7"},
+	    {"override", {"weight", "p", "65535", NULL}, 0, 0, "override set weight p up 65535"},
+	    {"override", {"weight", "p", "default", NULL}, 0, 0, "override clear weight p up 0"},
+	    {"override", {"weight", "p", "65536", NULL}, 0, STEER_EINVAL, "0..65535"},
+	    {"override", {"weight", "p", "-1", NULL}, 0, STEER_EINVAL, "0..65535"},
+	    {"override", {"weight", "p", "", NULL}, 0, STEER_EINVAL, "0..65535"},
+	    {"override", {"list", NULL}, 0, 0, "override_list"},
+	    {"override", {NULL}, 0, STEER_EINVAL, "usage: override set"},
+	    {"override", {"bogus", "p", NULL}, 0, STEER_EINVAL, "usage: override set"},
+	    {"frobnicate",
+	     {NULL},
+	     0,
+	     STEER_EINVAL,
+	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
+	     "monitors, maps, override)"},
+	    /* A front end without authorisation gets the read-only commands only. */
+	    {"reload", {NULL}, CTL_DISPATCH_READ_ONLY, STEER_EACCES, "'reload' changes the server"},
+	    {"override",
+	     {"set", "p", "down", NULL},
+	     CTL_DISPATCH_READ_ONLY,
+	     STEER_EACCES,
+	     "'override set' changes the server"},
+	    {"override", {"clear", "p", NULL}, CTL_DISPATCH_READ_ONLY, STEER_EACCES, "changes"},
+	    {"override",
+	     {"weight", "p", "1", NULL},
+	     CTL_DISPATCH_READ_ONLY,
+	     STEER_EACCES,
+	     "changes"},
+	    {"override", {"list", NULL}, CTL_DISPATCH_READ_ONLY, 0, "override_list"},
+	    {"health", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "health -"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		rec_t rec;
+		ctl_backend_t b = rec_backend(&rec);
+		json_t *args = json_array();
+		for (size_t k = 0; rows[i].args[k]; k++)
+			json_array_append_new(args, json_string(rows[i].args[k]));
+		json_t *data = NULL;
+		char err[512] = "";
+		int ret =
+		    ctl_dispatch(&b, rows[i].cmd, args, rows[i].flags, &data, err, sizeof(err));
+		CHECK(ret == rows[i].ret, "row %zu %s: ret %d, want %d (%s)", i, rows[i].cmd, ret,
+		      rows[i].ret, err);
+		if (rows[i].ret == 0) {
+			const char *did = json_string_value(json_object_get(data, "did"));
+			CHECK(did && strcmp(did, rows[i].want) == 0,
+			      "row %zu %s: did '%s', want '%s'", i, rows[i].cmd,
+			      did ? did : "(none)", rows[i].want);
+		} else {
+			CHECK(strstr(err, rows[i].want) != NULL,
+			      "row %zu %s: error '%s' lacks '%s'", i, rows[i].cmd, err,
+			      rows[i].want);
+		}
+		/* prepare runs for every command a row accepts, never for a refused one */
+		const char *w = rows[i].want;
+		bool refused = rows[i].ret == STEER_EACCES || strncmp(w, "usage:", 6) == 0 ||
+		               strstr(w, "takes no") || strncmp(w, "unknown command", 15) == 0;
+		CHECK(rec.prepared == (refused ? 0 : 1), "row %zu %s: prepared %d times", i,
+		      rows[i].cmd, rec.prepared);
+		json_decref(data);
+		json_decref(args);
+	}
+
+	/* Arguments are strings; anything else is refused before the backend sees it. */
+	rec_t rec;
+	ctl_backend_t b = rec_backend(&rec);
+	json_t *args = json_pack("[i]", 3);
+	json_t *data = NULL;
+	char err[256] = "";
+	CHECK(ctl_dispatch(&b, "health", args, 0, &data, err, sizeof(err)) == STEER_EINVAL &&
+	          strstr(err, "argument 1 is not a string") && rec.prepared == 0,
+	      "non-string argument refused: %s", err);
+	json_decref(args);
+	CHECK(ctl_dispatch(&b, "status", NULL, 0, &data, err, sizeof(err)) == 0, "NULL args");
+	json_decref(data);
+}
+
+/* The table is what front ends and help texts read: check its invariants. */
+static void test_table(void)
+{
+	size_t n;
+	const ctl_command_t *t = ctl_command_table(&n);
+	static const char *const mutating[] = {"reload", "override set", "override clear",
+	                                       "override weight"};
+	size_t n_mutating = 0;
+	for (size_t i = 0; i < n; i++) {
+		CHECK(t[i].handler && t[i].summary && t[i].args, "row %zu complete", i);
+		CHECK(t[i].min_args <= t[i].max_args, "row %zu %s: argument bounds", i, t[i].name);
+		for (size_t k = 0; k + 1 < i; k++)
+			CHECK(strcmp(t[k].name, t[i].name) != 0 ||
+			          strcmp(t[k + 1].name, t[i].name) == 0,
+			      "rows of '%s' are adjacent", t[i].name);
+		char full[64];
+		snprintf(full, sizeof(full), "%s%s%s", t[i].name, t[i].sub ? " " : "",
+		         t[i].sub ? t[i].sub : "");
+		bool want = false;
+		for (size_t k = 0; k < STEER_ARRAY_LEN(mutating); k++)
+			want |= strcmp(full, mutating[k]) == 0;
+		CHECK(t[i].mutates == want, "'%s' mutates: %d", full, t[i].mutates);
+		n_mutating += t[i].mutates;
+	}
+	CHECK(n_mutating == STEER_ARRAY_LEN(mutating), "%zu mutating rows", n_mutating);
+	char err[256];
+	const char *argv[] = {"set", "p", "down"};
+	const ctl_command_t *c = ctl_command_match("override", argv, 3, err, sizeof(err));
+	CHECK(c && strcmp(c->sub, "set") == 0 && c->mutates, "match override set");
+}
+
+/* Root's default socket is the system one whatever the environment says. */
+static void test_default_socket(void)
+{
+	char buf[CTL_SOCKET_PATH_MAX];
+	const char *old = getenv("XDG_RUNTIME_DIR");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+	const char *got = ctl_default_socket(buf, sizeof(buf));
+	if (geteuid() == 0)
+		CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "root: %s", got);
+	else
+		CHECK(strcmp(got, "/run/user/1000/steerd.sock") == 0, "user: %s", got);
+	setenv("XDG_RUNTIME_DIR", "relative/dir", 1);
+	got = ctl_default_socket(buf, sizeof(buf));
+	CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "a relative runtime dir is ignored: %s",
+	      got);
+	char longdir[200];
+	memset(longdir, 'x', sizeof(longdir) - 1);
+	longdir[0] = '/';
+	longdir[sizeof(longdir) - 1] = '\0';
+	setenv("XDG_RUNTIME_DIR", longdir, 1);
+	got = ctl_default_socket(buf, sizeof(buf));
+	CHECK(strcmp(got, "/run/steer/steerd.sock") == 0, "a path too long for a socket: %s", got);
+	if (saved) {
+		setenv("XDG_RUNTIME_DIR", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("XDG_RUNTIME_DIR");
+	}
+}
+
+/* The dispatcher behind the real socket: what steerd serves. */
+static void test_dispatch_over_socket(const char *dir)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/dispatch.sock", dir);
+	rec_t rec;
+	ctl_backend_t b = rec_backend(&rec);
+	srv_t s;
+	int ret = srv_start_with(&s, path, ctl_dispatch_cb, &b);
+	CHECK(ret == 0, "dispatch server starts");
+	if (ret != 0)
+		return;
+	json_t *reply = NULL;
+	char err[256];
+	json_t *args = json_pack("[s, s]", "clear", "service/*");
+	ret = ctl_client_call(path, "override", args, 5000, &reply, err, sizeof(err));
+	json_decref(args);
+	const char *did = json_string_value(json_object_get(json_object_get(reply, "data"), "did"));
+	CHECK(ret == 0 && did && strcmp(did, "override clear any service/* up 0") == 0,
+	      "override clear over the socket: %s", did ? did : err);
+	json_decref(reply);
+	args = json_pack("[s]", "x");
+	ret = ctl_client_call(path, "status", args, 5000, &reply, err, sizeof(err));
+	json_decref(args);
+	const char *e = json_string_value(json_object_get(reply, "error"));
+	CHECK(ret == 0 && json_is_false(json_object_get(reply, "ok")) && e &&
+	          strcmp(e, "'status' takes no arguments") == 0,
+	      "usage error over the socket: %s", e ? e : err);
+	json_decref(reply);
+	srv_stop(&s);
+}
+
 int main(int argc, char **argv)
 {
 	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_DEBUG);
@@ -370,6 +706,10 @@ int main(int argc, char **argv)
 		srv_stop(&s);
 	}
 	test_socket_file(dir);
+	test_dispatch();
+	test_table();
+	test_dispatch_over_socket(dir);
+	test_default_socket();
 	rmdir(dir);
 	return unit_finish("test_ctl");
 }

@@ -5,6 +5,7 @@
 #include "dns/dname.h"
 #include "dns/ecs.h"
 #include "dns/msg.h"
+#include "dns/names.h"
 #include "dns/pkt.h"
 #include "dns/wire.h"
 #include "unit.h"
@@ -263,6 +264,65 @@ static void test_ecs(void)
 	}
 }
 
+static void test_names(void)
+{
+	static const struct {
+		unsigned rcode;
+		const char *name; /* NULL: unassigned */
+	} rcodes[] = {
+	    {0, "NOERROR"}, {3, "NXDOMAIN"}, {10, "NOTZONE"},
+	    {12, NULL},     {16, "BADVERS"}, {999, NULL},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rcodes); i++) {
+		const char *got = dns_rcode_name(rcodes[i].rcode);
+		CHECK(rcodes[i].name ? got && strcmp(got, rcodes[i].name) == 0 : got == NULL,
+		      "rcode %u named '%s'", rcodes[i].rcode, got ? got : "(null)");
+		unsigned back = 9999;
+		if (rcodes[i].name)
+			CHECK(dns_rcode_parse(rcodes[i].name, &back) == 0 &&
+			          back == rcodes[i].rcode,
+			      "rcode '%s' parsed as %u", rcodes[i].name, back);
+	}
+	unsigned rc;
+	CHECK(dns_rcode_parse("servfail", &rc) == 0 && rc == 2, "rcodes ignore case");
+	CHECK(dns_rcode_parse("RCODE12", &rc) == STEER_EINVAL, "no generic rcode form");
+
+	static const struct {
+		const char *text;
+		int ret;
+		uint16_t type;
+		const char *str; /* dns_type_str() of the parsed type */
+	} types[] = {
+	    {"A", 0, DNS_TYPE_A, "A"},
+	    {"aaaa", 0, DNS_TYPE_AAAA, "AAAA"},
+	    {"CAA", 0, DNS_TYPE_CAA, "CAA"},
+	    {"NSEC3PARAM", 0, DNS_TYPE_NSEC3PARAM, "NSEC3PARAM"},
+	    {"TYPE65", 0, DNS_TYPE_HTTPS, "HTTPS"},
+	    {"type1234", 0, 1234, "TYPE1234"},
+	    {"TYPE65535", 0, 65535, "TYPE65535"},
+	    {"TYPE0", STEER_EINVAL, 0, NULL},
+	    {"TYPE65536", STEER_EINVAL, 0, NULL},
+	    {"TYPE", STEER_EINVAL, 0, NULL},
+	    {"TYPE12x", STEER_EINVAL, 0, NULL},
+	    {"AAA", STEER_EINVAL, 0, NULL},
+	    {"", STEER_EINVAL, 0, NULL},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(types); i++) {
+		uint16_t t = 0;
+		int ret = dns_type_parse(types[i].text, &t);
+		CHECK(ret == types[i].ret, "type '%s' gave %d, want %d", types[i].text, ret,
+		      types[i].ret);
+		if (ret != 0 || types[i].ret != 0)
+			continue;
+		char buf[16];
+		CHECK(t == types[i].type, "type '%s' parsed as %u", types[i].text, t);
+		CHECK(strcmp(dns_type_str(t, buf, sizeof(buf)), types[i].str) == 0,
+		      "type %u printed as '%s'", t, buf);
+	}
+	CHECK(dns_type_name(DNS_TYPE_MX) && strcmp(dns_type_name(DNS_TYPE_MX), "MX") == 0, "MX");
+	CHECK(dns_type_name(4000) == NULL, "no mnemonic for type 4000");
+}
+
 int main(void)
 {
 	test_dname_text();
@@ -271,5 +331,6 @@ int main(void)
 	test_query_parse();
 	test_msg_compression();
 	test_ecs();
+	test_names();
 	return unit_finish("test_dns");
 }

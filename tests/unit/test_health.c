@@ -1,4 +1,8 @@
-/* Unit tests of src/gslb/health: the packed state table, admin overrides and the state file. */
+/*
+ * Unit tests of src/gslb/health (the packed state table, admin overrides and the state file)
+ * and of src/gslb/admin (the served view's layers: admin rules over config rules over monitor
+ * states, with the state file).
+ */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +10,8 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "conf/conf.h"
+#include "gslb/admin.h"
 #include "gslb/health.h"
 #include "unit.h"
 
@@ -500,6 +506,204 @@ static void test_weights(void)
 	gslb_overrides_deinit(&ov);
 }
 
+/* ---- gslb/admin ------------------------------------------------------------------------------ */
+
+static const char admin_yaml[] = "server:\n"
+                                 "  listen: [127.0.0.1:5353]\n"
+                                 "zones:\n"
+                                 "  - domain: example.test\n"
+                                 "    file: zones/unit/example.test.zone\n"
+                                 "datacenters:\n"
+                                 "  - { name: east }\n"
+                                 "  - { name: west }\n"
+                                 "gslb:\n"
+                                 "  state-file: %s\n"
+                                 "  overrides:\n"
+                                 "    - { pattern: 'service/www.example.test/west/192.0.2.3', "
+                                 "state: down }\n"
+                                 "services:\n"
+                                 "  - name: www.example.test\n"
+                                 "    policy: failover\n"
+                                 "    all-down: fallback\n"
+                                 "    fallback: [192.0.2.99]\n"
+                                 "    datacenters:\n"
+                                 "      east: { addresses: [192.0.2.1] }\n"
+                                 "      west: { addresses: [192.0.2.2, 192.0.2.3], policy: "
+                                 "weighted }\n";
+
+/* The state of target @p name in @p v: 'U', 'D', or '?' when unknown; @p weight its override. */
+static char target_state(const gslb_view_t *v, const char *name, int32_t *weight)
+{
+	const gslb_health_t *h = gslb_view_health(v);
+	for (uint32_t id = 0; id < h->count; id++) {
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, id, &e) == 0 && e.name && strcmp(e.name, name) == 0) {
+			if (weight)
+				*weight = e.weight;
+			return gslb_sttl_down(e.eff) ? 'D' : 'U';
+		}
+	}
+	return '?';
+}
+
+/* A fill callback standing for the planner: every target of datacenter east DOWN. */
+static void east_down(void *ctx, gslb_health_t *h)
+{
+	(*(int *)ctx)++;
+	for (uint32_t id = 0; id < h->count; id++) {
+		gslb_health_entry_t e;
+		if (gslb_health_entry(h, id, &e) == 0 && e.name && strstr(e.name, "/east/"))
+			CHECK(gslb_health_set_monitor(h, id, gslb_sttl_make(true, 5)) == 0,
+			      "set %u", id);
+	}
+}
+
+static void test_admin(void)
+{
+	char dir[] = "/tmp/steer-admin-XXXXXX";
+	if (!mkdtemp(dir))
+		return;
+	char conf_path[256], state[256], text[2048], err[512] = "";
+	snprintf(conf_path, sizeof(conf_path), "%s/steer.yaml", dir);
+	snprintf(state, sizeof(state), "%s/overrides", dir);
+	snprintf(text, sizeof(text), admin_yaml, state);
+	FILE *f = fopen(conf_path, "w");
+	fputs(text, f);
+	fclose(f);
+	conf_t *conf = NULL;
+	gslb_view_t *compiled = NULL, *v = NULL, *next = NULL;
+	int ret = conf_load_file(conf_path, &conf, err, sizeof(err));
+	if (ret == 0)
+		ret = conf_validate(conf, err, sizeof(err));
+	if (ret == 0)
+		ret = gslb_view_build(conf, NULL, &compiled, NULL, err, sizeof(err));
+	CHECK(ret == 0, "admin config builds: %s", err);
+	if (ret != 0)
+		goto out;
+	gslb_admin_t admin;
+	gslb_admin_init(&admin);
+	CHECK(gslb_admin_load(&admin, conf, err, sizeof(err)) == 0 && admin.rules.count == 0,
+	      "no state file yet: no rules (%s)", err);
+	CHECK(gslb_admin_apply(&admin, conf, compiled, &v, NULL, err, sizeof(err)) == 0,
+	      "apply: %s", err);
+	const char *east = "service/www.example.test/east/192.0.2.1";
+	const char *w2 = "service/www.example.test/west/192.0.2.2";
+	const char *w3 = "service/www.example.test/west/192.0.2.3";
+	CHECK(target_state(v, east, NULL) == 'U' && target_state(v, w3, NULL) == 'D',
+	      "the config's rule applies");
+
+	static const struct {
+		gslb_admin_action_t action;
+		uint8_t kind;
+		bool any;
+		const char *pattern;
+		uint16_t weight;
+		int ret;
+		const char *err;   /* piece of the error, or NULL */
+		uint32_t targets;  /* on success */
+		const char *saved; /* the state file afterwards ("" = empty) */
+	} rows[] = {
+	    {GSLB_ADMIN_SET, GSLB_OVERRIDE_WEIGHT, false, "service/www.example.test/east/*", 5,
+	     STEER_EINVAL,
+	     "service/www.example.test/east/*: policy 'all' of datacenter east in service "
+	     "www.example.test ignores weights; weights apply to 'weighted', 'multi' and "
+	     "'persist'",
+	     0, NULL},
+	    {GSLB_ADMIN_SET, GSLB_OVERRIDE_WEIGHT, false, "service/*", 5, STEER_EINVAL,
+	     "ignores weights", 0, NULL},
+	    {GSLB_ADMIN_SET, GSLB_OVERRIDE_WEIGHT, false, "service/www.example.test/west/*", 7, 0,
+	     NULL, 2, "service/www.example.test/west/* WEIGHT 7"},
+	    {GSLB_ADMIN_SET, GSLB_OVERRIDE_STATE, false, "service/www.example.test/west/*", 0, 0,
+	     NULL, 2, "service/www.example.test/west/* DOWN"},
+	    {GSLB_ADMIN_CLEAR, GSLB_OVERRIDE_WEIGHT, false, "service/www.example.test/west/*", 0, 0,
+	     NULL, 2, "service/www.example.test/west/* DOWN"},
+	    {GSLB_ADMIN_SET, GSLB_OVERRIDE_WEIGHT, false, "service/www.example.test/west/*", 9, 0,
+	     NULL, 2, "WEIGHT 9"},
+	    {GSLB_ADMIN_CLEAR, GSLB_OVERRIDE_STATE, true, "service/www.example.test/west/*", 0, 0,
+	     NULL, 2, ""},
+	    {GSLB_ADMIN_CLEAR, GSLB_OVERRIDE_STATE, true, "service/www.example.test/west/*", 0,
+	     STEER_ENOENT, "no admin override", 0, NULL},
+	    {GSLB_ADMIN_CLEAR, GSLB_OVERRIDE_STATE, true, "service/www.example.test/west/192.0.2.3",
+	     0, STEER_ENOENT, "comes from the configuration", 0, NULL},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_admin_req_t req = {.action = rows[i].action,
+		                        .rule = {.pattern = (char *)rows[i].pattern,
+		                                 .kind = rows[i].kind,
+		                                 .down = true,
+		                                 .weight = rows[i].weight},
+		                        .any_kind = rows[i].any};
+		gslb_admin_result_t res;
+		err[0] = '\0';
+		size_t before = admin.rules.count;
+		ret = gslb_admin_change(&admin, conf, v, &req, &next, &res, err, sizeof(err));
+		CHECK(ret == rows[i].ret, "row %zu: ret %d, want %d (%s)", i, ret, rows[i].ret,
+		      err);
+		if (ret != 0) {
+			CHECK(strstr(err, rows[i].err) != NULL, "row %zu: '%s' lacks '%s'", i, err,
+			      rows[i].err);
+			CHECK(admin.rules.count == before, "row %zu: rules unchanged", i);
+			continue;
+		}
+		CHECK(res.targets == rows[i].targets, "row %zu: %u targets", i, res.targets);
+		char saved[512] = "";
+		FILE *sf = fopen(state, "r");
+		size_t n = sf ? fread(saved, 1, sizeof(saved) - 1, sf) : 0;
+		saved[n] = '\0';
+		if (sf)
+			fclose(sf);
+		CHECK(rows[i].saved[0] ? strstr(saved, rows[i].saved) != NULL
+		                       : strstr(saved, "service/") == NULL,
+		      "row %zu: state file '%s' vs '%s'", i, saved, rows[i].saved);
+		gslb_view_free(v);
+		v = next;
+	}
+	int32_t weight = -2;
+	CHECK(target_state(v, w2, &weight) == 'U' && weight == -1,
+	      "cleared: no state or weight rule left on west (%d)", weight);
+
+	/* Monitor states come from the fill callback; overrides stay on top. */
+	int calls = 0;
+	next = gslb_admin_monitored(v, east_down, &calls);
+	CHECK(calls == 1 && target_state(next, east, NULL) == 'D' &&
+	          target_state(next, w2, NULL) == 'U' && target_state(next, w3, NULL) == 'D',
+	      "monitored: east DOWN by monitor, w3 still forced DOWN");
+	gslb_admin_log_all_down(conf, gslb_view_health(v), gslb_view_health(next));
+	gslb_view_free(v);
+	v = next;
+
+	/* A reload reads the state file back: a rule written by another process is taken. */
+	f = fopen(state, "w");
+	fputs("service/www.example.test/west/192.0.2.2 DOWN\n", f);
+	fclose(f);
+	next = NULL;
+	gslb_view_t *fresh = NULL;
+	CHECK(gslb_view_build(conf, NULL, &fresh, NULL, err, sizeof(err)) == 0, "rebuild");
+	CHECK(gslb_admin_reload(&admin, conf, &fresh, err, sizeof(err)) == 0 && fresh &&
+	          admin.rules.count == 1 && target_state(fresh, w2, NULL) == 'D',
+	      "reload takes the state file's rule: %s", err);
+	gslb_view_free(fresh);
+	/* The view builder reads the state file too: break it between the two. */
+	CHECK(gslb_view_build(conf, NULL, &fresh, NULL, err, sizeof(err)) == 0, "rebuild");
+	f = fopen(state, "w");
+	fputs("service/www.example.test/west/192.0.2.2 SIDEWAYS\n", f);
+	fclose(f);
+	ret = gslb_admin_reload(&admin, conf, &fresh, err, sizeof(err));
+	CHECK(ret != 0 && fresh == NULL && admin.rules.count == 1 && strstr(err, ":1:"),
+	      "a bad state file fails the reload and keeps the rules: %d %s", ret, err);
+	CHECK(gslb_admin_pattern_targets(v, "service/*/west/*") == 2 &&
+	          gslb_admin_pattern_targets(v, "[bad") == 0,
+	      "pattern target counts");
+	gslb_admin_deinit(&admin);
+out:
+	gslb_view_free(v);
+	gslb_view_free(compiled);
+	conf_free(conf);
+	unlink(state);
+	unlink(conf_path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_sttl_packing();
@@ -511,5 +715,6 @@ int main(void)
 	test_state_file_load();
 	test_state_file_save();
 	test_weights();
+	test_admin();
 	return unit_finish("test_health");
 }

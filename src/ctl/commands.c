@@ -1,0 +1,280 @@
+/*
+ * The command table and its dispatcher (see commands.h). Handlers turn checked string
+ * arguments into one backend call; they hold no state and know no transport.
+ */
+#include "ctl/commands.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/err.h"
+
+/* Arguments a row may take; the longest command, "override weight PATTERN N", has three. */
+#define CTL_MAX_ARGS 4
+
+static int cmd_status(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                      char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->status(b->ctx, data, err, errlen);
+}
+
+static int cmd_zones(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                     char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->zones(b->ctx, data, err, errlen);
+}
+
+static int cmd_reload(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                      char *err, size_t errlen)
+{
+	bool force = argc > 0;
+	if (force && strcmp(argv[0], "--force") != 0) {
+		snprintf(err, errlen, "reload: the only option is --force, not '%s'", argv[0]);
+		return STEER_EINVAL;
+	}
+	return b->reload(b->ctx, force, data, err, errlen);
+}
+
+static int cmd_maps(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                    char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->maps(b->ctx, data, err, errlen);
+}
+
+static int cmd_stats(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                     char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->stats(b->ctx, data, err, errlen);
+}
+
+static int cmd_explain(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                       char *err, size_t errlen)
+{
+	return b->explain(b->ctx, argv[0], argv[1], argc > 2 ? argv[2] : NULL, data, err, errlen);
+}
+
+static int cmd_health(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                      char *err, size_t errlen)
+{
+	return b->health(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
+}
+
+static int cmd_monitors(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                        char *err, size_t errlen)
+{
+	return b->monitors(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
+}
+
+static int cmd_override_list(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                             json_t **data, char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->override_list(b->ctx, data, err, errlen);
+}
+
+static int cmd_override_set(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                            json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	ctl_override_req_t req = {.action = CTL_OVERRIDE_SET,
+	                          .kind = CTL_OVERRIDE_STATE,
+	                          .pattern = argv[0],
+	                          .down = strcasecmp(argv[1], "down") == 0};
+	if (!req.down && strcasecmp(argv[1], "up") != 0) {
+		snprintf(err, errlen, "override set: state must be 'up' or 'down', not '%s'",
+		         argv[1]);
+		return STEER_EINVAL;
+	}
+	return b->override(b->ctx, &req, data, err, errlen);
+}
+
+/* "override clear PATTERN" drops what the admin set on PATTERN, whatever its kind. */
+static int cmd_override_clear(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                              json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	ctl_override_req_t req = {
+	    .action = CTL_OVERRIDE_CLEAR, .kind = CTL_OVERRIDE_ANY, .pattern = argv[0]};
+	return b->override(b->ctx, &req, data, err, errlen);
+}
+
+/* "override weight PATTERN default" is the clear of the weight rule alone. */
+static int cmd_override_weight(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                               json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	const char *value = argv[1];
+	ctl_override_req_t req = {
+	    .action = CTL_OVERRIDE_SET, .kind = CTL_OVERRIDE_WEIGHT, .pattern = argv[0]};
+	if (strcmp(value, "default") == 0) {
+		req.action = CTL_OVERRIDE_CLEAR;
+		return b->override(b->ctx, &req, data, err, errlen);
+	}
+	char *end = NULL;
+	unsigned long w = strtoul(value, &end, 10);
+	if (!*value || *end || !isdigit((unsigned char)*value) || w > UINT16_MAX) {
+		snprintf(err, errlen, "override weight: want 0..65535 or 'default', not '%s'",
+		         value);
+		return STEER_EINVAL;
+	}
+	req.weight = (uint16_t)w;
+	return b->override(b->ctx, &req, data, err, errlen);
+}
+
+static const ctl_command_t commands[] = {
+    {"status", NULL, "", "daemon version, uptime, threads, listen addresses, last reload", 0, 0,
+     false, cmd_status},
+    {"reload", NULL, "[--force]",
+     "re-read the configuration and changed zone files (--force: accept nets files that "
+     "shrank beyond max-shrink or became empty)",
+     0, 1, true, cmd_reload},
+    {"zones", NULL, "", "served zones with serial, record count and load time", 0, 0, false,
+     cmd_zones},
+    {"stats", NULL, "", "query counters by transport, rcode, type and ECS", 0, 0, false, cmd_stats},
+    {"explain", NULL, "NAME CLIENT-IP [ECS-SUBNET]", "the GSLB decision for a client and why", 2, 3,
+     false, cmd_explain},
+    {"health", NULL, "[PATTERN]", "GSLB targets (names matching PATTERN): state, forced, reason", 0,
+     1, false, cmd_health},
+    {"monitors", NULL, "[PATTERN]", "checks (key or monitor matching PATTERN): state, runs, result",
+     0, 1, false, cmd_monitors},
+    {"maps", NULL, "", "GSLB maps: nets files with IPv4/IPv6 prefix counts, load time, guards", 0,
+     0, false, cmd_maps},
+    {"override", "set", "PATTERN up|down", "force the GSLB targets matching PATTERN up or down", 2,
+     2, true, cmd_override_set},
+    {"override", "clear", "PATTERN", "drop the admin's state and weight rules of PATTERN", 1, 1,
+     true, cmd_override_clear},
+    {"override", "weight", "PATTERN N|default",
+     "set the weight of matching targets, or back to the config's", 2, 2, true,
+     cmd_override_weight},
+    {"override", "list", "", "the configuration's and the admin's override rules", 0, 0, false,
+     cmd_override_list},
+};
+
+const ctl_command_t *ctl_command_table(size_t *n)
+{
+	*n = STEER_ARRAY_LEN(commands);
+	return commands;
+}
+
+/* Append to @p buf (always terminated, truncated when full). */
+static void put(char *buf, size_t size, size_t *used, const char *text)
+{
+	int n = snprintf(buf + *used, *used < size ? size - *used : 0, "%s", text);
+	if (n > 0)
+		*used = *used + (size_t)n < size ? *used + (size_t)n : size;
+}
+
+/* "usage: override set PATTERN up|down | override clear PATTERN | ..." for @p name. */
+static void usage_of(const char *name, char *err, size_t errlen)
+{
+	size_t used = 0;
+	put(err, errlen, &used, "usage:");
+	for (size_t i = 0, k = 0; i < STEER_ARRAY_LEN(commands); i++) {
+		const ctl_command_t *c = &commands[i];
+		if (strcmp(c->name, name) != 0)
+			continue;
+		put(err, errlen, &used, k++ ? " | " : " ");
+		put(err, errlen, &used, c->name);
+		if (c->sub) {
+			put(err, errlen, &used, " ");
+			put(err, errlen, &used, c->sub);
+		}
+		if (c->args[0]) {
+			put(err, errlen, &used, " ");
+			put(err, errlen, &used, c->args);
+		}
+	}
+}
+
+static void unknown_command(const char *name, char *err, size_t errlen)
+{
+	size_t used = 0;
+	char head[160];
+	snprintf(head, sizeof(head), "unknown command '%.64s' (try", name);
+	put(err, errlen, &used, head);
+	for (size_t i = 0; i < STEER_ARRAY_LEN(commands); i++) {
+		if (i > 0 && strcmp(commands[i - 1].name, commands[i].name) == 0)
+			continue;
+		put(err, errlen, &used, i ? ", " : " ");
+		put(err, errlen, &used, commands[i].name);
+	}
+	put(err, errlen, &used, ")");
+}
+
+const ctl_command_t *ctl_command_match(const char *name, const char *const *argv, size_t argc,
+                                       char *err, size_t errlen)
+{
+	bool known = false;
+	for (size_t i = 0; i < STEER_ARRAY_LEN(commands); i++) {
+		const ctl_command_t *c = &commands[i];
+		if (strcmp(c->name, name) != 0)
+			continue;
+		known = true;
+		size_t skip = c->sub != NULL;
+		if (c->sub && (argc == 0 || argv[0] == NULL || strcmp(argv[0], c->sub) != 0))
+			continue;
+		if (argc - skip >= c->min_args && argc - skip <= c->max_args)
+			return c;
+		break;
+	}
+	if (!known) {
+		unknown_command(name, err, errlen);
+		return NULL;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < STEER_ARRAY_LEN(commands); i++)
+		n += strcmp(commands[i].name, name) == 0 && commands[i].max_args > 0;
+	if (n == 0)
+		snprintf(err, errlen, "'%s' takes no arguments", name);
+	else
+		usage_of(name, err, errlen);
+	return NULL;
+}
+
+int ctl_dispatch(const ctl_backend_t *b, const char *cmd, const json_t *args, unsigned flags,
+                 json_t **data, char *err, size_t errlen)
+{
+	const char *argv[CTL_MAX_ARGS + 1] = {NULL};
+	size_t argc = args ? json_array_size(args) : 0;
+	if (argc > CTL_MAX_ARGS) {
+		/* More than any row takes: let the matcher word the usage error. */
+		argc = CTL_MAX_ARGS + 1;
+	}
+	for (size_t i = 0; i < argc && i < CTL_MAX_ARGS; i++) {
+		argv[i] = json_string_value(json_array_get(args, i));
+		if (argv[i] == NULL) {
+			snprintf(err, errlen, "%s: argument %zu is not a string", cmd, i + 1);
+			return STEER_EINVAL;
+		}
+	}
+	const ctl_command_t *c = ctl_command_match(cmd, argv, argc, err, errlen);
+	if (c == NULL)
+		return STEER_EINVAL;
+	if (c->mutates && (flags & CTL_DISPATCH_READ_ONLY)) {
+		snprintf(err, errlen, "'%s%s%s' changes the server: not allowed for this client",
+		         cmd, c->sub ? " " : "", c->sub ? c->sub : "");
+		return STEER_EACCES;
+	}
+	if (b->prepare)
+		b->prepare(b->ctx);
+	size_t skip = c->sub != NULL;
+	return c->handler(b, argv + skip, argc - skip, data, err, errlen);
+}
+
+int ctl_dispatch_cb(const char *cmd, json_t *args, json_t **data, char *err, size_t errlen,
+                    void *ctx)
+{
+	return ctl_dispatch(ctx, cmd, args, 0, data, err, errlen);
+}
