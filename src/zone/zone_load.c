@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "dns/dname.h"
+#include "dns/names.h"
 #include "zone/zone.h"
 #include "zone/zone_int.h"
 
@@ -60,34 +61,10 @@ typedef struct {
 	size_t n_warnings;
 } loader_t;
 
-static const struct {
-	uint16_t type;
-	const char *name;
-} type_names[] = {
-    {DNS_TYPE_A, "A"},           {DNS_TYPE_NS, "NS"},
-    {DNS_TYPE_CNAME, "CNAME"},   {DNS_TYPE_SOA, "SOA"},
-    {DNS_TYPE_PTR, "PTR"},       {DNS_TYPE_MX, "MX"},
-    {DNS_TYPE_TXT, "TXT"},       {DNS_TYPE_AAAA, "AAAA"},
-    {DNS_TYPE_SRV, "SRV"},       {DNS_TYPE_NAPTR, "NAPTR"},
-    {DNS_TYPE_DNAME, "DNAME"},   {DNS_TYPE_DS, "DS"},
-    {DNS_TYPE_RRSIG, "RRSIG"},   {DNS_TYPE_NSEC, "NSEC"},
-    {DNS_TYPE_DNSKEY, "DNSKEY"}, {DNS_TYPE_NSEC3, "NSEC3"},
-    {DNS_TYPE_TLSA, "TLSA"},     {DNS_TYPE_SVCB, "SVCB"},
-    {DNS_TYPE_HTTPS, "HTTPS"},   {DNS_TYPE_CAA, "CAA"},
-    {DNS_TYPE_HINFO, "HINFO"},   {DNS_TYPE_MINFO, "MINFO"},
-    {DNS_TYPE_MB, "MB"},         {DNS_TYPE_MG, "MG"},
-    {DNS_TYPE_MR, "MR"},         {DNS_TYPE_NULL, "NULL"},
-    {DNS_TYPE_OPT, "OPT"},       {DNS_TYPE_NSEC3PARAM, "NSEC3PARAM"},
-};
-
+/* The type's mnemonic (or TYPEn) for messages; @p buf holds at least 16 bytes. */
 static const char *type_str(uint16_t type, char buf[16])
 {
-	for (size_t i = 0; i < STEER_ARRAY_LEN(type_names); i++) {
-		if (type_names[i].type == type)
-			return type_names[i].name;
-	}
-	snprintf(buf, 16, "TYPE%u", type);
-	return buf;
+	return dns_type_str(type, buf, 16);
 }
 
 /* Record the first error as "where: message" and make every later callback stop the parse. */

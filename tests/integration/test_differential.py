@@ -1,5 +1,5 @@
 """Differential test: the same zones served by Knot DNS and by steerd must answer a corpus of
-a few thousand queries identically (issue 2, "Quality gates").
+a few thousand queries identically.
 
 Compared per query: rcode (extended included), opcode, every header flag, the question with
 its case (0x20), EDNS presence, version, DO echo and options, and each section as a set of

@@ -216,7 +216,7 @@ def test_tcp_backend_down_leaves_answers_and_returns(steerd, backends):
 def test_answers_change_before_the_control_api_reports_the_state(steerd, backends):
     """The health table is republished in the loop iteration of the deciding probe result,
     before the control socket is served again: once `steerctl monitors` says DOWN (or UP),
-    the very next query already reflects it (issue 4: within 100 ms of the result)."""
+    the very next query already reflects it (within 100 ms of the result)."""
     port = free_port()
     b1 = backends(TcpBackend, "127.0.0.11", port)
     backends(TcpBackend, "127.0.0.12", port)
