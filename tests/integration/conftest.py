@@ -456,6 +456,21 @@ def module_launcher(tmp_path_factory):
     launcher.finish()
 
 
+# The server part of a config-mode test: the steerd fixture fills in the placeholders, one
+# UDP and one TCP worker keep the daemon small.
+SERVER_CONFIG = """server:
+  listen: {listen}
+  control-socket: {ctl}
+  workers: 1
+  tcp-workers: 1
+{zones}"""
+
+
+def server_config(text: str) -> str:
+    """SERVER_CONFIG followed by @text (YAML with literal braces, escaped for the fixture)."""
+    return SERVER_CONFIG + text.replace("{", "{{").replace("}", "}}")
+
+
 def run_steerd(*args: str, timeout: float = 30.0, cwd=None) -> subprocess.CompletedProcess:
     """Run steerd to completion (--check-config, --config-reference, start-up errors). Fails
     the test on a sanitizer report, whatever the exit status: error paths must not leak."""

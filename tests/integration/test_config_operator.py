@@ -11,7 +11,7 @@ import dns.message
 import pytest
 import yaml
 
-from conftest import find_rrset, free_port, run_steerd, wait_for
+from conftest import SERVER_CONFIG as SERVER, server_config as config, find_rrset, free_port, run_steerd, wait_for
 
 ZONE = "op.example.test"
 ZONE_TEXT = f"""$ORIGIN {ZONE}.
@@ -20,17 +20,6 @@ $TTL 3600
     NS  ns1
 ns1 A   192.0.2.53
 """
-
-SERVER = """server:
-  listen: {listen}
-  control-socket: {ctl}
-  workers: 1
-  tcp-workers: 1
-{zones}"""
-
-
-def config(text: str) -> str:
-    return SERVER + text.replace("{", "{{").replace("}", "}}")
 
 
 def start(steerd, text: str):

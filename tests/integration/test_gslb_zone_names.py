@@ -9,7 +9,7 @@ import dns.message
 import dns.rcode
 import pytest
 
-from conftest import find_rrset, run_steerd
+from conftest import SERVER_CONFIG as SERVER, find_rrset, run_steerd
 
 ZONE = "zn.example.test"
 
@@ -36,12 +36,6 @@ services:
 whoami: [whoami.zn.example.test]
 """
 
-SERVER = """server:
-  listen: {listen}
-  control-socket: {ctl}
-  workers: 1
-  tcp-workers: 1
-{zones}"""
 
 SERVICE_LINE = GSLB.splitlines().index("  - name: vpn.zn.example.test") + 1
 

@@ -24,7 +24,7 @@ import dns.query
 import dns.rcode
 import pytest
 
-from conftest import find_rrset, free_port, run_steerd, wait_for
+from conftest import SERVER_CONFIG as SERVER, server_config as yaml, find_rrset, free_port, run_steerd, wait_for
 from knot_support import Knotd
 
 ZONE = "hc.example.test"
@@ -34,17 +34,6 @@ $TTL 3600
     NS  ns1
 ns1 A   192.0.2.53
 """
-
-SERVER = """server:
-  listen: {listen}
-  control-socket: {ctl}
-  workers: 1
-  tcp-workers: 1
-{zones}"""
-
-
-def yaml(text: str) -> str:
-    return SERVER + text.replace("{", "{{").replace("}", "}}")
 
 
 class TcpBackend:
