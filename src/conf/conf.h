@@ -193,6 +193,7 @@ typedef struct {
 	char **whoami; /* names answering the resolver's and the ECS address */
 	size_t n_whoami;
 	char *state_file; /* admin overrides persisted here (read at start, written on change) */
+	char *nets_state_file; /* nets prefix counts as last accepted (the start-up shrink guard) */
 	conf_override_t *overrides; /* from the config, applied before the state file's */
 	size_t n_overrides;
 

@@ -757,6 +757,16 @@ const conf_key_t conf_keys[] = {
      .doc = "Admin overrides set with `steerctl` are saved here (one `PATTERN up|down` per "
             "line) and read back at start and on reload. Unset: they last until restart."},
     {.section = "gslb",
+     .name = "nets-state-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_t, nets_state_file),
+     .doc = "The prefix count of every nets file as last accepted is saved here after each "
+            "start and reload, and read at start-up, so the `max-shrink` guard also holds "
+            "across a restart: a nets file that shrank or emptied while `steerd` was down (a "
+            "failed ISP-list download) stops the start, unless `steerd --force` or the entry's "
+            "`allow-shrink`. A damaged file is an error (fix or remove it). Unset: at start-up "
+            "there is nothing to compare with and an empty nets file is only a warning."},
+    {.section = "gslb",
      .name = "overrides",
      .type = CONF_TYPE_NODE,
      .type_doc = "list of mappings (see `gslb.overrides`)",

@@ -35,6 +35,7 @@ enum {
 	OPT_CONTROL_SOCKET,
 	OPT_LOG_LEVEL,
 	OPT_REFERENCE,
+	OPT_FORCE,
 };
 
 typedef struct {
@@ -65,6 +66,9 @@ static void usage(FILE *out)
 	    "                           /run/steer/steerd.sock as root, else\n"
 	    "                           $XDG_RUNTIME_DIR/steerd.sock)\n"
 	    "      --log-level L        error, warning, notice, info or debug\n"
+	    "      --force              accept nets files that shrank beyond max-shrink or\n"
+	    "                           emptied since the last accepted load\n"
+	    "                           (gslb.nets-state-file); also with --check-config\n"
 	    "      --config-reference   print the configuration reference (Markdown)\n"
 	    "  -V, --version            print the version\n"
 	    "  -h, --help               this help\n"
@@ -126,6 +130,9 @@ static int parse_option(int opt, const char *arg, cli_t *cli)
 	case OPT_REFERENCE:
 		cli->reference = true;
 		return 0;
+	case OPT_FORCE:
+		o->force = true;
+		return 0;
 	case 'V':
 		printf("steerd %s\n", STEER_VERSION);
 		return 1;
@@ -150,6 +157,7 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	    {"control-socket", required_argument, NULL, OPT_CONTROL_SOCKET},
 	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	    {"config-reference", no_argument, NULL, OPT_REFERENCE},
+	    {"force", no_argument, NULL, OPT_FORCE},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -195,8 +203,9 @@ static int check_config(const cli_t *cli)
 		log_setup(LOG_TARGET_STDERR, conf->log_level);
 		ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	}
+	gslb_view_build_opts_t gopts = {.force = cli->opts.force};
 	if (ret == 0)
-		ret = server_gslb_build(conf, NULL, &gslb, &report.warnings, err, sizeof(err));
+		ret = server_gslb_build(conf, &gopts, &gslb, &report.warnings, err, sizeof(err));
 	if (ret == 0)
 		ret = auth_check_gslb_names(set, gslb, err, sizeof(err));
 	/* Warnings go to the operator, not only to a log: print every one. */

@@ -23,6 +23,7 @@
 #include "base/err.h"
 #include "daemon/commands.h"
 #include "dns/dname.h"
+#include "gslb/nets_baseline.h"
 
 /* One control thread per process, so its signal watchers can be file-scope. */
 static ev_signal sig_hup, sig_term, sig_int;
@@ -187,7 +188,17 @@ int server_gslb_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gs
 {
 	if (errlen > 0)
 		err[0] = '\0';
-	int ret = gslb_view_build(conf, opts, out, warnings, err, errlen);
+	/* The baseline of the last accepted load: what the shrink guard compares a file with
+	 * when no running view has it (at start-up, every file). */
+	gslb_view_build_opts_t o = opts ? *opts : (gslb_view_build_opts_t){0};
+	gslb_nets_baseline_t *baseline = NULL;
+	int ret = 0;
+	if (conf->nets_state_file)
+		ret = gslb_nets_baseline_load(conf->nets_state_file, &baseline, err, errlen);
+	o.baseline = baseline;
+	if (ret == 0)
+		ret = gslb_view_build(conf, &o, out, warnings, err, errlen);
+	gslb_nets_baseline_free(baseline);
 	if (ret != 0 && errlen > 0 && err[0] == '\0')
 		snprintf(err, errlen, "GSLB configuration: %s", steer_strerror(ret));
 	if (ret != 0)
@@ -605,6 +616,16 @@ static void log_started(const server_t *s)
 		log_query_hint(s);
 }
 
+/* Record the nets counts just accepted: the next start-up's shrink guard compares with them. */
+static void nets_baseline_save(const conf_t *conf, const gslb_view_t *gslb)
+{
+	char err[512];
+	if (conf->nets_state_file &&
+	    gslb_nets_baseline_save(gslb, conf->nets_state_file, err, sizeof(err)) != 0)
+		log_warn("nets state file not written, a restart cannot check nets shrinkage: %s",
+		         err);
+}
+
 int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 {
 	char err[SERVER_ERR_MAX] = "";
@@ -623,7 +644,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	server_report_clear(&report);
 	if (ret != 0)
 		goto fail;
-	ret = server_gslb_build(conf, NULL, &s->gslb, &report.warnings, err, sizeof(err));
+	gslb_view_build_opts_t gopts = {.force = opts->force};
+	ret = server_gslb_build(conf, &gopts, &s->gslb, &report.warnings, err, sizeof(err));
 	log_warnings(&report.warnings, "");
 	server_report_clear(&report);
 	if (ret == 0)
@@ -632,6 +654,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
+	nets_baseline_save(conf, s->gslb);
 	/* The view applied the state file already; keep its rules as the admin's list. */
 	gslb_admin_init(&s->admin);
 	ret = gslb_admin_load(&s->admin, conf, err, sizeof(err));
@@ -698,6 +721,7 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	if (s->conf != s->boot_conf)
 		conf_free(s->conf);
 	s->conf = conf;
+	nets_baseline_save(conf, gslb);
 }
 
 int server_reload(server_t *s, bool force, server_report_t *report, char *err, size_t errlen)

@@ -42,6 +42,8 @@ typedef struct {
 	log_level_t log_level;
 	long workers; /* -1 = from the config */
 	long tcp_workers;
+	bool force; /* --force: at start-up, accept nets files that shrank since the last
+	             * accepted load (gslb.nets-state-file); reloads have steerctl reload --force */
 } server_opts_t;
 
 /* What a successful zone build or reload did. */

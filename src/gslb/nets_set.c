@@ -113,15 +113,31 @@ static const gslb_nets_source_t *running_source(const gslb_nets_set_t *running, 
 	return NULL;
 }
 
+/*
+ * The count to compare @p src with: the same file in the running set, else the baseline of the
+ * last accepted load; false when neither has it. @p whence names the one used, for messages.
+ */
+static bool shrink_reference(const gslb_nets_source_t *src, const gslb_nets_opts_t *opts,
+                             size_t *before, bool *running)
+{
+	const gslb_nets_source_t *old = running_source(opts->running, src->path);
+	*running = old != NULL;
+	if (old) {
+		*before = old->n4 + old->n6;
+		return true;
+	}
+	return gslb_nets_baseline_find(opts->baseline, opts->map, src->path, before);
+}
+
 /* The shrink guard of one file (see nets_set.h). */
 static int check_shrink(const gslb_nets_set_t *set, const gslb_nets_source_t *src,
                         const gslb_nets_opts_t *opts, steer_warnings_t *warnings, char *err,
                         size_t errlen)
 {
 	size_t now = src->n4 + src->n6;
-	const gslb_nets_source_t *old = running_source(opts->running, src->path);
-	size_t before = old ? old->n4 + old->n6 : 0;
-	if (before == 0) {
+	size_t before = 0;
+	bool running = false;
+	if (!shrink_reference(src, opts, &before, &running) || before == 0) {
 		if (now == 0)
 			steer_warnings_add(warnings, "%s:%u: map %s: nets file %s is empty",
 			                   set->conf_path, src->conf_line, opts->map, src->path);
@@ -134,27 +150,34 @@ static int check_shrink(const gslb_nets_set_t *set, const gslb_nets_source_t *sr
 	if (now > 0 && lost * 100 <= (size_t)opts->max_shrink * before)
 		return 0;
 	unsigned pct = (unsigned)(lost * 100 / before);
+	const char *whence = running ? "the running configuration has"
+	                             : "the last accepted load (nets-state-file) had";
 	char what[256];
 	if (now == 0)
-		snprintf(what, sizeof(what), "is empty, the running configuration has %zu prefixes",
-		         before);
+		snprintf(what, sizeof(what), "is empty, %s %zu prefixes", whence, before);
 	else
-		snprintf(
-		    what, sizeof(what),
-		    "has %zu prefixes, the running configuration has %zu (lost %u%%, more than "
-		    "max-shrink %u%%)",
-		    now, before, pct, opts->max_shrink);
+		snprintf(what, sizeof(what),
+		         "has %zu prefixes, %s %zu (lost %u%%, more than max-shrink %u%%)", now,
+		         whence, before, pct, opts->max_shrink);
 	if (src->allow_shrink || opts->force) {
 		steer_warnings_add(warnings, "%s:%u: map %s: nets file %s %s: accepted (%s)",
 		                   set->conf_path, src->conf_line, opts->map, src->path, what,
 		                   src->allow_shrink ? "allow-shrink" : "--force");
 		return 0;
 	}
-	snprintf(err, errlen,
-	         "%s:%u: map %s: nets file %s %s: reload refused, the running configuration "
-	         "keeps serving; check the file, then accept it with 'steerctl reload --force' "
-	         "or allow-shrink: true on this nets entry",
-	         set->conf_path, src->conf_line, opts->map, src->path, what);
+	if (running)
+		snprintf(
+		    err, errlen,
+		    "%s:%u: map %s: nets file %s %s: reload refused, the running configuration "
+		    "keeps serving; check the file, then accept it with 'steerctl reload "
+		    "--force' or allow-shrink: true on this nets entry",
+		    set->conf_path, src->conf_line, opts->map, src->path, what);
+	else
+		snprintf(err, errlen,
+		         "%s:%u: map %s: nets file %s %s: refused; check the file, then accept it "
+		         "with 'steerd --force' (or 'steerctl reload --force' on a running daemon) "
+		         "or allow-shrink: true on this nets entry",
+		         set->conf_path, src->conf_line, opts->map, src->path, what);
 	return STEER_ECONF;
 }
 

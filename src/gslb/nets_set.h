@@ -8,8 +8,10 @@
  *   with the same list a warning;
  * - on reload (a running set is given) a file that lost more than max-shrink of the prefixes
  *   it has in the running set, or became empty, is refused unless forced or the entry sets
- *   allow-shrink: a failed ISP-list download must not re-route that ISP. Without a running
- *   set an empty file is a warning.
+ *   allow-shrink: a failed ISP-list download must not re-route that ISP. A file the running
+ *   set lacks (all of them at start-up) is compared with the baseline of the last accepted
+ *   load when there is one (gslb.nets-state-file, see nets_baseline.h); with neither, an
+ *   empty file is a warning.
  *
  * The set keeps every prefix sorted by (family, address, length) with the place it was read
  * from, so explain can name the file:line that decided even where the tree merged blocks.
@@ -29,6 +31,7 @@
 #include "base/sockaddr.h"
 #include "base/warnings.h"
 #include "conf/conf.h"
+#include "gslb/nets_baseline.h"
 #include "gslb/nettree.h"
 
 typedef struct gslb_nets_set gslb_nets_set_t;
@@ -59,7 +62,10 @@ typedef struct {
 	unsigned min4, min6;            /* min-prefix-length */
 	unsigned max_shrink;            /* max-shrink, percent */
 	const gslb_nets_set_t *running; /* the same map in the running view; NULL at start-up */
-	bool force;                     /* steerctl reload --force: the shrink guard only warns */
+	/* Counts as last accepted (gslb.nets-state-file), for files the running set lacks (at
+	 * start-up: all); NULL = none. */
+	const gslb_nets_baseline_t *baseline;
+	bool force; /* steerctl reload --force: the shrink guard only warns */
 } gslb_nets_opts_t;
 
 /**

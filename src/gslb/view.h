@@ -68,7 +68,10 @@ typedef struct {
 typedef struct {
 	const gslb_view_t *running; /* the view serving now (reload), NULL at start-up: the
 	                             * nets shrink guard compares each file with its count here */
-	bool force;                 /* steerctl reload --force: a shrunk nets file only warns */
+	bool force; /* steerctl reload --force, steerd --force: a shrunk nets file only warns */
+	/* Nets counts as last accepted (gslb.nets-state-file), for files @c running lacks;
+	 * NULL = none. */
+	const gslb_nets_baseline_t *baseline;
 } gslb_view_build_opts_t;
 
 /** Address bytes of answer entry @p i (4 for A, 16 for AAAA), borrowed from the view or @p r. */

@@ -373,6 +373,7 @@ static int build_map(const conf_t *conf, const conf_map_t *cm, const gslb_view_b
 	                          .min6 = cm->min_prefix6,
 	                          .max_shrink = cm->max_shrink,
 	                          .running = old ? old->nets : NULL,
+	                          .baseline = opts ? opts->baseline : NULL,
 	                          .force = opts && opts->force};
 	ret = gslb_nets_set_build(cm, values, &nopts, warnings, &m->nets, err, errlen);
 	if (ret < 0)

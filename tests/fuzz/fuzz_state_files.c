@@ -1,11 +1,11 @@
 /*
- * Fuzz target: the two state files steerd reads back at start and on reload, the GSLB admin
- * overrides (gslb_overrides_load) and the monitor states (src/health/engine.c, included to
- * reach its static reader). The input is written to a memfd and read through /proc/self/fd.
- * Besides sanitizer findings it checks what the readers promise: accepted override rules are
- * storable (a pattern without blanks, a weight in range) and survive a save and reload
- * unchanged; a rejected file leaves the list as it was and names the file; saved monitor
- * states have clean keys.
+ * Fuzz target: the state files steerd reads back at start and on reload, the GSLB admin
+ * overrides (gslb_overrides_load), the nets baseline (gslb_nets_baseline_load) and the monitor
+ * states (src/health/engine.c, included to reach its static reader). The input is written to a
+ * memfd and read through /proc/self/fd. Besides sanitizer findings it checks what the readers
+ * promise: accepted override rules are storable (a pattern without blanks, a weight in range) and
+ * survive a save and reload unchanged; a rejected file leaves the list as it was and names the
+ * file; saved monitor states have clean keys.
  */
 #include "../../src/health/engine.c"
 
@@ -13,6 +13,7 @@
 
 #include "fuzz.h"
 #include "gslb/health.h"
+#include "gslb/nets_baseline.h"
 
 static int memfd_path(const char *name, const uint8_t *data, size_t size, char *path, size_t len)
 {
@@ -80,6 +81,21 @@ static void check_overrides(const char *path)
 	gslb_overrides_deinit(&back);
 }
 
+/* A baseline is accepted whole or refused with the file named; what is in it can be found. */
+static void check_nets_baseline(const char *path)
+{
+	gslb_nets_baseline_t *b = NULL;
+	char err[1024] = "";
+	if (gslb_nets_baseline_load(path, &b, err, sizeof(err)) != 0) {
+		FUZZ_CHECK(b == NULL && strncmp(err, path, strlen(path)) == 0);
+		return;
+	}
+	FUZZ_CHECK(b != NULL);
+	size_t count;
+	(void)gslb_nets_baseline_find(b, "isp", "nets/unicom.txt", &count);
+	gslb_nets_baseline_free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool quiet;
@@ -95,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(clean_token(saved[i].key) && saved[i].key[0] != '#');
 	saved_free(saved, n);
 	check_overrides(path);
+	check_nets_baseline(path);
 	close(fd);
 	return 0;
 }

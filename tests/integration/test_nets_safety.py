@@ -199,6 +199,48 @@ def test_empty_file_at_start_is_a_warning(steerd, tmp_path):
     assert "warning:" in res.stderr and "nets/unicom.txt is empty" in res.stderr, res.stderr
 
 
+STATE = "gslb:\n  nets-state-file: nets.state\n"
+
+
+def test_restart_after_a_failed_download_is_refused_with_the_state_file(steerd):
+    """The shrink guard across a restart: the counts of the last accepted load are kept in
+    gslb.nets-state-file, so a file emptied while steerd was down stops the start."""
+    srv = start(steerd, map_extra=STATE)
+    state = (srv.workdir / "nets.state").read_text()
+    lines = [l for l in state.splitlines() if not l.startswith("#")]
+    assert len(lines) == 2 and lines[0].startswith("10 isp ") \
+        and lines[0].endswith("nets/unicom.txt"), state
+    assert srv.stop() == 0
+    unicom_file(srv).write_text("")
+    res = run_steerd("-c", str(srv.config_path), cwd=srv.workdir)
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert "nets/unicom.txt is empty, the last accepted load (nets-state-file) had 10 " \
+        "prefixes: refused" in res.stderr and "'steerd --force'" in res.stderr, res.stderr
+    res = run_steerd("-c", str(srv.config_path), "--check-config", cwd=srv.workdir)
+    assert res.returncode == 1 and "refused" in res.stderr, res.stderr
+    res = run_steerd("-c", str(srv.config_path), "--check-config", "--force", cwd=srv.workdir)
+    assert res.returncode == 0 and "accepted (--force)" in res.stderr, res.stderr
+    # --force starts it and makes the emptied file the new baseline.
+    srv2 = steerd(zones={ZONE: ZONE_TEXT}, config=config_text(map_extra=STATE),
+                  args=["--force"])
+    assert answer(srv2) == [TELECOM_ADDR]
+    assert "0 isp " in (srv2.workdir / "nets.state").read_text()
+    # A shrink by reload is recorded too, so the next start compares with what is served.
+    write_nets(srv2.workdir)
+    assert srv2.ctl("reload").returncode == 0
+    assert answer(srv2) == [UNICOM_ADDR]
+    assert "10 isp " in (srv2.workdir / "nets.state").read_text()
+
+
+def test_a_damaged_nets_state_file_stops_the_start(tmp_path):
+    path, _ = check_config(tmp_path, map_extra=STATE)
+    (path.parent / "nets.state").write_text("10 isp\n")
+    res = run_steerd("-c", str(path), "--check-config", cwd=path.parent)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "nets.state:1: want 'COUNT MAP PATH' (a damaged nets state file; fix or remove it)" \
+        in res.stderr, res.stderr
+
+
 # --- prefixes -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line,words", [
