@@ -34,8 +34,9 @@ typedef struct {
 	uint32_t group, member;
 
 	fwd_fault_t fault;
-	bool proven;  /* a probe round has decided at least once */
-	bool suspect; /* fast probing until decided */
+	bool proven;             /* a probe round has decided at least once */
+	bool suspect;            /* fast probing until decided */
+	uint64_t quiet_until_ms; /* probes cleared a suspicion: passive signals wait till then */
 	uint64_t since_ms;
 	char reason[FWD_REASON_LEN];
 
@@ -399,11 +400,18 @@ static void rtt_sample(up_t *u, uint32_t rtt_us, uint64_t now_ms)
 	u->rtt_at_ms = now_ms;
 }
 
-static void passive_push(fwd_upstreams_t *set, up_t *u, bool bad, uint64_t now_ms)
+/*
+ * Remember a real query's outcome; enough bad ones in a short time make the upstream suspect
+ * and bring its next probe forward. A degraded upstream SERVFAILs by definition, so for it
+ * only timeouts (it may be dying altogether) count as bad.
+ */
+static void passive_push(up_t *u, fwd_result_t result, uint64_t now_ms)
 {
+	bool bad = result == FWD_RESULT_TIMEOUT ||
+	           (result == FWD_RESULT_SERVFAIL && u->fault == FWD_FAULT_NONE);
 	u->win[u->win_pos] = (passive_t){.at_ms = now_ms, .bad = bad, .used = true};
 	u->win_pos = (u->win_pos + 1) % FWD_PASSIVE_WINDOW;
-	if (!bad || u->suspect || !usable(u))
+	if (!bad || u->suspect || !usable(u) || now_ms < u->quiet_until_ms)
 		return;
 	unsigned n = 0;
 	for (unsigned i = 0; i < FWD_PASSIVE_WINDOW; i++) {
@@ -416,7 +424,6 @@ static void passive_push(fwd_upstreams_t *set, up_t *u, bool bad, uint64_t now_m
 	u->suspect = true;
 	if (u->next_due_ms > now_ms)
 		u->next_due_ms = now_ms;
-	(void)set;
 }
 
 int fwd_upstream_query_result(fwd_upstreams_t *set, uint32_t id, fwd_result_t result,
@@ -430,20 +437,20 @@ int fwd_upstream_query_result(fwd_upstreams_t *set, uint32_t id, fwd_result_t re
 		u->answers++;
 		u->last_rtt_us = rtt_us;
 		rtt_sample(u, rtt_us, now_ms);
-		passive_push(set, u, false, now_ms);
+		passive_push(u, result, now_ms);
 		return 0;
 	case FWD_RESULT_SERVFAIL:
 		u->servfails++;
 		u->last_rtt_us = rtt_us;
 		rtt_sample(u, rtt_us, now_ms);
-		passive_push(set, u, true, now_ms);
+		passive_push(u, result, now_ms);
 		return 0;
 	case FWD_RESULT_TIMEOUT:
 		u->timeouts++;
 		/* A timeout is a sample at the cap, so `fastest` and the adaptive timeout back
 		 * off a slow upstream rather than keep trusting its old SRTT. */
 		rtt_sample(u, set->groups[u->group].retry_ms * 1000U, now_ms);
-		passive_push(set, u, true, now_ms);
+		passive_push(u, result, now_ms);
 		return 0;
 	}
 	return STEER_EINVAL;
@@ -519,6 +526,18 @@ static round_t count_round(up_t *u, fwd_probe_outcome_t o, uint64_t now_ms)
 	return r;
 }
 
+/*
+ * Probes overruled the passive signal. Real queries can keep timing out on a healthy upstream
+ * (slow authoritative servers behind it, or a degraded one that hangs), so stay deaf to them
+ * for a while rather than fast-probe for ever; a real death is then still found by the
+ * normal interval.
+ */
+static void clear_suspect(up_t *u, uint64_t now_ms)
+{
+	u->suspect = false;
+	u->quiet_until_ms = now_ms + FWD_SUSPECT_QUIET_MS;
+}
+
 /* Apply the probe counters to the state (the rules in upstream.h). */
 static void decide(fwd_upstreams_t *set, up_t *u, fwd_probe_outcome_t o, uint64_t now_ms)
 {
@@ -532,7 +551,7 @@ static void decide(fwd_upstreams_t *set, up_t *u, fwd_probe_outcome_t o, uint64_
 			set_fault(set, u, to, now_ms, "%u probes failed, last: %s", u->bad,
 			          outcome_text(o));
 		} else if (u->suspect && u->good >= p->rise) {
-			u->suspect = false;
+			clear_suspect(u, now_ms);
 		}
 		return;
 	case FWD_FAULT_UPSTREAM_DEGRADED:
@@ -542,6 +561,8 @@ static void decide(fwd_upstreams_t *set, up_t *u, fwd_probe_outcome_t o, uint64_
 		else if (u->good >= p->rise && now_ms - u->good_since_ms >= hd)
 			set_fault(set, u, FWD_FAULT_NONE, now_ms, "%u good probes in %llu ms",
 			          u->good, (unsigned long long)(now_ms - u->good_since_ms));
+		else if (u->suspect && u->alive >= p->rise)
+			clear_suspect(u, now_ms); /* still degraded, but not dying */
 		return;
 	case FWD_FAULT_UPSTREAM_DOWN:
 		if (u->good >= p->rise && now_ms - u->good_since_ms >= hd)
@@ -630,6 +651,8 @@ int fwd_upstream_stats(const fwd_upstreams_t *set, uint32_t id, fwd_upstream_sta
 	const up_t *u = &set->ups[id];
 	*out = (fwd_upstream_stats_t){.name = u->name,
 	                              .link = u->link,
+	                              .address = u->address,
+	                              .source = u->source,
 	                              .group = u->group,
 	                              .member = u->member,
 	                              .fault = u->fault,

@@ -47,6 +47,8 @@
 #define FWD_PASSIVE_WINDOW  5
 #define FWD_PASSIVE_BAD     2
 #define FWD_PASSIVE_SPAN_MS 1000
+/* After probes clear a suspicion, passive signals are ignored this long (see upstream.c). */
+#define FWD_SUSPECT_QUIET_MS 10000
 /* Flap damping: a fall within this long after the last return doubles the hold-down. */
 #define FWD_FLAP_WINDOW_MS 60000
 #define FWD_FLAP_MAX       3
@@ -141,13 +143,14 @@ typedef struct {
 
 /** Copy of one upstream's state and counters. */
 typedef struct {
-	const char *name;  /* valid while the set lives */
-	const char *link;  /* NULL when untracked */
-	uint32_t group;    /* group index */
-	uint32_t member;   /* position in the group's list */
-	fwd_fault_t fault; /* current state */
-	bool usable;       /* NONE or DEGRADED */
-	bool suspect;      /* fast probing after bad real-query outcomes */
+	const char *name;                 /* valid while the set lives */
+	const char *link;                 /* NULL when untracked */
+	steer_sockaddr_t address, source; /* as defined: where to send, where from */
+	uint32_t group;                   /* group index */
+	uint32_t member;                  /* position in the group's list */
+	fwd_fault_t fault;                /* current state */
+	bool usable;                      /* NONE or DEGRADED */
+	bool suspect;                     /* fast probing after bad real-query outcomes */
 	uint64_t since_ms; /* when the current fault began (creation time at first) */
 	char reason[FWD_REASON_LEN];
 	uint64_t queries, answers, timeouts, servfails;
@@ -211,7 +214,8 @@ void fwd_try_init(fwd_try_t *t, uint32_t group, uint64_t now_ms) STEER_NONNULL(1
  *    for the outstanding ones, *id = FWD_UPSTREAM_NONE.
  *  - STEER_ENOENT: no usable upstream at all ("no usable upstream": serve stale). *id is the
  *    best down member not behind a down link, which a caller with nothing stale may still
- *    try, with *timeout_ms; FWD_UPSTREAM_NONE when every link is down.
+ *    try, with *timeout_ms (marked tried, not counted as a query; report its result as
+ *    usual); FWD_UPSTREAM_NONE when every link is down.
  *  - -ETIMEDOUT: the request's budget is spent.
  */
 int fwd_upstream_pick(fwd_upstreams_t *set, fwd_try_t *t, uint64_t now_ms, uint32_t *id,

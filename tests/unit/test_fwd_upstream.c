@@ -644,9 +644,16 @@ static void scenario_degraded(bool hangs)
 
 	/* link2 dies too: the degraded one is the last resort. */
 	s->up[1].alive = false;
+	sim_run(s, 22000);
+	CHECK(fwd_upstream_stats(s->set, 0, &st) == 0, "stats");
+	uint64_t probes = st.probes;
 	sim_run(s, 30000);
 	CHECK(sim_find(s, 1, FWD_FAULT_UPSTREAM_DOWN, 20000) >= 0, "link2 down");
 	CHECK(s->first == 0, "back to degraded link1 as the last resort");
+	CHECK(fwd_upstream_stats(s->set, 0, &st) == 0 && st.probes - probes <= 12,
+	      "its SERVFAILs do not keep it on fast probes (%llu probes in 8 s; 1 s interval, "
+	      "bursts of 3 fast ones per 10 s)",
+	      (unsigned long long)(st.probes - probes));
 
 	/* link1 stops answering at all: degraded -> upstream-down. */
 	s->up[0].alive = false;
