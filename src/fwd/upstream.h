@@ -137,7 +137,7 @@ typedef struct {
 typedef struct {
 	uint32_t upstream;   /* id */
 	uint32_t seq;        /* hand back in fwd_upstream_probe_result() */
-	uint64_t nonce;      /* fresh per probe and unpredictable: the cache-busting label */
+	uint64_t nonce;      /* fresh per probe, for the cache-busting label; not a secret */
 	uint32_t timeout_ms; /* report FWD_PROBE_TIMEOUT / ALIVE_ONLY after this */
 } fwd_probe_t;
 
@@ -180,7 +180,9 @@ typedef struct fwd_upstreams fwd_upstreams_t;
  * upstreams count from 0 in definition order across groups. Every upstream starts usable and
  * unproven (its first probe round decides, so a dead one at start-up is known after one
  * probe timeout); every first probe is due at @p now_ms. @p seed feeds the probe nonces (pass
- * a random one; tests pass a constant). Start-up path: allocates, aborts on out-of-memory.
+ * a random one so restarts do not repeat names; tests pass a constant). Nonces only need to
+ * be new, so no upstream has the name cached: spoofing a probe reply still takes the random
+ * ID and port the wire layer gives each query. Start-up path: allocates, aborts on out-of-memory.
  * Returns 0 and *out, STEER_EINVAL (bad domain or definition), STEER_EEXIST (two groups for
  * one domain) or STEER_ERANGE (no upstreams, too many, or zero groups).
  */

@@ -546,6 +546,11 @@ static void scenario_preferred_dies(bool fixed_retry)
 	sim_t *s = sim_new(&def, 1, 7);
 	sim_run(s, 10000);
 	CHECK(s->n_log == 0 && s->first == 0 && s->failed == 0, "steady: link1, no events");
+	fwd_upstream_stats_t idle;
+	CHECK(fwd_upstream_stats(s->set, 1, &idle) == 0 && idle.probes >= 10 && idle.probes <= 11 &&
+	          idle.queries == 0,
+	      "the idle backup is probed every second (%llu probes)",
+	      (unsigned long long)idle.probes);
 	sim_reset_counts(s);
 
 	s->up[0].alive = false;
@@ -686,6 +691,9 @@ static void scenario_loss(uint64_t seed, uint64_t minutes, unsigned max_changes)
 	/* The loss ends: a damped link comes back after its lengthened hold-down. */
 	fwd_upstream_stats_t st;
 	CHECK(fwd_upstream_stats(s->set, 0, &st) == 0, "stats");
+	CHECK(s->first_changes < 3 || st.hold_down_ms >= 2 * FWD_PROBE_HOLD_DOWN_MS,
+	      "seed %llu: a quick fall after a return doubled the hold-down (%u ms)",
+	      (unsigned long long)seed, st.hold_down_ms);
 	uint64_t healed = s->now;
 	s->up[0].loss_pct = 0;
 	sim_run(s, healed + 60000);
