@@ -342,6 +342,9 @@ fwd_wire_verdict_t fwd_wire_reply_check(const fwd_wire_pending_t *p, const uint8
 	fwd_wire_verdict_t v = check(p, pkt, len, tcp, info);
 	info->verdict = v;
 	info->rclass = rcode_class(info->rcode);
+	if (info->rclass == FWD_WIRE_RC_ANSWER && p->rd && info->ancount == 0 && !info->tc &&
+	    !(info->flags & DNS_FLAG_RA))
+		info->rclass = FWD_WIRE_RC_LAME;
 	if (counters)
 		counters->drop[v]++;
 	return v;

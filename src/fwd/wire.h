@@ -83,12 +83,14 @@ typedef enum {
 
 /* What an accepted reply says about the upstream. */
 typedef enum {
-	FWD_WIRE_RC_ANSWER,   /* NOERROR: an answer, a referral-free NODATA */
+	FWD_WIRE_RC_ANSWER,   /* NOERROR with an answer, or a NODATA from a recursing upstream */
 	FWD_WIRE_RC_NXDOMAIN, /* a valid negative answer */
 	FWD_WIRE_RC_SERVFAIL, /* the upstream failed: try the next one, never cache */
 	FWD_WIRE_RC_REFUSED,  /* the upstream will not serve us: try the next one */
 	FWD_WIRE_RC_FORMERR,  /* maybe our EDNS: the caller may retry once without OPT */
 	FWD_WIRE_RC_OTHER,    /* NOTIMP, BADVERS, anything else: an upstream problem */
+	FWD_WIRE_RC_LAME,     /* NOERROR, no answer, RA=0 to our RD=1: a referral or an upstream
+	                       * that does not recurse for us, not a NODATA: never cache */
 } fwd_wire_rcode_class_t;
 
 /* The result of fwd_wire_reply_check(). Offsets index the checked reply. */

@@ -310,6 +310,8 @@ typedef enum {
 	R_DNAME,       /* DNAME at the parent + synthesized CNAME */
 	R_BIG_UDP,     /* 1300 bytes over UDP */
 	R_BIG_TCP,     /* the same over TCP */
+	R_REFERRAL,    /* NOERROR, RA=0, NS in authority */
+	R_NODATA,      /* NOERROR, RA=1, SOA in authority */
 } reply_kind_t;
 
 static void make_reply(msg_t *m, reply_kind_t k)
@@ -469,6 +471,15 @@ static void make_reply(msg_t *m, reply_kind_t k)
 		rr_name(m, "www.example.test", DNS_TYPE_CNAME, "www.example.net");
 		rr(m, "www.example.net", DNS_TYPE_A, a, 4);
 		break;
+	case R_REFERRAL:
+	case R_NODATA:
+		reply_start(m, pend.id, k == R_REFERRAL ? DNS_FLAG_QR | DNS_FLAG_RD : OK_FLAGS, 1,
+		            0, 1, 0);
+		if (k == R_REFERRAL)
+			rr_name(m, "example.test", DNS_TYPE_NS, "ns.example.test");
+		else
+			rr_name(m, "example.test", DNS_TYPE_SOA, "ns.example.test");
+		break;
 	case R_BIG_UDP:
 	case R_BIG_TCP: {
 		reply_start(m, pend.id, OK_FLAGS, 1, 1, 0, 0);
@@ -530,6 +541,9 @@ static void test_reply_check(void)
 	    {"DNAME", R_DNAME, true, FWD_WIRE_ACCEPT, FWD_WIRE_RC_ANSWER, false, 1, 0},
 	    {"oversize UDP", R_BIG_UDP, true, FWD_WIRE_DROP_SIZE, 0, false, 0, 0},
 	    {"large over TCP", R_BIG_TCP, true, FWD_WIRE_ACCEPT, FWD_WIRE_RC_ANSWER, false, 0, 0},
+	    {"referral (RA=0) is lame", R_REFERRAL, true, FWD_WIRE_ACCEPT, FWD_WIRE_RC_LAME, false,
+	     0, 0},
+	    {"NODATA", R_NODATA, true, FWD_WIRE_ACCEPT, FWD_WIRE_RC_ANSWER, false, 0, 0},
 	};
 	fwd_wire_counters_t counters = {0};
 	unsigned want_drops[FWD_WIRE_VERDICT_MAX] = {0};
@@ -761,6 +775,8 @@ static void test_probes(void)
 	    {"NXDOMAIN from our zone resolves", false, R_NXDOMAIN, FWD_WIRE_PROBE_RESOLVES},
 	    {"SERVFAIL fails", false, R_SERVFAIL, FWD_WIRE_PROBE_FAILS},
 	    {"REFUSED fails", false, R_REFUSED, FWD_WIRE_PROBE_FAILS},
+	    {"referral fails", false, R_REFERRAL, FWD_WIRE_PROBE_FAILS},
+	    {"liveness referral alive", true, R_REFERRAL, FWD_WIRE_PROBE_ALIVE},
 	    {"wrong id ignored", false, R_ID, FWD_WIRE_PROBE_DROP},
 	    {"case mismatch ignored", false, R_CASE, FWD_WIRE_PROBE_DROP},
 	    {"liveness NOERROR", true, R_A, FWD_WIRE_PROBE_ALIVE},
