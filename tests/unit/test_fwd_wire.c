@@ -47,7 +47,8 @@ static void putname(msg_t *m, const char *text)
 
 static void putraw(msg_t *m, const void *p, size_t n)
 {
-	memcpy(m->b + m->n, p, n);
+	if (n)
+		memcpy(m->b + m->n, p, n);
 	m->n += n;
 }
 
