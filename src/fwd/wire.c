@@ -389,7 +389,10 @@ int fwd_wire_client_reply(const dns_query_t *client, const uint8_t *up, size_t u
 	bool has_question = info->question_end > DNS_HEADER_LEN;
 	/* The records are copied as they are, so their compression pointers stay valid only if
 	 * the question in front of them keeps its length: same name, only the case differs. */
-	if (has_question && info->question_end != DNS_HEADER_LEN + client->question_len)
+	if (has_question &&
+	    (info->question_end != DNS_HEADER_LEN + client->question_len ||
+	     !dname_equal(up + DNS_HEADER_LEN, client->qname) ||
+	     memcmp(up + info->question_end - 4, client->question + client->qname_len, 4) != 0))
 		return STEER_EINVAL;
 	size_t body_end = info->has_edns ? info->opt_start : up_len;
 	uint16_t ar = info->has_edns ? info->opt_index : info->arcount;

@@ -719,6 +719,22 @@ static void test_client_reply(void)
 	CHECK(fwd_wire_client_reply(&q, up, sizeof(up), &info, out, sizeof(out), 512) ==
 	          STEER_EINVAL,
 	      "dropped reply refused");
+	/* An accepted reply to another query (a caller mix-up) is refused too. */
+	dns_query_t other;
+	client_query(&other, "www.example.tesu", DNS_TYPE_A, DNS_FLAG_RD, 1232, false);
+	CHECK(fwd_wire_query_build(&other, NULL, &rng, (uint8_t[FWD_WIRE_QUERY_MAXLEN]){0},
+	                           FWD_WIRE_QUERY_MAXLEN, &pend) > 0,
+	      "build");
+	msg_t m;
+	make_reply(&m, R_A);
+	CHECK(fwd_wire_reply_check(&pend, m.b, m.n, false, &info, NULL) == FWD_WIRE_ACCEPT,
+	      "other accepted");
+	client_query(&q, "www.example.test", DNS_TYPE_A, DNS_FLAG_RD, 1232, false);
+	CHECK(fwd_wire_client_reply(&q, m.b, m.n, &info, out, sizeof(out), 512) == STEER_EINVAL,
+	      "reply to another question refused");
+	client_query(&q, "www.example.tesu", DNS_TYPE_AAAA, DNS_FLAG_RD, 1232, false);
+	CHECK(fwd_wire_client_reply(&q, m.b, m.n, &info, out, sizeof(out), 512) == STEER_EINVAL,
+	      "reply to another type refused");
 	info.verdict = FWD_WIRE_ACCEPT;
 	info.tc = true;
 	CHECK(fwd_wire_client_reply(&q, up, sizeof(up), &info, out, sizeof(out), 512) ==
