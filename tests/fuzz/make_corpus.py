@@ -165,6 +165,52 @@ def probe_reply_seeds():
     return seeds
 
 
+def fwd_reply_seeds():
+    """Upstream replies for the forwarder's checks: byte 0 is the mode (bits 0-1 qtype A, AAAA,
+    CNAME, TXT; 0x04 0x20 case check; 0x10 TCP; 0x20 EDNS client; 0x40 CD; 0x80 DO), then the
+    datagram (see fuzz_fwd_reply.c)."""
+    qn = "wWw.ExAmple.TEST."
+    ptr = b"\xc0\x0c"
+    a = bytes([192, 0, 2, 1])
+    seeds = {}
+
+    def reply(mode, qtype, answers=(), auth=(), flags=0x8180, extra=(), qname=qn, qd=1):
+        body = header(0x4242, flags, qd, len(answers), len(auth), len(extra))
+        if qd:
+            body += question(qname, qtype)
+        return bytes([mode]) + body + b"".join(answers) + b"".join(auth) + b"".join(extra)
+
+    seeds["a"] = reply(0x24, 1, [rr(ptr, 1, a)], extra=[opt()])
+    seeds["a-udp-no-edns"] = reply(0x00, 1, [rr(ptr, 1, a)])
+    seeds["aaaa-do"] = reply(0xa5, 28, [rr(ptr, 28, bytes(16))], extra=[opt(do=True)])
+    soa = (dns.name.from_text("ns.example.test.").to_wire() +
+           dns.name.from_text("h.example.test.").to_wire() + bytes(20))
+    ede = option(15, b"\x00\x17net") + option(10, bytes(8))
+    seeds["nxdomain-ede"] = reply(0x34, 1, auth=[rr("example.test.", 6, soa)], flags=0x8183,
+                                  extra=[opt(do=True, options=ede)])
+    seeds["servfail"] = reply(0x20, 1, flags=0x8182, extra=[opt()])
+    seeds["formerr-noq"] = reply(0x20, 1, flags=0x8001, qd=0)
+    seeds["badvers"] = reply(0x20, 1, extra=[opt()[:5] + struct.pack("!IH", 1 << 24, 0)])
+    seeds["tc"] = reply(0x00, 1, [rr(ptr, 1, a)], flags=0x8380)[:-3]
+    chain = [rr(ptr, 5, b"\x02c1\xc0\x10"), rr(b"\x02c1\xc0\x10", 5, b"\x02c2\xc0\x10"),
+             rr(b"\x02c2\xc0\x10", 1, a)]
+    seeds["chain"] = reply(0x21, 1, chain[::-1], extra=[opt()])
+    seeds["cname-qtype"] = reply(0x02, 5, chain[:1])
+    loop = [rr(ptr, 5, b"\x02c1\xc0\x10"), rr(b"\x02c1\xc0\x10", 5, ptr)]
+    seeds["chain-loop"] = reply(0x00, 1, loop)
+    seeds["dname"] = reply(0x20, 1, [rr("example.test.", 39, dns.name.from_text("example.net.").to_wire()),
+                                      rr(ptr, 5, dns.name.from_text("www.example.net.").to_wire()),
+                                      rr("www.example.net.", 1, a)], extra=[opt()])
+    seeds["unrelated"] = reply(0x00, 1, [rr(ptr, 1, a), rr("bank.example.", 1, a)])
+    seeds["txt-big-tcp"] = reply(0x13, 16, [rr(ptr, 16, (b"\xff" + b"x" * 255) * 5)])
+    seeds["opt-mid-additional"] = reply(0x20, 1, [rr(ptr, 1, a)],
+                                        extra=[rr("ns.example.test.", 1, a), opt(), rr("x.test.", 1, a)])
+    seeds["compression-loop"] = reply(0x00, 1, [rr(b"\xc0\x21", 1, a)])
+    seeds["wrong-id"] = bytes([0x00]) + b"\x42\x43" + reply(0x00, 1, [rr(ptr, 1, a)])[3:]
+    seeds["not-a-reply"] = reply(0x00, 1, flags=0x0100)
+    return seeds
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -180,6 +226,7 @@ def main():
     write("answer", queries)
     write("dname", dname_seeds())
     write("probe_reply", probe_reply_seeds())
+    write("fwd_reply", fwd_reply_seeds())
 
 
 if __name__ == "__main__":
