@@ -159,6 +159,12 @@ static inline const uint8_t *entry_wire(const fwd_entry_t *e)
 	return entry_qname(e) + e->qname_len;
 }
 
+/* A worker's clock may read a little behind the writer that stored the entry just now. */
+static inline uint64_t entry_age_ms(const fwd_entry_t *e, uint64_t now_ms)
+{
+	return now_ms > e->stored_ms ? now_ms - e->stored_ms : 0;
+}
+
 static inline bool entry_matches(const fwd_entry_t *e, uint64_t hash, const dns_query_t *q,
                                  uint8_t kflags)
 {
@@ -312,7 +318,7 @@ static size_t build_answer(const fwd_cache_t *c, const fwd_entry_t *e, const dns
 		memcpy(resp, wire, e->wire_len);
 		/* The client's own spelling of the name: same length, so pointers stay valid. */
 		memcpy(resp + DNS_HEADER_LEN, q->question, q->question_len);
-		uint32_t age_s = (uint32_t)((now_ms - e->stored_ms) / 1000);
+		uint32_t age_s = (uint32_t)(entry_age_ms(e, now_ms) / 1000);
 		put_ttls(e, resp, stale, c->opts.stale_answer_ttl, age_s);
 		wire_write_u16(resp + 2, answer_flags(tpl_flags, q, false));
 		len = e->wire_len;
@@ -383,7 +389,7 @@ fwd_cache_result_t fwd_cache_answer(const fwd_cache_t *c, const dns_query_t *q, 
 	res = FWD_CACHE_HIT;
 	/* Last 10 % of the TTL: age * 10 >= ttl * 9, in milliseconds. */
 	if (c->opts.prefetch && hits >= FWD_PREFETCH_HITS &&
-	    (now_ms - e->stored_ms) * 10 >= (uint64_t)e->ttl_s * 9000 &&
+	    entry_age_ms(e, now_ms) * 10 >= (uint64_t)e->ttl_s * 9000 &&
 	    !atomic_load_explicit(&e->prefetched, memory_order_relaxed) &&
 	    !atomic_exchange_explicit(&e->prefetched, 1, memory_order_relaxed))
 		res = FWD_CACHE_HIT_PREFETCH;

@@ -232,11 +232,18 @@ static void test_hit_countdown_and_patches(void)
 		      "row %zu: question as the client wrote it", i);
 		CHECK(r.has_opt && r.opt_payload == 1232 && !r.opt_do, "row %zu: our OPT", i);
 	}
+	resp_t r;
+	make_query(&cl, "www.example.test", DNS_TYPE_A, Q_EDNS, 6);
+	CHECK(fwd_cache_answer(c, &cl.q, T0 - 5, false, 1232, resp, sizeof(resp), &n, &ctr) ==
+	          FWD_CACHE_HIT,
+	      "a reader clock behind the writer's hits");
+	r = parse_resp(resp, n);
+	CHECK(r.ok && r.ttl[0] == 300, "and sees the full TTL (%u)", r.ttl[0]);
 	make_query(&cl, "www.example.test", DNS_TYPE_A, 0, 7);
 	CHECK(fwd_cache_answer(c, &cl.q, T0 + 1000, false, 512, resp, sizeof(resp), &n, &ctr) ==
 	          FWD_CACHE_HIT,
 	      "client without EDNS hits");
-	resp_t r = parse_resp(resp, n);
+	r = parse_resp(resp, n);
 	CHECK(r.ok && !r.has_opt && r.ar == 0, "no OPT for a client without EDNS");
 	make_query(&cl, "www.example.test", DNS_TYPE_A, Q_DO, 8);
 	CHECK(fwd_cache_answer(c, &cl.q, T0 + 1000, false, 1232, resp, sizeof(resp), &n, &ctr) ==
@@ -246,7 +253,7 @@ static void test_hit_countdown_and_patches(void)
 	CHECK(fwd_cache_answer(c, &cl.q, T0 + 1000, false, 1232, resp, sizeof(resp), &n, &ctr) ==
 	          FWD_CACHE_MISS,
 	      "qtype is part of the key");
-	CHECK(atomic_load(&ctr.hits) == 5 && atomic_load(&ctr.misses) == 4, "counters %lu %lu",
+	CHECK(atomic_load(&ctr.hits) == 6 && atomic_load(&ctr.misses) == 4, "counters %lu %lu",
 	      (unsigned long)atomic_load(&ctr.hits), (unsigned long)atomic_load(&ctr.misses));
 	fwd_cache_free(c);
 }
