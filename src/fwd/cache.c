@@ -31,13 +31,18 @@
 #define FWD_MAX_RRS ((DNS_MSG_MAXLEN - DNS_HEADER_LEN) / 11)
 /* RFC 2181 8: a TTL with the top bit set is treated as 0. */
 #define FWD_TTL_MAX 0x7fffffffu
+/* Chain links written by the shard's writer: it reads its own writes relaxed. Readers load
+ * with acquire to pair with the release that published an entry (a plain load on x86, and one
+ * that TSan understands, unlike liburcu's rcu_dereference); liburcu still provides the grace
+ * period before an unlinked entry is freed. */
+#define LOAD_RELAXED(x) atomic_load_explicit(&(x), memory_order_relaxed)
 /* Key flag bits: the query bits that change what upstream answers. */
 #define FWD_KEY_DO 0x01
 #define FWD_KEY_CD 0x02
 
 typedef struct fwd_entry fwd_entry_t;
 struct fwd_entry {
-	fwd_entry_t *next;                    /* bucket chain: RCU-published */
+	fwd_entry_t *_Atomic next; /* bucket chain: published with release, read with acquire */
 	fwd_entry_t *clock_prev, *clock_next; /* writer only */
 	struct rcu_head rcu;
 	uint64_t hash;
@@ -58,7 +63,7 @@ struct fwd_entry {
 
 typedef struct {
 	pthread_mutex_t lock; /* writers only */
-	fwd_entry_t **buckets;
+	fwd_entry_t *_Atomic *buckets;
 	uint64_t mask;
 	fwd_entry_t *hand;  /* CLOCK hand, NULL when empty */
 	fwd_entry_t *sweep; /* where the next sweep starts */
@@ -178,7 +183,7 @@ static inline fwd_shard_t *shard_of(const fwd_cache_t *c, uint64_t hash)
 	return (fwd_shard_t *)&c->shards[hash >> (64 - FWD_SHARD_BITS)];
 }
 
-static inline fwd_entry_t **bucket_of(fwd_shard_t *s, uint64_t hash)
+static inline fwd_entry_t *_Atomic *bucket_of(fwd_shard_t *s, uint64_t hash)
 {
 	return &s->buckets[hash & s->mask];
 }
@@ -252,9 +257,9 @@ void fwd_cache_free(fwd_cache_t *c)
 		fwd_shard_t *s = &c->shards[i];
 		if (s->buckets) {
 			for (uint64_t b = 0; b <= s->mask; b++) {
-				fwd_entry_t *e = s->buckets[b];
+				fwd_entry_t *e = LOAD_RELAXED(s->buckets[b]);
 				while (e) {
-					fwd_entry_t *next = e->next;
+					fwd_entry_t *next = LOAD_RELAXED(e->next);
 					free(e);
 					e = next;
 				}
@@ -368,9 +373,9 @@ fwd_cache_result_t fwd_cache_answer(const fwd_cache_t *c, const dns_query_t *q, 
 	uint8_t kflags = key_flags(q);
 	uint64_t hash = key_hash(c, q, kflags);
 	fwd_shard_t *s = shard_of(c, hash);
-	fwd_entry_t *e = rcu_dereference(*bucket_of(s, hash));
+	fwd_entry_t *e = atomic_load_explicit(bucket_of(s, hash), memory_order_acquire);
 	while (e && !entry_matches(e, hash, q, kflags))
-		e = rcu_dereference(e->next);
+		e = atomic_load_explicit(&e->next, memory_order_acquire);
 	if (!e || now_ms >= e->stale_until_ms)
 		goto out;
 	bool stale = now_ms >= e->expire_ms;
@@ -462,10 +467,11 @@ static void ring_remove(fwd_shard_t *s, fwd_entry_t *e)
 /* Unlink @p e from its chain, its ring and the accounting; freed after a grace period. */
 static void entry_remove(fwd_shard_t *s, fwd_entry_t *e, _Atomic uint64_t *why)
 {
-	fwd_entry_t **link = bucket_of(s, e->hash);
-	while (*link != e)
-		link = &(*link)->next;
-	rcu_assign_pointer(*link, e->next);
+	fwd_entry_t *_Atomic *link = bucket_of(s, e->hash);
+	while (LOAD_RELAXED(*link) != e)
+		link = &LOAD_RELAXED(*link)->next;
+	/* Readers on e still step from it to its successor until the grace period ends. */
+	atomic_store_explicit(link, LOAD_RELAXED(e->next), memory_order_release);
 	ring_remove(s, e);
 	counter_add(&s->bytes, -(int64_t)e->size);
 	counter_add(&s->entries, -1);
@@ -696,18 +702,18 @@ int fwd_cache_store(fwd_cache_t *c, const dns_query_t *q, const uint8_t *reply, 
 	}
 
 	pthread_mutex_lock(&s->lock);
-	fwd_entry_t **head = bucket_of(s, hash);
-	fwd_entry_t *old = *head;
+	fwd_entry_t *_Atomic *head = bucket_of(s, hash);
+	fwd_entry_t *old = LOAD_RELAXED(*head);
 	while (old && !entry_matches(old, hash, q, e->kflags))
-		old = old->next;
+		old = LOAD_RELAXED(old->next);
 	size_t freed = old ? old->size : 0;
 	while (atomic_load_explicit(&s->bytes, memory_order_relaxed) + e->size >
 	           s->budget + freed &&
 	       evict_one(s, now_ms, old))
 		;
 	/* Publish the new entry before unlinking the old one: readers see one or the other. */
-	e->next = *head;
-	rcu_assign_pointer(*head, e);
+	atomic_store_explicit(&e->next, LOAD_RELAXED(*head), memory_order_relaxed);
+	atomic_store_explicit(head, e, memory_order_release);
 	ring_insert(s, e);
 	counter_add(&s->bytes, e->size);
 	counter_add(&s->entries, 1);
