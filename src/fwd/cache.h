@@ -9,6 +9,15 @@
  * for EDNS clients. Positive and negative (RFC 2308) answers are cached; RFC 8767 stale
  * answers and prefetch of popular entries are offered to the caller, which decides.
  *
+ * ECS is off (the default of the forwarder): a client's ECS option is neither part of the key
+ * nor echoed, which RFC 7871 7.1.1 allows for a server that does not use it. When it is
+ * turned on, the scope joins the key (fwd_entry_t marks the place) and stale and prefetch need
+ * a second look (Unbound excludes them for ECS answers).
+ *
+ * Memory: max_bytes counts every entry (struct, TTL offsets, key, wire, malloc's own word) and
+ * the hash table. Entries dropped by eviction are freed by liburcu after a grace period, so
+ * for a moment the heap holds up to one grace period's worth more.
+ *
  * Threads: readers (fwd_cache_answer) run inside the caller's RCU read-side section (liburcu,
  * memb flavor: <urcu.h>) and take no lock and allocate nothing. Writers (fwd_cache_store,
  * fwd_cache_sweep) run in RCU-registered threads (call_rcu needs that) and serialise per
