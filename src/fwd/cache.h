@@ -11,8 +11,8 @@
  *
  * ECS is off (the default of the forwarder): a client's ECS option is neither part of the key
  * nor echoed, which RFC 7871 7.1.1 allows for a server that does not use it. When it is
- * turned on, the scope joins the key (fwd_entry_t marks the place) and stale and prefetch need
- * a second look (Unbound excludes them for ECS answers).
+ * turned on, the scope joins the key (the entry struct in cache.c marks the place) and stale and
+ * prefetch need a second look (Unbound excludes them for ECS answers).
  *
  * Memory: max_bytes counts every entry (struct, TTL offsets, key, wire, malloc's own word) and
  * the hash table. Entries dropped by eviction are freed by liburcu after a grace period, so
@@ -55,7 +55,7 @@ void fwd_cache_opts_default(fwd_cache_opts_t *opts) STEER_NONNULL(1);
 
 /**
  * Create an empty cache with a copy of @p opts into @p *out (the caller owns it, freed with
- * fwd_cache_free()). Returns 0, STEER_EINVAL (max_bytes below 64 KiB, max_ttl below min_ttl,
+ * fwd_cache_free()). Returns 0, STEER_EINVAL (max_bytes below 256 KiB, max_ttl below min_ttl,
  * edns_payload below 512) or STEER_ENOMEM. Any thread.
  */
 int fwd_cache_new(const fwd_cache_opts_t *opts, fwd_cache_t **out) STEER_NONNULL(1, 2) STEER_WUR;
