@@ -211,6 +211,41 @@ def fwd_reply_seeds():
     return seeds
 
 
+def fwd_cache_seeds():
+    """Upstream replies for fwd_cache: one control byte (bit 0 DO, 1 CD, 2 EDNS, 3 upper-case
+    client name, 4 min-ttl 30), then the reply (see fuzz_fwd_cache.c)."""
+    seeds = {}
+    qn = "www.fwd.test."
+    soa = (dns.name.from_text("ns.fwd.test.").to_wire() + dns.name.from_text("h.fwd.test.").to_wire()
+           + struct.pack("!5I", 1, 2, 3, 4, 600))
+    def reply(ctl, qtype=1, an=(), ns=(), ar=(), flags=0x8180, qname=qn):
+        body = header(0x4242, flags, 1, len(an), len(ns), len(ar)) + question(qname, qtype)
+        return bytes([ctl]) + body + b"".join(an) + b"".join(ns) + b"".join(ar)
+    a = rr(b"\xc0\x0c", 1, bytes([192, 0, 2, 1]))
+    seeds["a"] = reply(0, an=[a])
+    seeds["a-edns-do-upper"] = reply(0x0d, an=[a], ar=[opt(do=True)])
+    seeds["a-opt-not-last"] = reply(4, an=[a], ar=[opt(), rr(b"\xc0\x0c", 1, bytes(4))])
+    seeds["a-ext-rcode"] = reply(4, an=[a], ar=[b"\x00" + struct.pack("!HHIH", 41, 1232, 1 << 24, 0)])
+    seeds["cname-a"] = reply(2, an=[rr(b"\xc0\x0c", 5, b"\x01x\xc0\x10"),
+                                    rr(b"\x01x\xc0\x10", 1, bytes(4), ttl=20)])
+    seeds["cname-long"] = reply(0, an=[rr(b"\xc0\x0c", 5, b"\xc0\x0c")] * 20)
+    seeds["nxdomain-soa"] = reply(4, flags=0x8183, ns=[rr(b"\xc0\x10", 6, soa, ttl=7200)])
+    seeds["nodata-soa"] = reply(0x10, qtype=28, ns=[rr(b"\xc0\x10", 6, soa)])
+    seeds["nodata-no-soa"] = reply(0, qtype=28)
+    seeds["soa-short"] = reply(0, flags=0x8183, ns=[rr(b"\xc0\x10", 6, soa[:-3])])
+    seeds["servfail"] = reply(0, flags=0x8182)
+    seeds["tc"] = reply(0, an=[a], flags=0x8380)
+    seeds["ttl-zero"] = reply(0x10, an=[rr(b"\xc0\x0c", 1, bytes(4), ttl=0)])
+    seeds["ttl-top-bit"] = reply(0, an=[rr(b"\xc0\x0c", 1, bytes(4), ttl=0x80000001)])
+    seeds["big-txt"] = reply(4, qtype=16, an=[rr(b"\xc0\x0c", 16, b"\xff" + b"t" * 255)] * 6)
+    seeds["pointer-forward"] = reply(0, an=[rr(b"\xc0\x40", 1, bytes(4))])
+    seeds["rdata-overrun"] = reply(0, an=[a])[:-2]
+    seeds["trailing"] = reply(0, an=[a]) + b"\x00"
+    seeds["tsig"] = reply(0, an=[a], ar=[rr(b"\x00", 250, b"", rclass=255, ttl=0)])
+    seeds["not-a-reply"] = reply(0, an=[a], flags=0x0100)
+    return seeds
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -227,6 +262,7 @@ def main():
     write("dname", dname_seeds())
     write("probe_reply", probe_reply_seeds())
     write("fwd_reply", fwd_reply_seeds())
+    write("fwd_cache", fwd_cache_seeds())
 
 
 if __name__ == "__main__":
