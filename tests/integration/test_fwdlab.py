@@ -1,0 +1,114 @@
+"""The failover lab itself is sound (tests/integration/fwdlab.py): the hierarchy resolves
+through each link's Unbound from the node, sent from the link's own address; each fault breaks
+link 1 the way it says and its heal undoes it, link 2 unaffected; nothing is left behind.
+
+Needs root (network namespaces); no steerd."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+import fwdlab
+from fwdlab import CLIENT, SERVICE, ZONE, answers, link_source, upstream_addr, which_link
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network "
+                                "namespaces)")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    missing = fwdlab.missing_tools()
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)} (scripts/setup-deps.sh test installs them)")
+    lab = fwdlab.Lab(links=2, workdir=tmp_path_factory.mktemp("fwdlab"))
+    lab.build()
+    yield lab
+    names = list(lab.namespaces)
+    lab.close()
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not [n for n in names if n in left], left
+
+
+def from_node(lab, n, qname, rdtype="A", timeout=0.5):
+    return answers(lab.node, upstream_addr(n), qname, rdtype, source=link_source(n),
+                   timeout=timeout)
+
+
+def test_hierarchy_resolves_through_each_link(lab):
+    for n in lab.up:
+        assert from_node(lab, n, f"www.{ZONE}") == "NOERROR"
+        assert from_node(lab, n, f"t1.{ZONE}") == "NOERROR"
+        assert from_node(lab, n, f"n{n}x.bust.{ZONE}") == "NOERROR"
+        assert from_node(lab, n, f"nothere.{ZONE}") == "NXDOMAIN"
+        assert which_link(lab.node, upstream_addr(n), "smoke", source=link_source(n)) == \
+            f"link{n}"
+    r = fwdlab.query(lab.node, upstream_addr(1), f"t2.{ZONE}", source=link_source(1))
+    assert r.answer[0].ttl <= 5
+    # Sent from the other link's address, a query leaves on that link and finds no upstream.
+    assert from_node(lab, 1, f"www.{ZONE}") == "NOERROR"
+    assert answers(lab.node, upstream_addr(1), f"www.{ZONE}", source=link_source(2),
+                   timeout=0.3) is None
+    # The client reaches the node; the host's namespace has none of the lab's addresses.
+    assert answers(lab.client, fwdlab.NODE_CLIENT, f"www.{ZONE}", source=CLIENT,
+                   timeout=0.3) is None  # nothing listens there yet: refused, not routed out
+    host = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+    assert upstream_addr(1) not in host and SERVICE not in host
+
+
+def healthy(lab, n):
+    return from_node(lab, n, f"{os.urandom(4).hex()}.bust.{ZONE}") == "NOERROR"
+
+
+@pytest.mark.parametrize("fault", [f for f in fwdlab.FAULTS if f != "loss30"])
+def test_fault_breaks_link1_and_heals(lab, fault):
+    assert healthy(lab, 1) and healthy(lab, 2)
+    lab.fault(fault, 1)
+    try:
+        assert not healthy(lab, 1)
+        assert healthy(lab, 2)
+        alive = which_link(lab.node, upstream_addr(1), os.urandom(4).hex(),
+                           source=link_source(1), timeout=0.5)
+        state = lab.link_state(1)
+        if fault == "cutoff":
+            assert alive == "link1"  # alive, answers what it knows, cannot resolve
+        else:
+            assert alive is None
+        if fault == "link-down":
+            assert "UP" not in state.split(","), state
+        elif fault == "carrier-down":
+            assert "NO-CARRIER" in state and "UP" in state.split(","), state
+        else:
+            assert "LOWER_UP" in state, state
+    finally:
+        lab.heal()
+    assert lab.active == []
+    assert healthy(lab, 1)
+
+
+def test_loss30_drops_about_a_third(lab):
+    lab.fault("loss30", 1)
+    try:
+        got = sum(1 for i in range(60)
+                  if from_node(lab, 1, f"www.{ZONE}", timeout=0.15) == "NOERROR")
+    finally:
+        lab.heal()
+    # 60 draws at p = 0.7: 42 expected; 28..56 is beyond 4 standard deviations either way.
+    assert 28 <= got <= 56, got
+    assert healthy(lab, 1)
+
+
+@pytest.mark.parametrize("kind", ["dnsdist", "unbound"])
+def test_peer_forwarders_answer_the_client_over_link1(lab, kind):
+    fwd = lab.start_forwarder(kind)
+    try:
+        assert answers(lab.client, SERVICE, f"c3.{ZONE}", source=CLIENT) == "NOERROR"
+        links = {which_link(lab.client, SERVICE, f"{kind}{i}", source=CLIENT) for i in range(5)}
+        if kind == "dnsdist":
+            assert links == {"link1"}  # firstAvailable keeps the order
+        else:
+            assert links <= {"link1", "link2"} and links  # Unbound picks by RTT
+    finally:
+        fwd.stop()
