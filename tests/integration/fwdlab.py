@@ -40,6 +40,7 @@ Names (hierarchy: root -> test. -> example.test.):
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -430,6 +431,10 @@ class Lab:
             self.ip(up, "addr", "add", f"10.99.{n}.2/24", "dev", "hier")
             self.ip(h, "addr", "add", f"10.99.{n}.1/24", "dev", f"up{n}")
             self.ip(up, "route", "add", "10.255.0.0/24", "via", f"10.99.{n}.1")
+            # Before any fault's chain (priority 0): counts what the node sent, dropped or not.
+            self.nft(up, 'table inet fwdlab_count {\n chain in { type filter hook input '
+                     'priority -10; iifname "node" udp dport 53 counter; '
+                     'iifname "node" tcp dport 53 counter; }\n}\n')
         for a in (ROOT_ADDR, TLD_ADDR, ZONE_ADDR):
             self.ip(h, "addr", "add", f"{a}/32", "dev", "lo")
 
@@ -538,6 +543,21 @@ class Lab:
         if wait:
             for n in sorted(healed):
                 self.wait_upstream(n)
+
+    def upstream_queries(self, n: int) -> tuple[int, int]:
+        """DNS packets (UDP, TCP segments) that reached link n's upstream namespace from the
+        node since the lab was built, counted before any fault drops them."""
+        out = subprocess.run(["ip", "netns", "exec", self.up[n], NFT, "-j", "list", "table",
+                              "inet", "fwdlab_count"], capture_output=True, text=True,
+                             timeout=20, check=True).stdout
+        counts = []
+        for item in json.loads(out)["nftables"]:
+            rule = item.get("rule")
+            if rule:
+                for e in rule["expr"]:
+                    if "counter" in e:
+                        counts.append(e["counter"]["packets"])
+        return counts[0], counts[1]
 
     def link_state(self, n: int) -> str:
         """The node side's `ip link` flags of link n, e.g. "NO-CARRIER,BROADCAST,...,UP"."""

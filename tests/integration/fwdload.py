@@ -176,7 +176,10 @@ def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: in
                    that all came from @preferred; None: not back before the end
     flaps          changes of the answering link among revealing answers between fault and heal
     on_preferred   share of revealing answers between fault and heal from @preferred
-    slow           answers that took over 0.5 s but came within @timeout"""
+    slow           answers that took over 0.5 s but came within @timeout
+    before         share of revealing answers before the fault from @preferred (1.0 for a
+                   forwarder that keeps the order)
+    after          share of revealing answers in the last 2 s of the run from @preferred"""
     fails = [r for r in records if failed(r, timeout)]
     after = [r for r in fails if r[1] >= t_fault]
     which = [r for r in records if r[0] == 3]
@@ -199,6 +202,11 @@ def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: in
         # back only when the final run on the preferred link lasts at least a second
         if k < len(post) and post[-1][1] - post[k][1] >= 1.0:
             failback = post[k][1] - t_heal
+    def share(rs):
+        ok = [r[4] for r in rs if not failed(r, timeout) and r[4]]
+        return sum(1 for x in ok if x == preferred) / len(ok) if ok else 0.0
+
+    end = max((r[1] for r in records), default=0.0)
     links = [r[4] for r in during if not failed(r, timeout) and r[4]]
     flaps = sum(1 for a, b in zip(links, links[1:]) if a != b)
     return {
@@ -214,6 +222,8 @@ def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: in
         "failback": failback,
         "flaps": flaps,
         "on_preferred": (sum(1 for x in links if x == preferred) / len(links)) if links else 0.0,
+        "before": share([r for r in which if r[1] < t_fault]),
+        "after": share([r for r in which if r[1] >= max(t_heal, end - 2.0)]),
         "slow": sum(1 for r in records if r[2] is not None and 0.5 < r[2] - r[1] <= timeout),
     }
 

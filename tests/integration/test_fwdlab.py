@@ -38,6 +38,7 @@ def from_node(lab, n, qname, rdtype="A", timeout=0.5):
 
 
 def test_hierarchy_resolves_through_each_link(lab):
+    seen = {n: lab.upstream_queries(n)[0] for n in lab.up}
     for n in lab.up:
         assert from_node(lab, n, f"www.{ZONE}") == "NOERROR"
         assert from_node(lab, n, f"t1.{ZONE}") == "NOERROR"
@@ -45,7 +46,12 @@ def test_hierarchy_resolves_through_each_link(lab):
         assert from_node(lab, n, f"nothere.{ZONE}") == "NXDOMAIN"
         assert which_link(lab.node, upstream_addr(n), "smoke", source=link_source(n)) == \
             f"link{n}"
+    # Each link's upstream saw the node's 5 queries (counted on arrival).
+    assert all(lab.upstream_queries(n)[0] - seen[n] == 5 for n in lab.up)
     r = fwdlab.query(lab.node, upstream_addr(1), f"t2.{ZONE}", source=link_source(1))
+    assert fwdlab.query(lab.node, upstream_addr(2), f"t2.{ZONE}", source=link_source(2),
+                        tcp=True).rcode() == 0
+    assert lab.upstream_queries(2)[1] > 0
     assert r.answer[0].ttl <= 5
     # Sent from the other link's address, a query leaves on that link and finds no upstream.
     assert from_node(lab, 1, f"www.{ZONE}") == "NOERROR"
