@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -100,8 +101,8 @@ def fmt_count(values: list) -> str:
 
 def table(results: list[dict], a) -> str:
     rows = ["| forwarder | fault | failures | failure window s | all on link 2 s | "
-            "back on link 1 s | link changes | slow (0.5-1 s) |",
-            "|---|---|---|---|---|---|---|---|"]
+            "back on link 1 s | link changes | slow (0.5-1 s) | on link 1 before / end |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for kind in a.kinds:
         for fault in a.faults:
             rs = [r for r in results if r["kind"] == kind and r["fault"] == fault]
@@ -113,7 +114,9 @@ def table(results: list[dict], a) -> str:
                 f"{fmt_time([r['switch'] for r in rs], a.heal_at - a.fault_at)} | "
                 f"{fmt_time([r['failback'] for r in rs], a.duration - a.heal_at)} | "
                 f"{fmt_count([r['flaps'] for r in rs])} | "
-                f"{fmt_count([r['slow'] for r in rs])} |")
+                f"{fmt_count([r['slow'] for r in rs])} | "
+                f"{statistics.median(r['before'] for r in rs):.0%} / "
+                f"{statistics.median(r['after'] for r in rs):.0%} |")
     return "\n".join(rows)
 
 
@@ -150,6 +153,11 @@ def main() -> int:
     missing = fwdlab.missing_tools()
     if missing:
         ap.error(f"missing: {', '.join(missing)} (scripts/setup-deps.sh test)")
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    # SIGTERM, and SIGINT also when started in the background: the lab is torn down.
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     results = []
     with fwdlab.Lab(links=a.links, workdir=a.workdir, keep=bool(a.workdir)) as lab:
         workdir = lab.dir
@@ -163,7 +171,8 @@ def main() -> int:
                     fb = "no" if m["failback"] is None else f"{m['failback']:.2f}"
                     print(f"trial {trial + 1} {kind:8} {fault:12} failures {m['failures']:5} "
                           f"window {m['window']:5.2f} switch {sw:>5} failback {fb:>5} "
-                          f"flaps {m['flaps']:3} slow {m['slow']:3} "
+                          f"changes {m['flaps']:3} slow {m['slow']:3} "
+                          f"link1 {m['before']:4.0%}/{m['after']:4.0%} "
                           f"({time.monotonic() - t:.0f} s)", flush=True)
     print()
     print(f"{a.rate:g} q/s, fault at {a.fault_at:g} s, heal at {a.heal_at:g} s, "
