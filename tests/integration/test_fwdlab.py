@@ -12,9 +12,10 @@ import subprocess
 import pytest
 
 import fwdlab
+import fwdload
 from fwdlab import CLIENT, SERVICE, ZONE, answers, link_source, upstream_addr, which_link
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network "
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network "
                                 "namespaces)")
 
 
@@ -37,6 +38,7 @@ def from_node(lab, n, qname, rdtype="A", timeout=0.5):
                    timeout=timeout)
 
 
+@needs_root
 def test_hierarchy_resolves_through_each_link(lab):
     seen = {n: lab.upstream_queries(n)[0] for n in lab.up}
     for n in lab.up:
@@ -68,6 +70,7 @@ def healthy(lab, n):
     return from_node(lab, n, f"{os.urandom(4).hex()}.bust.{ZONE}") == "NOERROR"
 
 
+@needs_root
 @pytest.mark.parametrize("fault", [f for f in fwdlab.FAULTS if f != "loss30"])
 def test_fault_breaks_link1_and_heals(lab, fault):
     assert healthy(lab, 1) and healthy(lab, 2)
@@ -94,6 +97,7 @@ def test_fault_breaks_link1_and_heals(lab, fault):
     assert healthy(lab, 1)
 
 
+@needs_root
 def test_loss30_drops_about_a_third(lab):
     lab.fault("loss30", 1)
     try:
@@ -106,6 +110,7 @@ def test_loss30_drops_about_a_third(lab):
     assert healthy(lab, 1)
 
 
+@needs_root
 @pytest.mark.parametrize("kind", ["dnsdist", "unbound"])
 def test_peer_forwarders_answer_the_client_over_link1(lab, kind):
     fwd = lab.start_forwarder(kind)
@@ -114,7 +119,45 @@ def test_peer_forwarders_answer_the_client_over_link1(lab, kind):
         links = {which_link(lab.client, SERVICE, f"{kind}{i}", source=CLIENT) for i in range(5)}
         if kind == "dnsdist":
             assert links == {"link1"}  # firstAvailable keeps the order
+            # The client load: 2 s of the mix, everything answered, revealing names on link 1.
+            res = fwdload.run_load(lab.client, SERVICE, 200, 2.0)
+            m = fwdload.analyse(res["records"], 1.5, 1.8)
+            assert m["queries"] == 400 and m["failures"] == 0, m
+            assert m["before"] == 1.0, m
+            kinds = {r[0] for r in res["records"]}
+            assert kinds == {0, 1, 2, 3}
         else:
             assert links <= {"link1", "link2"} and links  # Unbound picks by RTT
     finally:
         fwd.stop()
+
+
+def test_analyse_reads_a_scripted_failover():
+    """The figures on records made up for it: link 1 until 10 s, three failures, link 2 from
+    10.4 s, back on link 1 from 16.5 s."""
+    recs = []
+    for k in range(240):
+        t = k / 10
+        link = 1 if t < 10 or t >= 16.5 else 2
+        if 10 <= t < 10.4:
+            recs.append([2, t, None, None, 0])  # lost
+            recs.append([3, t + 0.01, t + 0.02, 2, 0])  # SERVFAIL
+        else:
+            recs.append([3, t, t + 0.003, 0, link])
+            recs.append([0, t + 0.01, t + 0.6 if 10.4 <= t < 10.6 else t + 0.011, 0, 0])
+    m = fwdload.analyse(recs, 10.0, 16.0)
+    assert m["failures"] == 8 and m["timeouts"] == 4 and m["servfail"] == 4
+    assert m["failures_fault"] == 8 and m["failures_before"] == 0
+    assert abs(m["window"] - 0.31) < 0.02
+    assert abs(m["switch"] - 0.31) < 0.02  # the last bad revealing query: sent at 10.31
+    assert abs(m["failback"] - 0.5) < 0.06
+    assert m["flaps"] == 0  # only link 2 answered while the fault lasted
+    assert m["before"] == 1.0 and m["after"] == 1.0
+    assert m["slow"] == 2
+    # Never switched: the fault's last revealing query still failed.
+    never = [r if r[1] < 10 or r[0] != 3 else [3, r[1], None, None, 0] for r in recs]
+    assert fwdload.analyse(never, 10.0, 16.0)["switch"] is None
+    # Not back: link 2 to the end.
+    stay = [[r[0], r[1], r[2], r[3], 2 if r[1] >= 10.4 and r[0] == 3 else r[4]] for r in recs]
+    m = fwdload.analyse(stay, 10.0, 16.0)
+    assert m["failback"] is None and m["after"] == 0.0
