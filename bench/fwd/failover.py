@@ -66,8 +66,9 @@ def one_run(lab: fwdlab.Lab, kind: str, fault: str, a, seed: int, workdir: Path)
             t_fault = time.monotonic() - start
             lab.fault(fault, 1)
             time.sleep(max(0.0, start + a.heal_at - time.monotonic()))
-            lab.heal(wait=True)
             t_heal = time.monotonic() - start
+            lab.heal(wait=True)
+            t_up = time.monotonic() - start
             if load.wait(timeout=a.duration + 30) != 0:
                 raise RuntimeError("fwdload failed")
         finally:
@@ -80,8 +81,8 @@ def one_run(lab: fwdlab.Lab, kind: str, fault: str, a, seed: int, workdir: Path)
     finally:
         lab.heal(wait=True)
         fwd.stop()
-    m = fwdload.analyse(res["records"], t_fault, t_heal)
-    m.update(kind=kind, fault=fault, seed=seed, t_fault=t_fault, t_heal=t_heal)
+    m = fwdload.analyse(res["records"], t_fault, t_heal, t_up=t_up)
+    m.update(kind=kind, fault=fault, seed=seed, t_fault=t_fault, t_heal=t_heal, t_up=t_up)
     return m
 
 
@@ -120,6 +121,28 @@ def table(results: list[dict], a) -> str:
     return "\n".join(rows)
 
 
+def reanalyse(path: str, workdir: str, a) -> list[dict]:
+    """The figures of a --json file's runs recomputed from their kept records (--workdir,
+    --keep-records), with this version's definitions."""
+    old = json.loads(Path(path).read_text())
+    args = old["args"]
+    for k in ("kinds", "faults", "trials", "rate", "fault_at", "heal_at", "duration"):
+        setattr(a, k, args[k])
+    results = []
+    for run in old["runs"]:
+        rec = Path(workdir) / f"load-{run['kind']}-{run['fault']}-{run['seed']}.json"
+        res = json.loads(rec.read_text())
+        if "t_up" in run:
+            t_heal, t_up = run["t_heal"], run["t_up"]
+        else:  # first version: t_heal was taken once the link answered again
+            t_heal, t_up = args["heal_at"] + run["t_fault"] - args["fault_at"], run["t_heal"]
+        m = fwdload.analyse(res["records"], run["t_fault"], t_heal, t_up=t_up)
+        m.update(kind=run["kind"], fault=run["fault"], seed=run["seed"],
+                 t_fault=run["t_fault"], t_heal=t_heal, t_up=t_up)
+        results.append(m)
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kinds", default="dnsdist,unbound",
@@ -137,7 +160,21 @@ def main() -> int:
     ap.add_argument("--workdir", help="keep the lab's configs and logs here")
     ap.add_argument("--keep-records", action="store_true",
                     help="keep each run's per-query records (with --workdir)")
+    ap.add_argument("--reanalyse", metavar="JSON",
+                    help="no runs: recompute and print the figures of an earlier --json "
+                         "file from the records kept in --workdir")
     a = ap.parse_args()
+    if a.reanalyse:
+        if not a.workdir:
+            ap.error("--reanalyse needs --workdir (where --keep-records kept them)")
+        results = reanalyse(a.reanalyse, a.workdir, a)
+        print(f"{a.rate:g} q/s, fault at {a.fault_at:g} s, heal at {a.heal_at:g} s, "
+              f"end {a.duration:g} s, {a.trials} trials; median / max")
+        print(table(results, a))
+        if a.json:
+            Path(a.json).write_text(json.dumps({"args": json.loads(
+                Path(a.reanalyse).read_text())["args"], "runs": results}, indent=1))
+        return 0
     a.kinds = a.kinds.split(",")
     a.faults = a.faults.split(",")
     for k in a.kinds:

@@ -164,16 +164,20 @@ def failed(rec: list, timeout: float = TIMEOUT) -> bool:
     return rec[2] is None or rec[2] - rec[1] > timeout or rec[3] not in (0, 3)
 
 
-def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: int = 1,
-            timeout: float = TIMEOUT) -> dict:
-    """Failover figures of one run (times relative to the load's start):
+def analyse(records: list[list], t_fault: float, t_heal: float, *, t_up: float | None = None,
+            preferred: int = 1, timeout: float = TIMEOUT) -> dict:
+    """Failover figures of one run (times relative to the load's start): the fault lasts from
+    @t_fault to @t_heal (when the heal began); @t_up is when the link answered again (default
+    @t_heal: the same).
     failures       client-visible failures (timeout after @timeout or SERVFAIL/other rcode)
     failures_fault those sent between the fault and the heal; failures_heal: after the heal
     window         seconds from the first to the last failed query sent after the fault
     switch         seconds from the fault until the last revealing query not answered by another
-                   link (after it, every revealing query up to the heal was); None: never
-    failback       seconds from the heal until the first of the final run of revealing answers
-                   that all came from @preferred; None: not back before the end
+                   link (after it, every revealing query up to the heal was, for at least 1 s);
+                   None: never
+    failback       seconds from @t_up until the first of the final run of revealing answers
+                   that all came from @preferred (lasting at least 1 s); None: not back before
+                   the end
     flaps          changes of the answering link among revealing answers between fault and heal
     on_preferred   share of revealing answers between fault and heal from @preferred
     slow           answers that took over 0.5 s but came within @timeout
@@ -189,7 +193,7 @@ def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: in
         switch = None
     elif not bad_during:
         switch = 0.0
-    elif bad_during[-1] is during[-1]:
+    elif bad_during[-1] is during[-1] or t_heal - bad_during[-1][1] < 1.0:
         switch = None
     else:
         switch = bad_during[-1][1] - t_fault
@@ -201,7 +205,7 @@ def analyse(records: list[list], t_fault: float, t_heal: float, *, preferred: in
             k -= 1
         # back only when the final run on the preferred link lasts at least a second
         if k < len(post) and post[-1][1] - post[k][1] >= 1.0:
-            failback = post[k][1] - t_heal
+            failback = max(0.0, post[k][1] - (t_heal if t_up is None else t_up))
     def share(rs):
         ok = [r[4] for r in rs if not failed(r, timeout) and r[4]]
         return sum(1 for x in ok if x == preferred) / len(ok) if ok else 0.0
