@@ -3,7 +3,7 @@
 forwarder under test, the preferred link broken at --fault-at and healed at --heal-at.
 
 For each trial, each forwarder kind and each fault: a fresh forwarder in the node namespace,
-the cached names asked once, then fwdload.py sends the issue's mix (40 % cached, 20 % 5-s TTL,
+the cached names asked once, then fwdload.py sends the test mix (40 % cached, 20 % 5-s TTL,
 25 % cache-busting, 15 % link-revealing names) at --rate q/s from the client namespace for
 --duration s; link 1 is broken at --fault-at and healed at --heal-at (the heal counts from
 when link 1's Unbound answers the node again). Kinds and faults are interleaved so drift of

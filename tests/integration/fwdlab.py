@@ -494,46 +494,54 @@ class Lab:
     # ---- faults ----------------------------------------------------------------------------
 
     def fault(self, kind: str, n: int = 1) -> None:
-        """Break link n the way @kind says (FAULTS, FAULT_HELP). heal() undoes it."""
+        """Break link n the way @kind says (FAULTS, FAULT_HELP). Faults on several links (or
+        of several kinds on one link) may be active at once; heal() undoes them. Applying an
+        active fault again raises ValueError."""
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r} (one of {', '.join(FAULTS)})")
+        if (kind, n) in self.active:
+            raise ValueError(f"{kind} is already applied to link {n}")
         up = self.up[n]
+        table = f"fwdlab_{kind.replace('-', '_')}_{n}"
         if kind == "link-down":
             self.ip(self.node, "link", "set", f"link{n}", "down")
         elif kind == "carrier-down":
             self.ip(up, "link", "set", "node", "down")
         elif kind == "drop":
-            self.nft(up, 'table inet fwdlab {\n chain in { type filter hook input priority 0;'
-                     ' iifname "node" drop; }\n}\n')
+            self.nft(up, f'table inet {table} {{\n chain in {{ type filter hook input '
+                     'priority 0; iifname "node" drop; }\n}\n')
         elif kind == "loss30":
-            self.nft(up, 'table inet fwdlab {\n chain in { type filter hook input priority 0;'
-                     ' iifname "node" numgen random mod 100 < 30 drop; }\n}\n')
+            self.nft(up, f'table inet {table} {{\n chain in {{ type filter hook input '
+                     'priority 0; iifname "node" numgen random mod 100 < 30 drop; }\n}\n')
         elif kind == "kill":
             self.unbound[n].kill()
         elif kind == "cutoff":
-            self.nft(self.hier, 'table inet fwdlab {\n chain in { type filter hook input '
+            self.nft(self.hier, f'table inet {table} {{\n chain in {{ type filter hook input '
                      f'priority 0; iifname "up{n}" drop; }}\n}}\n')
-        else:
-            raise ValueError(f"unknown fault {kind!r} (one of {', '.join(FAULTS)})")
         self.active.append((kind, n))
 
-    def heal(self, wait: bool = True) -> None:
-        """Undo every fault applied, newest first; with @wait, return once every healed link's
-        Unbound resolves again from the node."""
+    def heal(self, links: list[int] | None = None, wait: bool = True) -> None:
+        """Undo the faults applied to @links (default: all), newest first; with @wait, return
+        once every healed link's Unbound resolves again from the node."""
         healed = set()
-        while self.active:
-            kind, n = self.active.pop()
+        for kind, n in list(reversed(self.active)):
+            if links is not None and n not in links:
+                continue
+            self.active.remove((kind, n))
             up = self.up[n]
+            table = f"fwdlab_{kind.replace('-', '_')}_{n}"
             if kind == "link-down":
                 self.ip(self.node, "link", "set", f"link{n}", "up")
                 self._link_routes(n)
             elif kind == "carrier-down":
                 self.ip(up, "link", "set", "node", "up")
             elif kind in ("drop", "loss30"):
-                self.nft(up, "delete table inet fwdlab\n")
+                self.nft(up, f"delete table inet {table}\n")
             elif kind == "kill":
                 self.unbound[n].stop()
                 self._start_unbound(n)
             elif kind == "cutoff":
-                self.nft(self.hier, "delete table inet fwdlab\n")
+                self.nft(self.hier, f"delete table inet {table}\n")
                 # Unbound backs off from servers that timed out; the lab heals the path, not
                 # Unbound's memory of it, so forget it (the forwarder's failback is measured).
                 self.unbound_control(n, "flush_infra", "all")

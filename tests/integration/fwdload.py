@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Client load for the failover lab, and what it shows: the issue's query mix at a fixed rate
-from the lab's client namespace, one record per query, and the failover figures computed from
-the records.
+"""Client load for the failover lab, and what it shows: the forwarder's test query mix at a
+fixed rate from the lab's client namespace, one record per query, and the failover figures
+computed from the records.
 
 Mix (per query, drawn with a seeded RNG): 40 % cached names (c0..c199.example.test, TTL 3600),
 20 % 5-s TTL names (t0..t49.example.test), 25 % cache-busting names

@@ -98,6 +98,23 @@ def test_fault_breaks_link1_and_heals(lab, fault):
 
 
 @needs_root
+def test_faults_on_both_links_at_once_heal_one_by_one(lab):
+    try:
+        lab.fault("drop", 1)
+        lab.fault("cutoff", 2)
+        lab.fault("cutoff", 1)
+        with pytest.raises(ValueError):
+            lab.fault("drop", 1)
+        assert not healthy(lab, 1) and not healthy(lab, 2)
+        lab.heal([2])
+        assert healthy(lab, 2) and not healthy(lab, 1)
+        assert lab.active == [("drop", 1), ("cutoff", 1)]
+    finally:
+        lab.heal()
+    assert healthy(lab, 1) and healthy(lab, 2)
+
+
+@needs_root
 def test_loss30_drops_about_a_third(lab):
     lab.fault("loss30", 1)
     try:
