@@ -223,4 +223,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as e:
+        print(f"failover: stopped ({e or 'interrupt'}); the lab is torn down", file=sys.stderr)
+        sys.exit(130)
