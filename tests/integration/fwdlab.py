@@ -11,6 +11,9 @@ helpers here never send from the host's namespace (sockets are made inside a lab
         r = lab.query(lab.client, SERVICE, "www.example.test", "A")
         lab.fault("drop", 1)          # link 1 silently drops everything from the node
         lab.heal()                    # undo every fault applied
+        with lab.sniff(1) as sn:      # what the forwarder sends over link 1
+            ...
+        ports = {p[2] for p in sn.packets}
         fwd.stop()
 
 Topology (N = 1..links; every name below is inside the lab's own namespaces):
@@ -287,6 +290,77 @@ remote-control:
 """
 
 
+class Sniffer:
+    """The DNS queries (UDP, IPv4) that reach an upstream namespace from the node, seen on
+    the wire before any fault drops them: a raw packet socket on the upstream's side of the
+    link, read by a thread. Use as a context manager, or start()/stop(); then .packets is a
+    list of (time, src, sport, dst, dport, txid, question bytes as on the wire)."""
+
+    ETH_P_IP = 0x0800
+
+    def __init__(self, ns: str, ifname: str = "node"):
+        self.ns = ns
+        self.ifname = ifname
+        self.packets: list[tuple[float, str, int, str, int, int, bytes]] = []
+        self._stop = False
+        self._sock: socket.socket | None = None
+        self._thread = None
+
+    def __enter__(self) -> "Sniffer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        import threading
+        self._sock = ns_socket(self.ns, socket.SOCK_RAW, socket.AF_PACKET)
+        self._sock.bind((self.ifname, self.ETH_P_IP))
+        self._sock.settimeout(0.05)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop = True
+        if self._thread:
+            self._thread.join()
+            self._thread = None
+        if self._sock:
+            self._sock.close()
+            self._sock = None
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                frame, addr = self._sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if addr[2] == socket.PACKET_OUTGOING:
+                continue
+            self._parse(frame[14:])
+
+    def _parse(self, ip: bytes) -> None:
+        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 17:
+            return
+        ihl = (ip[0] & 0x0F) * 4
+        udp = ip[ihl:]
+        if len(udp) < 8 + 12:
+            return
+        sport, dport = int.from_bytes(udp[0:2], "big"), int.from_bytes(udp[2:4], "big")
+        dnsmsg = udp[8:]
+        if dport != 53 or dnsmsg[2] & 0x80:
+            return
+        end = 12
+        while end < len(dnsmsg) and dnsmsg[end] != 0 and dnsmsg[end] < 64:
+            end += 1 + dnsmsg[end]
+        self.packets.append((time.monotonic(), socket.inet_ntoa(ip[12:16]), sport,
+                             socket.inet_ntoa(ip[16:20]), dport,
+                             int.from_bytes(dnsmsg[0:2], "big"), bytes(dnsmsg[12:end + 5])))
+
+
 class Proc:
     """A process started in a namespace (ip netns exec execs, so the PID is the program's)."""
 
@@ -551,6 +625,11 @@ class Lab:
         if wait:
             for n in sorted(healed):
                 self.wait_upstream(n)
+
+    def sniff(self, n: int) -> Sniffer:
+        """A Sniffer of the DNS queries reaching link n's upstream from the node (context
+        manager): the source ports, IDs and questions a forwarder sends over link n."""
+        return Sniffer(self.up[n])
 
     def upstream_queries(self, n: int) -> tuple[int, int]:
         """DNS packets (UDP, TCP segments) that reached link n's upstream namespace from the

@@ -98,6 +98,25 @@ def test_fault_breaks_link1_and_heals(lab, fault):
 
 
 @needs_root
+def test_sniffer_records_what_reaches_the_upstream(lab):
+    with lab.sniff(2) as sn:
+        for i in range(20):
+            assert from_node(lab, 2, f"Sniff{i}.bust.{ZONE}") == "NOERROR"
+        lab.fault("drop", 2)
+        try:
+            assert from_node(lab, 2, f"dropped.bust.{ZONE}", timeout=0.2) is None
+        finally:
+            lab.heal([2])
+    got = [p for p in sn.packets if p[3] == upstream_addr(2)]
+    assert all(p[1] == link_source(2) and p[4] == 53 for p in got)
+    names = [p[6][:-4] for p in got]
+    assert b"\x06Sniff7\x04bust\x07example\x04test\x00" in names  # case as sent
+    assert any(b"dropped" in q for q in names)  # seen before the drop
+    # dnspython picks a random ID per query, the kernel a random port per socket.
+    assert len({p[2] for p in got}) >= 19 and len({p[5] for p in got}) >= 19
+
+
+@needs_root
 def test_faults_on_both_links_at_once_heal_one_by_one(lab):
     try:
         lab.fault("drop", 1)
