@@ -14,6 +14,7 @@ helpers here never send from the host's namespace (sockets are made inside a lab
         with lab.sniff(1) as sn:      # what the forwarder sends over link 1
             ...
         ports = {p[2] for p in sn.packets}
+        lab.forge(1, port, reply)     # a datagram from 10.53.1.53:53 arriving over link 1
         fwd.stop()
 
 Topology (N = 1..links; every name below is inside the lab's own namespaces):
@@ -48,6 +49,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -130,8 +132,8 @@ def _setns(fd: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def ns_socket(ns: str, kind: int = socket.SOCK_DGRAM,
-              family: int = socket.AF_INET) -> socket.socket:
+def ns_socket(ns: str, kind: int = socket.SOCK_DGRAM, family: int = socket.AF_INET,
+              proto: int = 0) -> socket.socket:
     """A socket made inside network namespace @ns (it stays there: only this thread switches
     namespaces, and only for the socket() call)."""
     here = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
@@ -139,7 +141,7 @@ def ns_socket(ns: str, kind: int = socket.SOCK_DGRAM,
     try:
         _setns(there)
         try:
-            return socket.socket(family, kind)
+            return socket.socket(family, kind, proto)
         finally:
             _setns(here)
     finally:
@@ -630,6 +632,26 @@ class Lab:
         """A Sniffer of the DNS queries reaching link n's upstream from the node (context
         manager): the source ports, IDs and questions a forwarder sends over link n."""
         return Sniffer(self.up[n])
+
+    def forge(self, n: int, dport: int, payload: bytes, *, src: str | None = None,
+              sport: int = 53, dst: str | None = None) -> None:
+        """Send one UDP datagram from link n's upstream namespace to the node (@dst, default
+        link n's source address, port @dport) that claims to come from @src:@sport (default
+        the upstream's address and port 53): a forged reply arriving over the real link."""
+        src = src or upstream_addr(n)
+        dst = dst or link_source(n)
+        udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload  # no checksum
+        hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                          socket.inet_aton(src), socket.inet_aton(dst))
+        csum = sum(struct.unpack("!10H", hdr))
+        while csum >> 16:
+            csum = (csum & 0xFFFF) + (csum >> 16)
+        hdr = hdr[:10] + struct.pack("!H", ~csum & 0xFFFF) + hdr[12:]
+        s = ns_socket(self.up[n], socket.SOCK_RAW, socket.AF_INET, socket.IPPROTO_RAW)
+        try:
+            s.sendto(hdr + udp, (dst, 0))
+        finally:
+            s.close()
 
     def upstream_queries(self, n: int) -> tuple[int, int]:
         """DNS packets (UDP, TCP segments) that reached link n's upstream namespace from the

@@ -117,6 +117,21 @@ def test_sniffer_records_what_reaches_the_upstream(lab):
 
 
 @needs_root
+def test_forged_datagram_arrives_over_the_link_as_from_the_upstream(lab):
+    s = fwdlab.ns_socket(lab.node)
+    try:
+        s.bind((link_source(1), 0))
+        s.settimeout(2)
+        lab.forge(1, s.getsockname()[1], b"forged")
+        data, peer = s.recvfrom(512)
+        assert data == b"forged" and peer == (upstream_addr(1), 53)
+        lab.forge(1, s.getsockname()[1], b"other port", sport=5353)
+        assert s.recvfrom(512) == (b"other port", (upstream_addr(1), 5353))
+    finally:
+        s.close()
+
+
+@needs_root
 def test_faults_on_both_links_at_once_heal_one_by_one(lab):
     try:
         lab.fault("drop", 1)
