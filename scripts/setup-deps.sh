@@ -14,9 +14,11 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # The tests: clang for the libFuzzer targets, the reference server and clients of the
 # differential and integration tests, unbound (the ECS resolver of the GSLB test) and iproute2
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).
+# The forwarder failover lab (tests/integration/fwdlab.py): unbound per link, knot for the
+# hierarchy, nftables for the drop and loss faults, dnsdist as a peer forwarder.
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
 	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
-	unbound nginx-light openssl"
+	unbound nginx-light openssl nftables dnsdist"
 
 level=${1:-}
 case "$level" in
