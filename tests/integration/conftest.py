@@ -346,6 +346,21 @@ class Steerd:
         assert_no_sanitizer_report(res.stdout + res.stderr)
         return res
 
+    def ctl_raw(self, request: bytes, timeout: float = 10.0) -> dict:
+        """Send @request (one line, as written) on the control socket, bypassing steerctl's
+        own checks; returns the decoded reply line."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(self.ctl_socket))
+            s.sendall(request)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        return json.loads(buf)
+
     def ctl_json(self, *args: str):
         """steerctl --json CMD: checks exit 0 and {"ok": true}, returns the "data" member."""
         res = self.ctl(*args, json_out=True)

@@ -169,18 +169,7 @@ def test_bad_override_commands_are_clear_errors(steerd, args, needle):
 
 def raw_call(srv, cmd, args):
     """One request on the control socket, without steerctl's own checks."""
-    import socket
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(str(srv.ctl_socket))
-        s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)
+    return srv.ctl_raw(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
 
 
 def test_override_usage_errors(steerd):

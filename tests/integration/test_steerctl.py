@@ -171,25 +171,10 @@ def test_unknown_command(srv):
 
 def test_raw_protocol(srv):
     """The socket speaks one JSON object per line each way (src/ctl/ctl.h)."""
-    import socket
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(str(srv.ctl_socket))
-        s.sendall(b'{"cmd": "zones", "args": []}\n')
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    reply = json.loads(buf)
+    reply = srv.ctl_raw(b'{"cmd": "zones", "args": []}\n')
     assert reply["ok"] is True and len(zone_list(reply["data"])) == 2
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(str(srv.ctl_socket))
-        s.sendall(b'this is not json\n')
-        reply = json.loads(s.recv(65536))
-        assert reply["ok"] is False and reply["error"]
+    reply = srv.ctl_raw(b'this is not json\n')
+    assert reply["ok"] is False and reply["error"]
     assert srv.ctl("status").returncode == 0
 
 
