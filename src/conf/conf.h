@@ -158,6 +158,50 @@ typedef struct {
 	unsigned line;
 } conf_override_t;
 
+/* ---- caching forwarder (`forward:`) ---- */
+
+/* One upstream resolver of a forwarding group. */
+typedef struct {
+	char *name;               /* "link1": logs, steerctl upstreams; unique in the config */
+	steer_sockaddr_t address; /* the recursive resolver; port 53 unless given */
+	steer_sockaddr_t source;  /* queries and probes leave from here; family 0 = unset */
+	char *link;               /* device to follow (up/down); NULL = the one holding source */
+	unsigned line;
+} conf_upstream_t;
+
+/* A domain suffix and the upstreams that resolve it, in preference order. */
+typedef struct {
+	char *domain;         /* presentation form with trailing dot: "." or "corp.example." */
+	char *policy;         /* ordered | round-robin | fastest */
+	conf_upstream_t *upstreams;
+	size_t n_upstreams;
+	char *probe_name;     /* recursive probes ask <nonce>.<probe_name>; NULL = the root */
+	unsigned probe_interval;  /* ms, default 1000 */
+	unsigned probe_timeout;   /* ms, default 500, below the interval */
+	unsigned probe_fall;      /* default 2 */
+	unsigned probe_rise;      /* default 3 */
+	unsigned probe_hold_down; /* ms, default 5000 */
+	unsigned retry_timeout;   /* ms, default 400: the in-request retry timeout (its cap when
+	                           * adaptive) */
+	bool retry_adaptive;      /* default true: max(100 ms, 3 x smoothed RTT), capped above */
+	unsigned line;
+} conf_fwd_group_t;
+
+typedef struct {
+	steer_prefix_t *allow_recursion; /* who may recurse; empty = nobody (REFUSED) */
+	size_t n_allow_recursion;
+	uint64_t cache_max_size;  /* bytes, default 256 MiB */
+	unsigned cache_min_ttl;   /* seconds, default 0 */
+	unsigned cache_max_ttl;   /* seconds, default 86400 */
+	unsigned cache_max_negative_ttl; /* seconds, default 3600 (RFC 2308) */
+	unsigned serve_stale;     /* seconds: TTL of stale answers (RFC 8767), 0 = off; default 30 */
+	bool prefetch;            /* default true */
+	bool use_0x20;            /* default false */
+	conf_fwd_group_t *groups; /* empty = no forwarding */
+	size_t n_groups;
+	unsigned line;
+} conf_forward_t;
+
 typedef struct {
 	char *path; /* the config file, NULL in quick mode (command-line zones) */
 
@@ -201,6 +245,9 @@ typedef struct {
 	conf_monitor_t *monitors;
 	size_t n_monitors;
 	char *health_state_file; /* monitor states saved here, restored at start; NULL = none */
+
+	/* caching forwarder: */
+	conf_forward_t forward;
 } conf_t;
 
 /** A configuration with every default and no zones (quick mode starts from this). */
