@@ -21,6 +21,7 @@
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "daemon/monitors.h"
+#include "fwd/engine.h"
 #include "gslb/admin.h"
 #include "gslb/view.h"
 #include "net/net.h"
@@ -70,6 +71,7 @@ typedef struct server {
 	gslb_view_t *gslb;    /* the GSLB view of @c conf (never NULL once started); owned.
 	                       * view->gslb points to it when it has names, else is NULL */
 	net_t *net;           /* owned */
+	fwd_engine_t *fwd;    /* the caching forwarder; NULL when `forward:` has no groups */
 	ctl_server_t *ctl;    /* NULL when the control socket could not be created (quick mode) */
 	struct ev_loop *loop; /* libev default loop of the control thread */
 	uid_t uid;            /* target of the privilege drop, valid when @c drop */

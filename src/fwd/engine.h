@@ -140,6 +140,14 @@ fwd_cache_t *fwd_engine_cache(fwd_engine_t *e) STEER_NONNULL(1);
 int fwd_engine_submit(fwd_engine_t *e, const uint8_t *pkt, size_t len, const fwd_client_t *client,
                       unsigned flags) STEER_NONNULL(1, 2, 4) STEER_WUR;
 
+/**
+ * Drop cached answers: the name @p name (presentation form, case-insensitive) and, with
+ * @p subtree, every name below it; NULL = the whole cache. The engine thread does the work
+ * (the cache's writer side) within one loop iteration. Returns 0 (queued), STEER_EINVAL (a
+ * bad name) or STEER_ENOMEM. Control thread.
+ */
+int fwd_engine_flush(fwd_engine_t *e, const char *name, bool subtree) STEER_NONNULL(1);
+
 /** Copy the engine's counters into @p out. Control thread (any thread but the engine's). */
 void fwd_engine_stats(fwd_engine_t *e, fwd_engine_stats_t *out) STEER_NONNULL(1, 2);
 
@@ -153,5 +161,11 @@ size_t fwd_engine_upstream_count(const fwd_engine_t *e) STEER_NONNULL(1);
 int fwd_engine_upstream(fwd_engine_t *e, uint32_t id, fwd_upstream_stats_t *out)
     STEER_NONNULL(1, 3);
 
+/** Number of groups (indices 0..n-1, fwd_upstream_stats_t.group). */
+size_t fwd_engine_group_count(const fwd_engine_t *e) STEER_NONNULL(1);
+
 /** The domain of group @p group ("." or "corp.example."), NULL when out of range. */
 const char *fwd_engine_group_domain(const fwd_engine_t *e, uint32_t group) STEER_NONNULL(1);
+
+/** The policy of group @p group ("ordered", "round-robin", "fastest"), NULL when out of range. */
+const char *fwd_engine_group_policy(const fwd_engine_t *e, uint32_t group) STEER_NONNULL(1);
