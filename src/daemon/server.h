@@ -67,7 +67,7 @@ typedef struct server {
 	server_opts_t opts;
 	conf_t *boot_conf;    /* the configuration the process started with; owned */
 	conf_t *conf;         /* the current one (after reloads); owned, may be boot_conf */
-	auth_view_t *view;    /* published to the query threads; owned with its zone set */
+	net_view_t *view;     /* published to the query threads; owned with its zone set */
 	gslb_view_t *gslb;    /* the GSLB view of @c conf (never NULL once started); owned.
 	                       * view->gslb points to it when it has names, else is NULL */
 	net_t *net;           /* owned */
