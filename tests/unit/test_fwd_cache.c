@@ -548,8 +548,9 @@ static void test_stale(void)
 
 static void test_flush(void)
 {
-	static const char *const names[] = {"example.test",   "www.example.test", "a.b.example.test",
-	                                    "xexample.test", "other.test",       "WWW.example.test"};
+	static const char *const names[] = {"example.test",     "www.example.test",
+	                                    "a.b.example.test", "xexample.test",
+	                                    "other.test",       "WWW.example.test"};
 	static const struct {
 		const char *flush; /* NULL: everything */
 		bool subtree;
@@ -568,11 +569,13 @@ static void test_flush(void)
 		query_t q[6];
 		uint8_t reply[4096], resp[4096];
 		for (size_t k = 0; k < 6; k++) {
-			/* The last one is www.example.test again with DO: another key, same name. */
+			/* The last one is www.example.test again with DO: another key, same name.
+			 */
 			make_query(&q[k], names[k], DNS_TYPE_A, k == 5 ? Q_DO : 0, 1);
-			size_t rlen = make_reply(&q[k].q, 0, 0, rr_a300, 1, false, reply, sizeof(reply));
-			CHECK(fwd_cache_store(c, &q[k].q, reply, rlen, T0) == 0, "row %zu store %zu", i,
-			      k);
+			size_t rlen =
+			    make_reply(&q[k].q, 0, 0, rr_a300, 1, false, reply, sizeof(reply));
+			CHECK(fwd_cache_store(c, &q[k].q, reply, rlen, T0) == 0,
+			      "row %zu store %zu", i, k);
 		}
 		uint8_t name[DNS_DNAME_MAXLEN];
 		const uint8_t *fname = NULL;
@@ -585,10 +588,10 @@ static void test_flush(void)
 		      rows[i].dropped);
 		for (size_t k = 0; k < 6; k++) {
 			size_t n;
-			fwd_cache_result_t res =
-			    fwd_cache_answer(c, &q[k].q, T0 + 1000, false, 512, resp, sizeof(resp), &n, NULL);
-			CHECK((res == FWD_CACHE_HIT) == rows[i].left[k], "row %zu: %s %s", i, names[k],
-			      res == FWD_CACHE_HIT ? "still cached" : "dropped");
+			fwd_cache_result_t res = fwd_cache_answer(c, &q[k].q, T0 + 1000, false, 512,
+			                                          resp, sizeof(resp), &n, NULL);
+			CHECK((res == FWD_CACHE_HIT) == rows[i].left[k], "row %zu: %s %s", i,
+			      names[k], res == FWD_CACHE_HIT ? "still cached" : "dropped");
 		}
 		fwd_cache_stats_t st;
 		fwd_cache_stats(c, &st);
