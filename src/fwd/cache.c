@@ -764,7 +764,8 @@ static bool flush_match(const fwd_entry_t *e, const uint8_t *name, bool subtree)
 	if (!name)
 		return true;
 	/* Stored names are lowercase and valid; dname_* compare case-insensitively. */
-	return subtree ? dname_is_subdomain(entry_qname(e), name) : dname_equal(entry_qname(e), name);
+	return subtree ? dname_is_subdomain(entry_qname(e), name)
+	               : dname_equal(entry_qname(e), name);
 }
 
 size_t fwd_cache_flush(fwd_cache_t *c, const uint8_t *name, bool subtree)

@@ -31,6 +31,10 @@ typedef enum {
 	M_TC,       /* UDP: TC=1 and no records; TCP: A 192.0.2.99 */
 	M_FORGE,    /* a reply with the wrong ID, one with another question, then the answer */
 	M_BIG,      /* an answer too big for 512 bytes: the client limit applies */
+	M_REFUSED,  /* REFUSED */
+	M_LAME,     /* NOERROR, no records, RA=0: a referral, not an answer */
+	M_FORMERR,  /* FORMERR to queries with EDNS, the answer to those without */
+	M_GARBAGE,  /* random datagrams and mangled copies of the answer, then the answer */
 } mode_t_;
 
 #define MAX_REC 1024
@@ -46,7 +50,16 @@ typedef struct {
 	unsigned nrec; /* client queries (first label "q...") seen */
 	uint16_t rec_port[MAX_REC], rec_id[MAX_REC];
 	_Atomic unsigned queries; /* every datagram, probes included */
+	uint64_t rnd;             /* M_GARBAGE's generator, this thread only */
 } upstream_t;
+
+static uint32_t rnd32(upstream_t *u)
+{
+	u->rnd ^= u->rnd << 13;
+	u->rnd ^= u->rnd >> 7;
+	u->rnd ^= u->rnd << 17;
+	return (uint32_t)(u->rnd >> 16);
+}
 
 static size_t put_answer(uint8_t *out, const uint8_t *q, size_t qlen, const dns_query_t *pq,
                          uint16_t rcode, bool tc, const uint8_t addr[4], unsigned nrr)
@@ -151,6 +164,42 @@ static void serve_udp(upstream_t *u)
 	case M_BIG:
 		len = put_answer(out, q, (size_t)n, &pq, 0, false, addr, 60);
 		break;
+	case M_REFUSED:
+		len = put_answer(out, q, (size_t)n, &pq, DNS_RCODE_REFUSED, false, NULL, 0);
+		break;
+	case M_LAME:
+		len = put_answer(out, q, (size_t)n, &pq, 0, false, NULL, 0);
+		wire_write_u16(out + 2, wire_read_u16(out + 2) & (uint16_t)~DNS_FLAG_RA);
+		break;
+	case M_FORMERR:
+		len = put_answer(out, q, (size_t)n, &pq, pq.has_edns ? DNS_RCODE_FORMERR : 0, false,
+		                 addr, 1);
+		break;
+	case M_GARBAGE: {
+		uint8_t real[8192], junk[8192];
+		size_t rlen = put_answer(real, q, (size_t)n, &pq, 0, false, addr, 3);
+		for (int k = 0; k < 30; k++) {
+			size_t jl;
+			if (k % 3 == 0) {
+				jl = rnd32(u) % 600;
+				for (size_t b = 0; b < jl; b++)
+					junk[b] = (uint8_t)rnd32(u);
+				if (jl >= 2 && (k & 1)) /* our ID, so the checks go deeper */
+					wire_write_u16(junk, pq.id);
+			} else {
+				memcpy(junk, real, rlen);
+				jl = rlen;
+				for (unsigned f = 1 + rnd32(u) % 4; f > 0; f--)
+					junk[rnd32(u) % rlen] ^= (uint8_t)(1u << (rnd32(u) % 8));
+				if (k % 3 == 2)
+					jl = rnd32(u) % (rlen + 1);
+			}
+			sendto(u->udp, junk, jl, 0, (struct sockaddr *)&from, fl);
+		}
+		memcpy(out, real, rlen);
+		len = rlen;
+		break;
+	}
 	default:
 		len = put_answer(out, q, (size_t)n, &pq, 0, false, addr, 1);
 	}
@@ -204,6 +253,7 @@ static void upstream_start(upstream_t *u, int n, int mode)
 {
 	memset(u, 0, sizeof(*u));
 	u->n = n;
+	u->rnd = 0x9e3779b97f4a7c15ull * (uint64_t)(n + 1);
 	atomic_store(&u->mode, mode);
 	pthread_mutex_init(&u->lock, NULL);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -377,6 +427,8 @@ typedef struct {
 	uint32_t max_pending;
 	uint32_t stale_after_ms;
 	uint32_t probe_timeout_ms;
+	const char *link0; /* device of the first upstream */
+	bool source0;      /* the first upstream's queries leave from 127.0.0.1 */
 } setup_t;
 
 static fwd_engine_t *engine_new(upstream_t *ups, size_t n, const setup_t *s)
@@ -389,6 +441,11 @@ static fwd_engine_t *engine_new(upstream_t *ups, size_t n, const setup_t *s)
 		defs[i].address.sin.sin_family = AF_INET;
 		defs[i].address.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		defs[i].address.sin.sin_port = htons(ups[i].port);
+	}
+	defs[0].link = s->link0;
+	if (s->source0) {
+		defs[0].source.sin.sin_family = AF_INET;
+		defs[0].source.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	}
 	fwd_group_def_t g = {
 	    .domain = ".",
@@ -831,6 +888,145 @@ static void test_client_limit(void)
 	upstream_stop(&up[0]);
 }
 
+/* One query @p name; the reply it got, or !ok after @p ms. */
+static reply_t ask(fwd_engine_t *e, const char *name, uint16_t id, bool edns, unsigned ms)
+{
+	query_t q;
+	make_query(&q, name, id, edns);
+	unsigned base = replies_now();
+	reply_t r = {0};
+	if (submit(e, &q, 0) && wait_replies(base + 1, ms))
+		r = last_reply();
+	return r;
+}
+
+static void test_unusable_replies(void)
+{
+	static const struct {
+		int mode1, mode2;
+		uint16_t rcode; /* what the client gets */
+		uint8_t from;   /* last octet of its address, 0: no answer records */
+	} rows[] = {
+	    {M_REFUSED, M_ANSWER, 0, 2},
+	    {M_LAME, M_ANSWER, 0, 2},
+	    {M_REFUSED, M_REFUSED, DNS_RCODE_REFUSED, 0},
+	    {M_LAME, M_LAME, DNS_RCODE_SERVFAIL, 0},
+	    {M_LAME, M_REFUSED, DNS_RCODE_REFUSED, 0},
+	    {M_FORMERR, M_SILENT, 0, 1},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		upstream_t up[2];
+		upstream_start(&up[0], 1, rows[i].mode1);
+		upstream_start(&up[1], 2, rows[i].mode2);
+		setup_t s = {.retry_ms = 1000};
+		fwd_engine_t *e = engine_new(up, 2, &s);
+		uint64_t t0 = mono_ms();
+		reply_t r = ask(e, "q-unusable.example.test", (uint16_t)(100 + i), true, 2000);
+		CHECK(r.ok && r.id == 100 + i && r.rcode == rows[i].rcode,
+		      "row %zu: rcode %u want %u", i, r.rcode, rows[i].rcode);
+		CHECK(rows[i].from ? r.an == 1 && r.addr[3] == rows[i].from : r.an == 0,
+		      "row %zu: answer .%u (an %u)", i, r.addr[3], r.an);
+		CHECK(mono_ms() - t0 < 700, "row %zu: no waiting for a timeout", i);
+		query_t q;
+		make_query(&q, "q-unusable.example.test", 1, true);
+		CHECK((cache_lookup(e, &q, NULL) == FWD_CACHE_HIT) == (rows[i].from != 0),
+		      "row %zu: only an answer is cached", i);
+		fwd_engine_free(e);
+		upstream_stop(&up[0]);
+		upstream_stop(&up[1]);
+	}
+}
+
+static void test_prefetch(void)
+{
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	setup_t s = {0};
+	fwd_engine_t *e = engine_new(up, 1, &s);
+	query_t q;
+	make_query(&q, "q-prefetch.example.test", 18, false);
+	const fwd_client_t none = {.reply = NULL, .fd = -1};
+	unsigned base = replies_now();
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &none, FWD_SUBMIT_PREFETCH) == 0, "submit");
+	bool hit = false;
+	for (int i = 0; i < 200 && !hit; i++) {
+		hit = cache_lookup(e, &q, NULL) == FWD_CACHE_HIT;
+		if (!hit)
+			usleep(5000);
+	}
+	CHECK(hit, "prefetched into the cache");
+	fwd_engine_stats_t st;
+	get_stats(e, &st);
+	CHECK(replies_now() == base && st.prefetches == 1 && st.answered == 0 && st.pending == 0,
+	      "no reply for a prefetch");
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+}
+
+static void test_links(void)
+{
+	upstream_t up[2];
+	upstream_start(&up[0], 1, M_ANSWER);
+	upstream_start(&up[1], 2, M_ANSWER);
+	/* A device that does not exist is down from the start. */
+	setup_t s = {.link0 = "steer-nodev0"};
+	fwd_engine_t *e = engine_new(up, 2, &s);
+	fwd_upstream_stats_t st;
+	bool down = false;
+	for (int i = 0; i < 100 && !down; i++) {
+		(void)fwd_engine_upstream(e, 0, &st);
+		down = st.fault == FWD_FAULT_LINK_DOWN;
+		if (!down)
+			usleep(5000);
+	}
+	CHECK(down, "missing device: link down (%s)", fwd_fault_str(st.fault));
+	reply_t r = ask(e, "q-link.example.test", 19, false, 2000);
+	CHECK(r.ok && r.addr[3] == 2, "answer from the other link (.%u)", r.addr[3]);
+	fwd_engine_free(e);
+
+	/* A source address and no device: the interface holding the address is followed. */
+	s = (setup_t){.source0 = true};
+	e = engine_new(up, 2, &s);
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.link && strcmp(st.link, "lo") == 0, "device of 127.0.0.1: %s",
+	      st.link ? st.link : "(none)");
+	r = ask(e, "q-link2.example.test", 20, false, 2000);
+	CHECK(r.ok && r.addr[3] == 1, "answer from the first, via its source (.%u)", r.addr[3]);
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.fault == FWD_FAULT_NONE, "lo is up (%s)", fwd_fault_str(st.fault));
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+	upstream_stop(&up[1]);
+}
+
+static void test_garbage(void)
+{
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_GARBAGE);
+	setup_t s = {.budget_ms = 800};
+	fwd_engine_t *e = engine_new(up, 1, &s);
+	unsigned base = replies_now();
+	for (unsigned i = 0; i < 100; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "q%u.garbage.test", i);
+		query_t q;
+		make_query(&q, name, (uint16_t)i, i & 1);
+		submit(e, &q, 0);
+	}
+	CHECK(wait_replies(base + 100, 8000), "every request answered (%u)", replies_now() - base);
+	fwd_engine_stats_t st;
+	get_stats(e, &st);
+	uint64_t dropped = 0;
+	for (int v = 1; v < FWD_WIRE_VERDICT_MAX; v++)
+		dropped += st.wire.drop[v];
+	CHECK(dropped > 1000, "junk dropped (%llu)", (unsigned long long)dropped);
+	atomic_store(&up[0].mode, M_ANSWER);
+	reply_t r = ask(e, "q-after.garbage.test", 21, false, 2000);
+	CHECK(r.ok && r.rcode == 0 && r.addr[3] == 1, "still answering");
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+}
+
 int main(void)
 {
 	rcu_register_thread();
@@ -844,6 +1040,10 @@ int main(void)
 	test_ports_and_ids();
 	test_max_pending();
 	test_client_limit();
+	test_unusable_replies();
+	test_prefetch();
+	test_links();
+	test_garbage();
 	rcu_unregister_thread();
 	return unit_finish("test_fwd_engine");
 }
