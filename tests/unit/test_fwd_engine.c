@@ -35,6 +35,7 @@ typedef enum {
 	M_LAME,     /* NOERROR, no records, RA=0: a referral, not an answer */
 	M_FORMERR,  /* FORMERR to queries with EDNS, the answer to those without */
 	M_GARBAGE,  /* random datagrams and mangled copies of the answer, then the answer */
+	M_LOWER,    /* the answer, but its question in lower case (does not echo 0x20) */
 } mode_t_;
 
 #define MAX_REC 1024
@@ -175,6 +176,17 @@ static void serve_udp(upstream_t *u)
 		len = put_answer(out, q, (size_t)n, &pq, pq.has_edns ? DNS_RCODE_FORMERR : 0, false,
 		                 addr, 1);
 		break;
+	case M_LOWER: {
+		uint8_t lq[DNS_DNAME_MAXLEN + 4];
+		memcpy(lq, pq.question, pq.question_len);
+		for (size_t b = 0; b < pq.question_len - 4; b++)
+			if (lq[b] >= 'A' && lq[b] <= 'Z')
+				lq[b] = (uint8_t)(lq[b] + 32);
+		dns_query_t l = pq;
+		l.question = lq;
+		len = put_answer(out, q, (size_t)n, &l, 0, false, addr, 1);
+		break;
+	}
 	case M_GARBAGE: {
 		uint8_t real[8192], junk[8192];
 		size_t rlen = put_answer(real, q, (size_t)n, &pq, 0, false, addr, 3);
@@ -429,6 +441,7 @@ typedef struct {
 	uint32_t probe_timeout_ms;
 	const char *link0; /* device of the first upstream */
 	bool source0;      /* the first upstream's queries leave from 127.0.0.1 */
+	bool use_0x20;
 } setup_t;
 
 static fwd_engine_t *engine_new(upstream_t *ups, size_t n, const setup_t *s)
@@ -471,6 +484,7 @@ static fwd_engine_t *engine_new(upstream_t *ups, size_t n, const setup_t *s)
 	    .max_pending = s->max_pending,
 	    .stale_after_ms = s->stale_after_ms,
 	    .seed = 42,
+	    .use_0x20 = s->use_0x20,
 	};
 	fwd_cache_opts_default(&o.cache);
 	o.cache.max_bytes = 4u * 1024 * 1024;
@@ -1027,6 +1041,25 @@ static void test_garbage(void)
 	upstream_stop(&up[0]);
 }
 
+static void test_0x20(void)
+{
+	upstream_t up[2];
+	upstream_start(&up[0], 1, M_LOWER);
+	upstream_start(&up[1], 2, M_ANSWER);
+	setup_t s = {.use_0x20 = true, .retry_ms = 150};
+	fwd_engine_t *e = engine_new(up, 2, &s);
+	reply_t r = ask(e, "q-case.example.test", 22, false, 2000);
+	CHECK(r.ok && r.rcode == 0 && r.addr[3] == 2, "the case-echoing upstream answers (.%u)",
+	      r.addr[3]);
+	fwd_engine_stats_t st;
+	get_stats(e, &st);
+	CHECK(st.wire.drop[FWD_WIRE_DROP_CASE] >= 1, "case mismatch dropped (%llu)",
+	      (unsigned long long)st.wire.drop[FWD_WIRE_DROP_CASE]);
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+	upstream_stop(&up[1]);
+}
+
 int main(void)
 {
 	rcu_register_thread();
@@ -1044,6 +1077,7 @@ int main(void)
 	test_prefetch();
 	test_links();
 	test_garbage();
+	test_0x20();
 	rcu_unregister_thread();
 	return unit_finish("test_fwd_engine");
 }
