@@ -72,7 +72,8 @@ typedef struct {
 struct fwd_req {
 	fwd_node_t hdr;
 	fwd_engine_t *e;
-	fwd_req_t *prev, *next; /* the engine's list of requests */
+	fwd_req_t *prev, *next;       /* the engine's list of requests */
+	fwd_req_t *pf_prev, *pf_next; /* prefetches only: the list of those in flight */
 	fwd_client_t client;
 	unsigned flags;
 	uint16_t len;
@@ -169,6 +170,7 @@ struct fwd_engine {
 	fwd_engine_stats_t pub; /* under lock */
 
 	fwd_req_t *reqs;
+	fwd_req_t *prefetching;
 	fwd_probe_run_t *probes;
 	uint8_t rx[DNS_MSG_MAXLEN + 1];
 	uint8_t out[DNS_MSG_MAXLEN];
@@ -188,7 +190,7 @@ void fwd_eng_events(fwd_engine_t *e) STEER_NONNULL(1);
  */
 int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id) STEER_NONNULL(1);
 
-/* Requests (engine_req.c). */
+/* Requests (engine_req.c). @p r is on the engine's list; start it (or end it at once). */
 void fwd_eng_req_start(fwd_engine_t *e, fwd_req_t *r) STEER_NONNULL(1, 2);
 /* End @p r without a reply: timers stopped, sockets closed, memory freed. */
 void fwd_eng_req_free(fwd_req_t *r) STEER_NONNULL(1);

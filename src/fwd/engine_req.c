@@ -74,6 +74,14 @@ void fwd_eng_req_free(fwd_req_t *r)
 		e->reqs = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
+	if (r->flags & FWD_SUBMIT_PREFETCH) {
+		if (r->pf_prev)
+			r->pf_prev->pf_next = r->pf_next;
+		else if (e->prefetching == r)
+			e->prefetching = r->pf_next;
+		if (r->pf_next)
+			r->pf_next->pf_prev = r->pf_prev;
+	}
 	free(r->last);
 	free(r);
 	atomic_fetch_sub_explicit(&e->pending, 1, memory_order_relaxed);
@@ -533,8 +541,17 @@ static void on_tcp(struct ev_loop *loop, ev_io *w, int revents)
 	att_reply(r, a, msg, mlen, &info, true);
 }
 
+/* The same question with the same key bits (what the cache keys on). */
+static bool same_key(const dns_query_t *a, const dns_query_t *b)
+{
+	return a->qtype == b->qtype && a->qclass == b->qclass && a->edns_do == b->edns_do &&
+	       ((a->flags ^ b->flags) & DNS_FLAG_CD) == 0 && a->qname_len == b->qname_len &&
+	       memcmp(a->qname, b->qname, a->qname_len) == 0;
+}
+
 void fwd_eng_req_start(fwd_engine_t *e, fwd_req_t *r)
 {
+	r->pf_prev = r->pf_next = NULL;
 	r->n_att = 0;
 	r->answered = false;
 	r->last = NULL;
@@ -550,6 +567,20 @@ void fwd_eng_req_start(fwd_engine_t *e, fwd_req_t *r)
 	if (dns_query_parse(r->pkt, r->len, &r->q) != DNS_QUERY_OK || !r->q.has_question) {
 		fwd_eng_req_free(r);
 		return;
+	}
+	if (r->flags & FWD_SUBMIT_PREFETCH) {
+		/* One refresh per entry at a time: a second one would only ask again. */
+		for (const fwd_req_t *o = e->prefetching; o; o = o->pf_next) {
+			if (same_key(&o->q, &r->q)) {
+				r->flags &= ~(unsigned)FWD_SUBMIT_PREFETCH; /* not on the list */
+				fwd_eng_req_free(r);
+				return;
+			}
+		}
+		r->pf_next = e->prefetching;
+		if (e->prefetching)
+			e->prefetching->pf_prev = r;
+		e->prefetching = r;
 	}
 	int g = fwd_group_find(e->ups, r->q.qname);
 	if (g < 0) {

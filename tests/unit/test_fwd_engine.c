@@ -973,6 +973,26 @@ static void test_prefetch(void)
 	get_stats(e, &st);
 	CHECK(replies_now() == base && st.prefetches == 1 && st.answered == 0 && st.pending == 0,
 	      "no reply for a prefetch");
+
+	/* While one refresh of a name is in flight, another one for it is dropped. */
+	atomic_store(&up[0].mode, M_SILENT);
+	pthread_mutex_lock(&up[0].lock);
+	up[0].nrec = 0;
+	pthread_mutex_unlock(&up[0].lock);
+	query_t other;
+	make_query(&q, "q-pf2.example.test", 23, false);
+	make_query(&other, "q-pf3.example.test", 24, false);
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &none, FWD_SUBMIT_PREFETCH) == 0, "submit");
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &none, FWD_SUBMIT_PREFETCH) == 0, "submit");
+	CHECK(fwd_engine_submit(e, other.wire, other.len, &none, FWD_SUBMIT_PREFETCH) == 0,
+	      "submit");
+	usleep(100000);
+	pthread_mutex_lock(&up[0].lock);
+	unsigned asked = up[0].nrec;
+	pthread_mutex_unlock(&up[0].lock);
+	fwd_engine_stats(e, &st);
+	CHECK(asked == 2 && st.pending == 2, "one query per name (%u asked, %llu pending)", asked,
+	      (unsigned long long)st.pending);
 	fwd_engine_free(e);
 	upstream_stop(&up[0]);
 }
