@@ -46,6 +46,20 @@ static int conf_from_args(const server_opts_t *opts, conf_t *conf, char *err, si
 			return STEER_ECONF;
 		}
 	}
+	for (size_t i = 0; i < opts->n_forward; i++) {
+		if (conf_add_forward_arg(conf, opts->forward[i], msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--forward %s: %s", opts->forward[i], msg);
+			return STEER_ECONF;
+		}
+	}
+	for (size_t i = 0; i < opts->n_allow_recursion; i++) {
+		if (conf_add_allow_recursion_arg(conf, opts->allow_recursion[i], msg,
+		                                 sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--allow-recursion %s: %s", opts->allow_recursion[i],
+			         msg);
+			return STEER_ECONF;
+		}
+	}
 	return 0;
 }
 

@@ -37,6 +37,10 @@ typedef struct {
 	size_t n_listen;
 	const char **zones; /* --zone NAME=FILE, quick mode */
 	size_t n_zones;
+	const char **forward; /* --forward ADDR[:PORT][@SRC], quick mode, in preference order */
+	size_t n_forward;
+	const char **allow_recursion; /* --allow-recursion PREFIX, quick mode */
+	size_t n_allow_recursion;
 	/* Overrides, applied on top of the file as well, and again on every reload. */
 	const char *control_socket; /* NULL = from the config */
 	bool has_log_level;
