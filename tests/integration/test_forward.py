@@ -181,9 +181,10 @@ def test_truncated_upstream_answer_is_fetched_over_tcp(steerd, upstream):
     assert udp.flags & dns.flags.TC  # too big for the client's 1232 bytes
     full = srv.tcp(rq("big.fwd.test", "TXT"))
     assert full.rcode() == dns.rcode.NOERROR
-    assert len(full.answer[0]) == 15
+    assert len(full.answer[0][0].strings) == 15
+    # Our UDP ceiling (server.udp-max-payload, 1232) applies to forwarded answers too.
     big = srv.udp(rq("big.fwd.test", "TXT", edns=0, payload=4096))
-    assert not big.flags & dns.flags.TC and len(big.answer[0]) == 15
+    assert big.flags & dns.flags.TC and not big.answer
 
 
 def test_question_case_is_preserved(steerd, upstream):
