@@ -518,20 +518,34 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 	put_additional(a);
 }
 
+bool auth_serves(const auth_view_t *view, const dns_query_t *q)
+{
+	if (q->qclass != DNS_CLASS_IN && q->qclass != DNS_CLASS_ANY)
+		return false;
+	return zone_set_find(view->zones, q->qname) != NULL;
+}
+
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
                    size_t req_len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
                    auth_axfr_t *axfr)
 {
-	auth_stats_t *stats = &qctx->stats;
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(req, req_len, &q);
+	return auth_answer_parsed(view, client, &q, status, resp, resp_cap, qctx, axfr);
+}
+
+size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, dns_query_t *q,
+                          dns_query_status_t status, uint8_t *resp, size_t resp_cap,
+                          auth_qctx_t *qctx, auth_axfr_t *axfr)
+{
+	auth_stats_t *stats = &qctx->stats;
 	if (status == DNS_QUERY_DROP) {
 		STEER_COUNTER_INC(stats->dropped);
 		return 0;
 	}
 	/* Not "= {0}": the buffers inside are large and need no clearing. */
 	answer_t a;
-	a.q = &q;
+	a.q = q;
 	a.zone = NULL;
 	a.tcp = client->tcp;
 	a.truncated = false;
@@ -539,17 +553,17 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 	a.ecs_scope = 0;
 	a.gslb_qs = &qctx->gslb;
 	a.n_extra = 0;
-	size_t limit = client->tcp ? resp_cap : udp_limit(view, &q, resp_cap);
+	size_t limit = client->tcp ? resp_cap : udp_limit(view, q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;
 	dns_msg_init(&a.msg, resp, limit);
-	if (q.has_edns)
+	if (q->has_edns)
 		dns_msg_reserve(&a.msg,
-		                DNS_OPT_RR_LEN + (q.has_ecs ? dns_ecs_option_len(&q.ecs) : 0));
-	if (dns_msg_begin(&a.msg, &q, 0) != 0) {
+		                DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0));
+	if (dns_msg_begin(&a.msg, q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
-		q.has_question = false;
-		if (dns_msg_begin(&a.msg, &q, 0) != 0)
+		q->has_question = false;
+		if (dns_msg_begin(&a.msg, q, 0) != 0)
 			return 0;
 	}
 	if (status != DNS_QUERY_OK)

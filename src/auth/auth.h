@@ -13,6 +13,7 @@
 #include "auth/stats.h"
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "dns/pkt.h"
 #include "gslb/view.h"
 #include "zone/zone_set.h"
 
@@ -54,6 +55,22 @@ typedef struct {
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,
                    size_t req_len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
                    auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
+
+/**
+ * auth_answer() for a query the caller parsed already (dns_query_parse() of the packet, with
+ * its @p status): the same answer. The packet @p q borrows must live; @p q itself may be
+ * changed (a question too long to echo is dropped from it).
+ */
+size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, dns_query_t *q,
+                          dns_query_status_t status, uint8_t *resp, size_t resp_cap,
+                          auth_qctx_t *qctx, auth_axfr_t *axfr) STEER_NONNULL(1, 2, 3, 5, 7);
+
+/**
+ * True when the parsed query @p q (class IN or ANY) falls inside a zone of @p view, i.e.
+ * auth_answer() answers it from zone or GSLB data rather than REFUSED: such names are never
+ * forwarded. Inside the caller's RCU read-side section.
+ */
+bool auth_serves(const auth_view_t *view, const dns_query_t *q) STEER_NONNULL(1, 2);
 
 /**
  * The next message of a running transfer into @p resp (@p resp_cap >= 65535), or 0 when the

@@ -279,6 +279,75 @@ static int parse_duration(const conf_key_t *key, void *base, const char *text, c
 	return 0;
 }
 
+/* ---- sizes -------------------------------------------------------------------------------- */
+
+/* Binary units: a cache cap is memory, which the kernel counts in pages of 4 KiB. */
+static const struct {
+	char suffix;
+	uint64_t bytes;
+} size_units[] = {
+    {'T', 1ULL << 40},
+    {'G', 1ULL << 30},
+    {'M', 1ULL << 20},
+    {'K', 1ULL << 10},
+};
+
+const char *conf_size_str(uint64_t bytes, char *buf, size_t size)
+{
+	for (size_t i = 0; i < STEER_ARRAY_LEN(size_units); i++) {
+		if (bytes != 0 && bytes % size_units[i].bytes == 0) {
+			snprintf(buf, size, "%" PRIu64 "%c", bytes / size_units[i].bytes,
+			         size_units[i].suffix);
+			return buf;
+		}
+	}
+	snprintf(buf, size, "%" PRIu64, bytes);
+	return buf;
+}
+
+/* "256M", "1G", "512K", "1048576" (bytes); units are powers of 1024, K/M/G/T in either case. */
+static int parse_size(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
+{
+	char lo[32], hi[32];
+	uint64_t n = 0, mult = 1;
+	const char *p = text;
+	bool big = false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		big = big || n > (UINT64_MAX - 9) / 10;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	bool ok = p > text;
+	if (ok && *p != '\0') {
+		size_t u = 0;
+		while (u < STEER_ARRAY_LEN(size_units) &&
+		       size_units[u].suffix != toupper((unsigned char)*p))
+			u++;
+		ok = u < STEER_ARRAY_LEN(size_units) && p[1] == '\0';
+		if (ok)
+			mult = size_units[u].bytes;
+	}
+	if (!ok) {
+		snprintf(msg, len,
+		         "expected a size such as 512K, 256M or 1G (a bare number is bytes), got "
+		         "'%s'",
+		         text);
+		return -1;
+	}
+	uint64_t min = (uint64_t)key->min << 10, max = (uint64_t)key->max << 10;
+	conf_size_str(min, lo, sizeof(lo));
+	conf_size_str(max, hi, sizeof(hi));
+	if (big || n > UINT64_MAX / mult || n * mult > max) {
+		snprintf(msg, len, "%s is above the maximum %s", text, hi);
+		return -1;
+	}
+	if (n * mult < min) {
+		snprintf(msg, len, "%s is below the minimum %s", text, lo);
+		return -1;
+	}
+	*(uint64_t *)field(base, key) = n * mult;
+	return 0;
+}
+
 /* ---- value parsers: text -> field, shared by YAML, defaults and quick mode ---------------- */
 
 static int parse_uint(const conf_key_t *key, void *base, const char *text, char *msg, size_t len)
@@ -458,6 +527,8 @@ static int value_parse(const conf_key_t *key, void *base, const char *text, cons
 		return parse_uint(key, base, text, msg, len);
 	case CONF_TYPE_DURATION:
 		return parse_duration(key, base, text, msg, len);
+	case CONF_TYPE_SIZE:
+		return parse_size(key, base, text, msg, len);
 	case CONF_TYPE_ENUM:
 		return parse_enum(key, base, text, msg, len);
 	case CONF_TYPE_STRING:
@@ -991,7 +1062,7 @@ static int load_zones(conf_loader_t *ld, const conf_section_t *sec, const yaml_n
 		start = node->data.sequence.items.start;
 		top = node->data.sequence.items.top;
 	}
-	if (start == top && (sec->flags & CONF_F_NONEMPTY))
+	if (start == top && (sec->flags & CONF_F_NONEMPTY) && !ld->zones_optional)
 		return conf_fail(ld, conf_node_line(node),
 		                 "section 'zones' needs at least one zone");
 	ld->zone_lines = xcalloc((size_t)(top - start), sizeof(size_t));
@@ -1049,6 +1120,8 @@ static int check_required_sections(conf_loader_t *ld, const yaml_node_t *root)
 		const conf_section_t *sec = &conf_sections[i];
 		if (!(sec->flags & CONF_F_REQUIRED))
 			continue;
+		if (ld->zones_optional && strcmp(sec->name, "zones") == 0)
+			continue; /* checked once `forward` is loaded: see load_root() */
 		if (!root || !mapping_has_key(ld, root, sec->name))
 			return conf_fail(ld, root ? conf_node_line(root) : 1,
 			                 "missing required section '%s'", sec->name);
@@ -1065,6 +1138,7 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 		return conf_fail(ld, conf_node_line(root),
 		                 "the top level must be a mapping of sections, got %s",
 		                 conf_kind_name(root));
+	ld->zones_optional = mapping_has_key(ld, root, "forward");
 	for (const yaml_node_pair_t *p = root->data.mapping.pairs.start;
 	     p < root->data.mapping.pairs.top; p++) {
 		const yaml_node_t *k = conf_node(ld, p->key);
@@ -1093,6 +1167,11 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 				ret = sec->load(ld, conf_node(ld, p->value));
 		}
 	}
+	/* A forwarder needs no zones, but a server must serve something. */
+	if (ret == 0 && ld->zones_optional && ld->conf->n_zones == 0 &&
+	    ld->conf->forward.n_groups == 0)
+		ret = conf_fail(ld, conf_key_line(ld, root, "forward", conf_node_line(root)),
+		                "nothing to serve: no zones, and no forward groups");
 	return ret;
 }
 
@@ -1248,6 +1327,8 @@ conf_t *conf_new_default(void)
 	conf_t *conf = xcalloc(1, sizeof(*conf));
 	conf_apply_defaults("server", conf);
 	conf_apply_defaults("log", conf);
+	conf_apply_defaults("forward", &conf->forward);
+	conf_apply_defaults("forward.cache", &conf->forward);
 	conf->listen_is_default = true;
 	return conf;
 }
@@ -1305,8 +1386,8 @@ int conf_validate(const conf_t *conf, char *err, size_t errlen)
 		snprintf(err, errlen, "no listen address configured");
 		return STEER_ECONF;
 	}
-	if (conf->n_zones == 0) {
-		snprintf(err, errlen, "no zones configured");
+	if (conf->n_zones == 0 && conf->forward.n_groups == 0) {
+		snprintf(err, errlen, "no zones configured (and no forward groups)");
 		return STEER_ECONF;
 	}
 	for (size_t i = 0; i < conf->n_zones; i++) {
@@ -1315,7 +1396,7 @@ int conf_validate(const conf_t *conf, char *err, size_t errlen)
 			return STEER_ECONF;
 		}
 	}
-	return 0;
+	return conf_forward_validate(conf, err, errlen);
 }
 
 const conf_zone_t *conf_find_zone(const conf_t *conf, const char *domain)
@@ -1347,10 +1428,59 @@ static bool value_equal(const conf_key_t *key, const void *a, const void *b)
 		return *(const uint16_t *)cfield(a, key) == *(const uint16_t *)cfield(b, key);
 	if (key->type == CONF_TYPE_UINT || key->type == CONF_TYPE_DURATION)
 		return *(const unsigned *)cfield(a, key) == *(const unsigned *)cfield(b, key);
+	if (key->type == CONF_TYPE_SIZE)
+		return *(const uint64_t *)cfield(a, key) == *(const uint64_t *)cfield(b, key);
 	if (key->type == CONF_TYPE_BOOL ||
 	    (key->type == CONF_TYPE_ENUM && key->size == sizeof(bool)))
 		return *(const bool *)cfield(a, key) == *(const bool *)cfield(b, key);
 	return *(const int *)cfield(a, key) == *(const int *)cfield(b, key);
+}
+
+/* Append ",NAME"; once a name does not fit, nothing more is (whole names, in order). */
+static void restart_append(char *buf, size_t size, size_t *used, const char *section,
+                           const char *name)
+{
+	if (*used == SIZE_MAX)
+		return;
+	int n = snprintf(buf + *used, size - *used, "%s%s%s%s", *used ? "," : "",
+	                 section ? section : "", section ? "." : "", name);
+	if (n < 0 || (size_t)n >= size - *used) {
+		buf[*used] = '\0';
+		*used = SIZE_MAX;
+		return;
+	}
+	*used += (size_t)n;
+}
+
+static bool str_same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The forwarding groups, upstreams and probe settings of @p a and @p b are the same. */
+static bool forward_groups_equal(const conf_forward_t *a, const conf_forward_t *b)
+{
+	if (a->n_groups != b->n_groups)
+		return false;
+	for (size_t g = 0; g < a->n_groups; g++) {
+		const conf_fwd_group_t *x = &a->groups[g], *y = &b->groups[g];
+		if (!str_same(x->domain, y->domain) || !str_same(x->policy, y->policy) ||
+		    !str_same(x->probe_name, y->probe_name) ||
+		    x->probe_interval != y->probe_interval ||
+		    x->probe_timeout != y->probe_timeout || x->probe_fall != y->probe_fall ||
+		    x->probe_rise != y->probe_rise || x->probe_hold_down != y->probe_hold_down ||
+		    x->retry_timeout != y->retry_timeout ||
+		    x->retry_adaptive != y->retry_adaptive || x->n_upstreams != y->n_upstreams)
+			return false;
+		for (size_t i = 0; i < x->n_upstreams; i++) {
+			const conf_upstream_t *u = &x->upstreams[i], *v = &y->upstreams[i];
+			if (!str_same(u->name, v->name) || !str_same(u->link, v->link) ||
+			    memcmp(&u->address, &v->address, sizeof(u->address)) != 0 ||
+			    memcmp(&u->source, &v->source, sizeof(u->source)) != 0)
+				return false;
+		}
+	}
+	return true;
 }
 
 void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
@@ -1358,20 +1488,23 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 	size_t used = 0;
 	if (size > 0)
 		buf[0] = '\0';
-	for (size_t i = 0; i < conf_n_keys; i++) {
+	for (size_t i = 0; i < conf_n_keys && size > 0; i++) {
 		const conf_key_t *key = &conf_keys[i];
 		if (!(key->flags & CONF_F_RESTART) || (key->flags & CONF_F_ALIAS) ||
-		    (strcmp(key->section, "server") != 0 && strcmp(key->section, "log") != 0))
-			continue; /* other sections are not keys of conf_t; GSLB reloads */
-		if (value_equal(key, old, new))
+		    key->type == CONF_TYPE_NODE)
 			continue;
-		int n = snprintf(buf + used, size - used, "%s%s", used ? "," : "", key->name);
-		if (n < 0 || (size_t)n >= size - used) {
-			buf[used] = '\0'; /* whole names only */
-			return;
-		}
-		used += (size_t)n;
+		bool top = strcmp(key->section, "server") == 0 || strcmp(key->section, "log") == 0;
+		bool fwd = strcmp(key->section, "forward") == 0 ||
+		           strcmp(key->section, "forward.cache") == 0;
+		if (top && !value_equal(key, old, new))
+			restart_append(buf, size, &used, NULL, key->name);
+		/* the forwarder's engine and cache are built once, at start */
+		if (fwd && !value_equal(key, &old->forward, &new->forward))
+			restart_append(buf, size, &used, key->section, key->name);
+		/* other sections are not keys of conf_t; GSLB reloads */
 	}
+	if (size > 0 && !forward_groups_equal(&old->forward, &new->forward))
+		restart_append(buf, size, &used, NULL, "forward.groups");
 }
 
 void conf_free(conf_t *conf)
@@ -1385,6 +1518,7 @@ void conf_free(conf_t *conf)
 	conf_free_fields("log", conf);
 	conf_gslb_free(conf);
 	conf_health_free(conf);
+	conf_forward_free(conf);
 	free(conf->path);
 	free(conf);
 }

@@ -271,7 +271,29 @@ int conf_add_listen(conf_t *conf, const char *text, char *err, size_t errlen)
 int conf_add_zone_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3) STEER_WUR;
 
-/** Final checks shared by both modes (at least one listen address and zone, ...). */
+/**
+ * Add an upstream given as "ADDR[:PORT][@SOURCE]" (quick mode `--forward`; IPv6 as
+ * "[2001:db8::53]:53@2001:db8::1") to the group "." (created on first use with policy ordered
+ * and the default probe settings), after the upstreams added before it: the order is the
+ * preference order. Upstreams are named "upstream1", "upstream2", ... in order. Returns 0 or
+ * STEER_EINVAL with a message in @p err (bad address, a port on the source, families that
+ * differ, more than 64 upstreams).
+ */
+int conf_add_forward_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/**
+ * Add a client prefix allowed to recurse, "10.0.0.0/24" or an address (quick mode
+ * `--allow-recursion`). Host bits beyond the length are an error. Returns 0 or STEER_EINVAL
+ * with a message in @p err.
+ */
+int conf_add_allow_recursion_arg(conf_t *conf, const char *arg, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/**
+ * Final checks shared by both modes: at least one listen address, something to serve (a zone
+ * or a forward group), allow-recursion only with forward groups.
+ */
 int conf_validate(const conf_t *conf, char *err, size_t errlen) STEER_NONNULL(1, 2) STEER_WUR;
 
 /** The zone config for @p domain (case-insensitive, trailing dot optional), or NULL. */

@@ -26,6 +26,7 @@ typedef enum {
 	CONF_TYPE_BOOL,        /* bool: true or false */
 	CONF_TYPE_NODE,        /* structured value parsed by the section's own code; type_doc */
 	CONF_TYPE_DURATION,    /* unsigned or uint32_t in units of `unit`, bounded by min..max */
+	CONF_TYPE_SIZE,        /* uint64_t bytes ("256M"), bounded by min..max counted in KiB */
 } conf_type_t;
 
 /* Base unit of a CONF_TYPE_DURATION field: what a bare number means, in milliseconds. */
@@ -90,7 +91,8 @@ struct conf_loader {
 	char *dir; /* folder of file for relative paths; NULL = cwd */
 	yaml_document_t *doc;
 	conf_t *conf;
-	size_t *zone_lines; /* line of each zone's mapping, for duplicate messages */
+	size_t *zone_lines;  /* line of each zone's mapping, for duplicate messages */
+	bool zones_optional; /* the file has a `forward` section: a forwarder needs no zones */
 	char *err;
 	size_t errlen;
 };
@@ -221,6 +223,26 @@ int conf_gslb_load_gslb(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNUL
 
 /** Free every GSLB field of @p conf and reset them to empty. */
 void conf_gslb_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- caching forwarder (conf_forward.c) --------------------------------------------------- */
+
+/** Section loader for `forward`. */
+int conf_forward_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Free the forwarding groups and the `forward` keys of @p conf and reset them to empty. */
+void conf_forward_free(conf_t *conf) STEER_NONNULL(1);
+
+/**
+ * Checks of the forward section that both modes share (allow-recursion needs groups). Returns
+ * 0 or STEER_ECONF with a message in @p err.
+ */
+int conf_forward_validate(const conf_t *conf, char *err, size_t errlen) STEER_NONNULL(1, 2);
+
+/**
+ * Write @p bytes as a size in the largest unit that divides it exactly ("256M", "1G", "1500")
+ * into @p buf. Returns @p buf.
+ */
+const char *conf_size_str(uint64_t bytes, char *buf, size_t size) STEER_NONNULL(2);
 
 /* ---- health monitors (conf_health.c) ------------------------------------------------------ */
 

@@ -79,6 +79,42 @@ static const conf_enum_t all_down_actions[] = {
     {"first-datacenter", 0}, {"fallback", 0}, {"nodata", 0}, {"servfail", 0}, {NULL, 0},
 };
 
+/* The forward section's switches: YAML 1.1 habits (`on`) and booleans alike. */
+static const conf_enum_t switches[] = {
+    {"on", 1}, {"off", 0}, {"true", 1}, {"false", 0}, {NULL, 0},
+};
+
+static const conf_enum_t fwd_policies[] = {
+    {"ordered", 0},
+    {"round-robin", 0},
+    {"fastest", 0},
+    {NULL, 0},
+};
+
+#define FWD_TTL(key, field, lo, hi, dflt, text)                                                    \
+	{                                                                                          \
+		.section = "forward.cache", .name = key, .type = CONF_TYPE_DURATION,               \
+		.offset = offsetof(conf_forward_t, field),                                         \
+		.size = sizeof(((conf_forward_t *)0)->field), .min = lo, .max = hi,                \
+		.unit = CONF_UNIT_S, .def = dflt, .flags = CONF_F_RESTART, .doc = text             \
+	}
+
+#define FWD_PROBE_DURATION(key, field, lo, hi, dflt, text)                                         \
+	{                                                                                          \
+		.section = "forward.groups.probe", .name = key, .type = CONF_TYPE_DURATION,        \
+		.offset = offsetof(conf_fwd_group_t, field),                                       \
+		.size = sizeof(((conf_fwd_group_t *)0)->field), .min = lo, .max = hi,              \
+		.unit = CONF_UNIT_MS, .def = dflt, .flags = CONF_F_RESTART, .doc = text            \
+	}
+
+#define FWD_PROBE_UINT(key, field, lo, hi, dflt, text)                                             \
+	{                                                                                          \
+		.section = "forward.groups.probe", .name = key, .type = CONF_TYPE_UINT,            \
+		.offset = offsetof(conf_fwd_group_t, field),                                       \
+		.size = sizeof(((conf_fwd_group_t *)0)->field), .min = lo, .max = hi, .def = dflt, \
+		.flags = CONF_F_RESTART, .doc = text                                               \
+	}
+
 /* sun_path holds 108 bytes including the terminating NUL. */
 #define UNIX_PATH_MAXLEN 107
 
@@ -86,7 +122,8 @@ const conf_section_t conf_sections[] = {
     {"server", false, 0, "Listening sockets, threads, limits and process settings.", false, NULL},
     {"log", false, 0, "Where log messages go and how many.", false, NULL},
     {"zones", true, CONF_F_REQUIRED | CONF_F_NONEMPTY,
-     "The zones to serve: a list with one mapping per zone. At least one zone is required. "
+     "The zones to serve: a list with one mapping per zone. At least one zone is required, "
+     "unless the server only forwards (see `forward`). "
      "Zone files are re-read on reload only when they changed.",
      false, NULL},
     {"health", false, 0, "Health monitoring settings that are not per monitor.", false, NULL},
@@ -212,6 +249,58 @@ const conf_section_t conf_sections[] = {
     {"gslb.overrides", true, 0,
      "Each item of `gslb.overrides`: force the targets matching a glob up or down. Later "
      "rules win; rules from the state file apply after these.",
+     true, NULL},
+    {"forward", false, 0,
+     "The caching forwarder: names outside the served zones are answered from a cache, and "
+     "cache misses are forwarded to recursive resolvers (Unbound, BIND, Knot Resolver; Steer "
+     "does not resolve iteratively). Authoritative and GSLB names answer first. Each "
+     "`groups` entry sends a domain suffix (`.` for everything) to its upstreams, one per "
+     "network exit link in preference order. Every upstream is probed over the path real "
+     "queries take (its `source` address and `link`) with a cache-busting recursive query, "
+     "so an upstream that is alive but cannot resolve is told from one that is down; real "
+     "queries that time out bring the next probe forward, and a client query whose "
+     "upstream does not answer within `retry-timeout` is sent to the next upstream within "
+     "the same request. Only clients in `allow-recursion` may recurse; the others get "
+     "REFUSED for names outside Steer's own zones. With `forward` groups, `zones` may be "
+     "left out (a forwarder-only server). Example:\n\n"
+     "```yaml\n"
+     "forward:\n"
+     "  allow-recursion: [10.0.0.0/24, \"2001:db8:10::/48\"]\n"
+     "  cache: { max-size: 256M, min-ttl: 0, max-ttl: 1d, serve-stale: 30s, prefetch: on }\n"
+     "  groups:\n"
+     "    - domain: .\n"
+     "      policy: ordered\n"
+     "      upstreams:\n"
+     "        - { name: link1, address: 10.53.1.53, source: 10.1.1.1 }\n"
+     "        - { name: link2, address: 10.53.2.53, source: 10.1.2.1 }\n"
+     "      probe: { name: probe.example.test, interval: 1s, timeout: 500ms, fall: 2, rise: "
+     "3, hold-down: 5s }\n"
+     "      retry-timeout: 400ms\n"
+     "```\n\n"
+     "Without a configuration file, `steerd --forward ADDR[:PORT][@SOURCE]` (repeatable, in "
+     "preference order; IPv6 as `[2001:db8::53]:53@2001:db8::1`) and `--allow-recursion "
+     "PREFIX` (repeatable) make one group `.` with policy `ordered`, the default probe "
+     "settings and upstreams named `upstream1`, `upstream2`, ...",
+     false, conf_forward_load},
+    {"forward.cache", false, 0,
+     "The `forward.cache` mapping: the answer cache shared by every group. Positive and "
+     "negative answers (RFC 2308) are cached with their TTLs counted down; SERVFAIL and "
+     "other failures are never cached.",
+     true, NULL},
+    {"forward.groups", true, 0,
+     "Each item of `forward.groups`: a domain suffix and the upstreams that resolve it. A "
+     "query goes to the group with the longest matching `domain`; names no group covers "
+     "are REFUSED. Each domain may be listed once.",
+     true, NULL},
+    {"forward.groups.upstreams", true, 0,
+     "Each item of a group's `upstreams`, in preference order (the order `ordered` tries "
+     "them): one recursive resolver, usually one per exit link.",
+     true, NULL},
+    {"forward.groups.probe", false, 0,
+     "A group's `probe` mapping: how each of its upstreams is checked. An upstream goes "
+     "down after `fall` failed probes in a row and comes back after `rise` good ones that "
+     "also span `hold-down`; while real queries to it time out it is probed every 200 ms "
+     "instead of every `interval`.",
      true, NULL},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
@@ -785,6 +874,187 @@ const conf_key_t conf_keys[] = {
      .enums = override_states,
      .flags = CONF_F_REQUIRED,
      .doc = "The forced state."},
+    /* ---- caching forwarder ---- */
+    {.section = "forward",
+     .name = "allow-recursion",
+     .type = CONF_TYPE_PREFIX_LIST,
+     .offset = offsetof(conf_forward_t, allow_recursion),
+     .size = offsetof(conf_forward_t, n_allow_recursion),
+     .doc = "Clients that may recurse: addresses or prefixes such as `10.0.0.0/24`, "
+            "`\"2001:db8:10::/48\"`. Others get REFUSED for names outside the served zones "
+            "(they still get authoritative answers), so the server is never an open "
+            "resolver by accident. Host bits beyond the prefix length are an error. Needs "
+            "`groups`. Unset or empty: nobody."},
+    {.section = "forward",
+     .name = "use-0x20",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_forward_t, use_0x20),
+     .size = sizeof(((conf_forward_t *)0)->use_0x20),
+     .enums = switches,
+     .def = "off",
+     .flags = CONF_F_RESTART,
+     .doc = "Randomise the letter case of every name asked upstream and drop replies that do "
+            "not echo it (draft-vixie-dnsext-dns0x20), which makes a forged reply harder to "
+            "guess on top of the random port and ID. Off by default because some upstreams "
+            "do not echo the case, and then every reply is dropped."},
+    {.section = "forward",
+     .name = "cache",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `forward.cache`)",
+     .flags = CONF_F_RESTART,
+     .doc = "The answer cache's size and TTL limits. Unset: the defaults below."},
+    {.section = "forward",
+     .name = "groups",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of mappings (see `forward.groups`)",
+     .flags = CONF_F_RESTART,
+     .doc = "Where cache misses go, per domain suffix. Unset or empty: no forwarding (every "
+            "name outside the served zones is REFUSED)."},
+    {.section = "forward.cache",
+     .name = "max-size",
+     .type = CONF_TYPE_SIZE,
+     .offset = offsetof(conf_forward_t, cache_max_size),
+     .size = sizeof(((conf_forward_t *)0)->cache_max_size),
+     .min = 1024,
+     .max = 1073741824,
+     .def = "256M",
+     .flags = CONF_F_RESTART,
+     .doc = "Memory the cache may use (entries and their index); when it is full, entries "
+            "not asked for recently are evicted first, so a flood of random names cannot "
+            "grow the process beyond it. At least 1M."},
+    FWD_TTL("min-ttl", cache_min_ttl, 0, 3600, "0s",
+            "Lowest TTL an answer is kept and served with. Raising it keeps answers longer "
+            "than their owners asked for; `0s` keeps the upstream's TTLs."),
+    FWD_TTL("max-ttl", cache_max_ttl, 1, 604800, "1d",
+            "Highest TTL an answer is kept and served with, so a record with a TTL of weeks "
+            "is still refreshed daily. At least `min-ttl`."),
+    FWD_TTL("max-negative-ttl", cache_max_negative_ttl, 0, 86400, "1h",
+            "Highest TTL of a cached NXDOMAIN or NODATA answer, whose TTL comes from the "
+            "zone's SOA (RFC 2308: 3 hours at most is wise; `0s` caches no negative "
+            "answers)."),
+    FWD_TTL("serve-stale", serve_stale, 0, 3600, "30s",
+            "When no upstream answers, expired answers are served with this TTL (RFC 8767 "
+            "recommends 30 s) instead of SERVFAIL. `0s`: never serve stale answers."),
+    {.section = "forward.cache",
+     .name = "prefetch",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_forward_t, prefetch),
+     .size = sizeof(((conf_forward_t *)0)->prefetch),
+     .enums = switches,
+     .def = "on",
+     .flags = CONF_F_RESTART,
+     .doc = "Refresh a popular answer in the background when it is asked for in the last "
+            "10 % of its TTL, so frequently used names never expire for clients."},
+    {.section = "forward.groups",
+     .name = "domain",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_fwd_group_t, domain),
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "The domain suffix this group resolves: `.` for every name, or e.g. "
+            "`corp.example` for an internal resolver (trailing dot optional)."},
+    {.section = "forward.groups",
+     .name = "policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_fwd_group_t, policy),
+     .enums = fwd_policies,
+     .def = "ordered",
+     .flags = CONF_F_RESTART,
+     .doc = "Which usable upstream a query goes to: `ordered` (the first in `upstreams` "
+            "order; traffic moves back to a preferred upstream once it has recovered for "
+            "`rise` probes and `hold-down`), `round-robin` (in turn) or `fastest` (lowest "
+            "smoothed round-trip time)."},
+    {.section = "forward.groups",
+     .name = "upstreams",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of 1 to 64 mappings (see `forward.groups.upstreams`)",
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "The group's recursive resolvers, in preference order."},
+    {.section = "forward.groups",
+     .name = "probe",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `forward.groups.probe`)",
+     .flags = CONF_F_RESTART,
+     .doc = "How the upstreams are checked. Unset: the defaults below."},
+    {.section = "forward.groups",
+     .name = "retry-timeout",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_fwd_group_t, retry_timeout),
+     .size = sizeof(((conf_fwd_group_t *)0)->retry_timeout),
+     .min = 10,
+     .max = 3000,
+     .unit = CONF_UNIT_MS,
+     .def = "400ms",
+     .flags = CONF_F_RESTART,
+     .doc = "A client query whose upstream has not answered within this time is also sent "
+            "to the next upstream, within the same request, so a failing upstream costs the "
+            "client a short delay rather than a failure. At most 3 s, the time one request "
+            "may take in all."},
+    {.section = "forward.groups",
+     .name = "retry-adaptive",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_fwd_group_t, retry_adaptive),
+     .size = sizeof(((conf_fwd_group_t *)0)->retry_adaptive),
+     .enums = switches,
+     .def = "on",
+     .flags = CONF_F_RESTART,
+     .doc = "Derive each upstream's retry timeout from its smoothed round-trip time (three "
+            "times it, at least 100 ms), with `retry-timeout` as the ceiling, so a nearby "
+            "upstream is given up on sooner. `off`: always `retry-timeout`."},
+    {.section = "forward.groups.upstreams",
+     .name = "name",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_upstream_t, name),
+     .max = 63,
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "The upstream's name in logs and `steerctl upstreams`, e.g. the exit link it "
+            "uses: letters, digits, `-`, `_` and `.`, unique across all groups."},
+    {.section = "forward.groups.upstreams",
+     .name = "address",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "address: `IP`, `IP:PORT` or `\"[IPv6]:PORT\"`",
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "The recursive resolver; port 53 unless given."},
+    {.section = "forward.groups.upstreams",
+     .name = "source",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "IP address, no port",
+     .flags = CONF_F_RESTART,
+     .doc = "The node's own address that queries and probes to this upstream leave from, "
+            "which picks the exit link (source routing); the same family as `address`. "
+            "Each query gets a fresh random source port. Unset: the kernel's choice."},
+    {.section = "forward.groups.upstreams",
+     .name = "link",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_upstream_t, link),
+     .max = 15,
+     .flags = CONF_F_RESTART,
+     .doc = "The network device whose state is followed: when it goes down (or loses "
+            "carrier) the upstream is down at once, without waiting for probes. Unset: the "
+            "device that holds `source`, if any."},
+    {.section = "forward.groups.probe",
+     .name = "name",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_fwd_group_t, probe_name),
+     .flags = CONF_F_RESTART,
+     .doc = "Probes ask `<nonce>.<name>` with recursion desired, a new name each time, so "
+            "the upstream must really resolve it (a cached or liveness answer would hide a "
+            "resolver cut off from the DNS); best a zone Steer itself serves. Any answer, "
+            "NXDOMAIN included, proves resolution. Unset: the root (`<nonce>.`, answered "
+            "NXDOMAIN by the root servers)."},
+    FWD_PROBE_DURATION("interval", probe_interval, 100, 3600000, "1s",
+                       "Time between two probes of each upstream, also while it is not "
+                       "used, so a preferred upstream's recovery is seen."),
+    FWD_PROBE_DURATION("timeout", probe_timeout, 10, 600000, "500ms",
+                       "How long a probe may take before it counts as failed. Must be less "
+                       "than `interval`."),
+    FWD_PROBE_UINT("fall", probe_fall, 1, 100, "2",
+                   "Failed probes in a row that take an upstream down."),
+    FWD_PROBE_UINT("rise", probe_rise, 1, 100, "3",
+                   "Good probes in a row that bring a down upstream back."),
+    FWD_PROBE_DURATION("hold-down", probe_hold_down, 0, 3600000, "5s",
+                       "How long a recovering upstream must stay good (with at least `rise` "
+                       "probes) before it is used again; an upstream that fails again soon "
+                       "after returning waits twice as long, so a lossy link does not flap."),
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 
@@ -807,13 +1077,15 @@ static const char reference_intro[] =
     "first such as `1m30s`. A bare number keeps its older meaning, which depends on the key: "
     "milliseconds for `server.tcp-idle-timeout`, `server.tcp-io-timeout` and the monitor "
     "timings (`interval`, `timeout`, `hold-down`, `slow-start`); seconds for the TTLs "
-    "(`services.ttl`, `monitors.ttl-floor`). Writing the unit avoids the question. A value "
+    "(`services.ttl`, `monitors.ttl-floor`, the `forward.cache` TTLs). Writing the unit "
+    "avoids the question. A value "
     "finer than its key's unit (`1500ms` for a TTL) is an error.\n"
     "- Settings applied *on restart* keep their running value on reload (`SIGHUP` or "
     "`steerctl reload`); the reload reports them in `restart_needed`. All others take effect "
     "on reload.\n"
     "- Without a configuration file, `steerd --listen ADDR --zone DOMAIN=FILE` (both "
-    "repeatable) serves zones with these defaults.\n"
+    "repeatable) serves zones with these defaults; `--forward` and `--allow-recursion` add "
+    "a forwarding group (see `forward`).\n"
     "\n"
     "A complete example:\n"
     "\n"
@@ -853,6 +1125,8 @@ static const char *type_text(const conf_key_t *key)
 		return "boolean (`true` or `false`)";
 	case CONF_TYPE_NODE:
 		return key->type_doc;
+	case CONF_TYPE_SIZE:
+		return "size (`512K`, `256M`, `1G`: powers of 1024; a bare number is bytes)";
 	case CONF_TYPE_DURATION:
 		return key->unit == CONF_UNIT_S
 		           ? "duration (`30s`, `5m`, `1h`, `1d`; a bare number is "
@@ -873,6 +1147,11 @@ static void write_type(FILE *out, const conf_key_t *key)
 		fprintf(out, ", %s to %s",
 		        conf_duration_str((uint64_t)key->min * key->unit, lo, sizeof(lo)),
 		        conf_duration_str((uint64_t)key->max * key->unit, hi, sizeof(hi)));
+	}
+	if (key->type == CONF_TYPE_SIZE) {
+		char lo[32], hi[32];
+		fprintf(out, ", %s to %s", conf_size_str((uint64_t)key->min << 10, lo, sizeof(lo)),
+		        conf_size_str((uint64_t)key->max << 10, hi, sizeof(hi)));
 	}
 	if (key->type == CONF_TYPE_STRING && key->enums) {
 		for (const conf_enum_t *e = key->enums; e->name; e++)

@@ -69,7 +69,7 @@ static int be_status(void *ctx, json_t **data, char *err, size_t errlen)
 	    "{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o}", "version", STEER_VERSION, "pid",
 	    (json_int_t)getpid(), "uptime_s", (json_int_t)(time(NULL) - s->started_at), "workers",
 	    (json_int_t)net_workers(s->net), "tcp_workers", (json_int_t)net_tcp_workers(s->net),
-	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->zones), "config",
+	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->auth.zones), "config",
 	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s), "gslb",
 	    gslb_counts_json(s));
 	return 0;
@@ -81,7 +81,7 @@ static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
 	(void)errlen;
 	const server_t *s = ctx;
 	json_t *list = json_array();
-	const zone_set_t *set = s->view->zones;
+	const zone_set_t *set = s->view->auth.zones;
 	for (size_t i = 0; i < zone_set_count(set); i++) {
 		const zone_t *z = zone_set_at(set, i)->zone;
 		json_array_append_new(list, json_pack("{s:o, s:I, s:I, s:I, s:s, s:I}", "name",
@@ -244,13 +244,20 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    COUNTER(gs, nodata), "servfail", COUNTER(gs, servfail), "all_down",
 	    COUNTER(gs, all_down), "ecs_used", COUNTER(gs, ecs_used), "ecs_ignored",
 	    COUNTER(gs, ecs_ignored), "whoami", COUNTER(gs, whoami));
+	const fwd_serve_counters_t *fc = &sum.fwd;
+	json_t *forward = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "recursion_refused", COUNTER(fc, refused),
+	    "cache_hits", COUNTER(fc, cache.hits), "cache_misses", COUNTER(fc, cache.misses),
+	    "forwarded", COUNTER(fc, forwarded), "norec_misses", COUNTER(fc, norec_miss),
+	    "overload", COUNTER(fc, overload), "prefetches", COUNTER(fc, cache.prefetches));
 	*data = json_pack(
-	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "queries", queries, "rcode",
+	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "queries", queries, "rcode",
 	    counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_slot_name, "RCODE"), "qtype",
 	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_slot_name, "TYPE"), "edns",
 	    COUNTER(st, edns), "edns_do", COUNTER(st, edns_do), "truncated", COUNTER(st, truncated),
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
-	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb);
+	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
+	    forward);
 	return 0;
 }
 

@@ -36,6 +36,8 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_REFERENCE,
 	OPT_FORCE,
+	OPT_FORWARD,
+	OPT_ALLOW_RECURSION,
 };
 
 typedef struct {
@@ -50,8 +52,10 @@ static void usage(FILE *out)
 	    out,
 	    "Usage: steerd -c FILE [--check-config]\n"
 	    "       steerd --listen ADDR:PORT --zone NAME=FILE [--zone ...] [options]\n"
+	    "       steerd --listen ADDR:PORT --forward ADDR[@SRC] [--forward ...]\n"
+	    "              --allow-recursion PREFIX [...] [--zone ...] [options]\n"
 	    "\n"
-	    "Steer authoritative DNS server.\n"
+	    "Steer authoritative DNS server and caching forwarder.\n"
 	    "\n"
 	    "  -c, --config FILE        run from a YAML configuration file\n"
 	    "      --check-config       load the configuration and every zone, report errors "
@@ -59,6 +63,13 @@ static void usage(FILE *out)
 	    "      --listen ADDR:PORT   quick mode: listen address, repeatable (IPv6 as "
 	    "[::1]:5353)\n"
 	    "      --zone NAME=FILE     quick mode: serve zone NAME from FILE, repeatable\n"
+	    "      --forward ADDR[:PORT][@SRC]\n"
+	    "                           quick mode: forward cache misses to the recursive\n"
+	    "                           resolver ADDR, sending from SRC; repeatable, in\n"
+	    "                           preference order (IPv6 as [2001:db8::53]:53@2001:db8::1)\n"
+	    "      --allow-recursion PREFIX\n"
+	    "                           quick mode: clients that may recurse (10.0.0.0/24),\n"
+	    "                           repeatable; others get REFUSED (default: nobody)\n"
 	    "      --workers N          UDP worker threads (0 = one per CPU)\n"
 	    "      --tcp-workers N      TCP threads (0 = one per CPU, at most 4)\n"
 	    "      --control-socket P   control socket for steerctl (default: the config's\n"
@@ -114,6 +125,12 @@ static int parse_option(int opt, const char *arg, cli_t *cli)
 	case OPT_ZONE:
 		push(&o->zones, &o->n_zones, arg);
 		return 0;
+	case OPT_FORWARD:
+		push(&o->forward, &o->n_forward, arg);
+		return 0;
+	case OPT_ALLOW_RECURSION:
+		push(&o->allow_recursion, &o->n_allow_recursion, arg);
+		return 0;
 	case OPT_WORKERS:
 		return parse_count("--workers", arg, WORKERS_MAX, &o->workers);
 	case OPT_TCP_WORKERS:
@@ -152,6 +169,8 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	    {"check-config", no_argument, NULL, OPT_CHECK},
 	    {"listen", required_argument, NULL, OPT_LISTEN},
 	    {"zone", required_argument, NULL, OPT_ZONE},
+	    {"forward", required_argument, NULL, OPT_FORWARD},
+	    {"allow-recursion", required_argument, NULL, OPT_ALLOW_RECURSION},
 	    {"workers", required_argument, NULL, OPT_WORKERS},
 	    {"tcp-workers", required_argument, NULL, OPT_TCP_WORKERS},
 	    {"control-socket", required_argument, NULL, OPT_CONTROL_SOCKET},
@@ -176,15 +195,22 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	if (cli->reference)
 		return 0;
 	const server_opts_t *o = &cli->opts;
-	if (o->config_path != NULL && (o->n_listen > 0 || o->n_zones > 0)) {
+	if (o->config_path != NULL &&
+	    (o->n_listen > 0 || o->n_zones > 0 || o->n_forward > 0 || o->n_allow_recursion > 0)) {
 		fprintf(stderr,
-		        "steerd: --listen and --zone are for running without a "
-		        "configuration file; put them in %s instead\n",
+		        "steerd: --listen, --zone, --forward and --allow-recursion are for running "
+		        "without a configuration file; put them in %s instead\n",
 		        o->config_path);
 		return -1;
 	}
-	if (o->config_path == NULL && o->n_zones == 0) {
-		fprintf(stderr, "steerd: nothing to serve: give -c FILE, or --zone NAME=FILE\n");
+	if (o->config_path == NULL && o->n_zones == 0 && o->n_forward == 0) {
+		fprintf(stderr, "steerd: nothing to serve: give -c FILE, --zone NAME=FILE or "
+		                "--forward ADDR\n");
+		return -1;
+	}
+	if (o->config_path == NULL && o->n_allow_recursion > 0 && o->n_forward == 0) {
+		fprintf(stderr, "steerd: --allow-recursion needs --forward (there is nothing to "
+		                "forward to)\n");
 		return -1;
 	}
 	return 0;
@@ -223,6 +249,12 @@ static int check_config(const cli_t *cli)
 		if (services + maps + whoami > 0)
 			printf(", %zu GSLB service(s), %zu map(s), %zu whoami name(s)", services,
 			       maps, whoami);
+		size_t upstreams = 0;
+		for (size_t i = 0; i < conf->forward.n_groups; i++)
+			upstreams += conf->forward.groups[i].n_upstreams;
+		if (conf->forward.n_groups > 0)
+			printf(", %zu forward group(s) with %zu upstream(s)",
+			       conf->forward.n_groups, upstreams);
 		putchar('\n');
 	}
 	gslb_view_free(gslb);
@@ -275,5 +307,7 @@ int main(int argc, char **argv)
 out:
 	free(cli.opts.listen);
 	free(cli.opts.zones);
+	free(cli.opts.forward);
+	free(cli.opts.allow_recursion);
 	return ret;
 }

@@ -22,6 +22,7 @@
 #include "auth/check.h"
 #include "base/err.h"
 #include "daemon/commands.h"
+#include "daemon/forward.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -42,6 +43,20 @@ static int conf_from_args(const server_opts_t *opts, conf_t *conf, char *err, si
 	for (size_t i = 0; i < opts->n_zones; i++) {
 		if (conf_add_zone_arg(conf, opts->zones[i], msg, sizeof(msg)) != 0) {
 			snprintf(err, errlen, "--zone %s: %s", opts->zones[i], msg);
+			return STEER_ECONF;
+		}
+	}
+	for (size_t i = 0; i < opts->n_forward; i++) {
+		if (conf_add_forward_arg(conf, opts->forward[i], msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--forward %s: %s", opts->forward[i], msg);
+			return STEER_ECONF;
+		}
+	}
+	for (size_t i = 0; i < opts->n_allow_recursion; i++) {
+		if (conf_add_allow_recursion_arg(conf, opts->allow_recursion[i], msg,
+		                                 sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--allow-recursion %s: %s", opts->allow_recursion[i],
+			         msg);
 			return STEER_ECONF;
 		}
 	}
@@ -222,25 +237,34 @@ static bool gslb_has_names(const gslb_view_t *gslb)
 	return services + whoami > 0;
 }
 
-static auth_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const conf_t *conf)
+static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const conf_t *conf,
+                            fwd_engine_t *fwd)
 {
-	auth_view_t *view = xcalloc(1, sizeof(*view));
-	view->zones = zones;
-	view->gslb = gslb != NULL && gslb_has_names(gslb) ? gslb : NULL;
-	view->udp_max_payload = conf->udp_max_payload;
+	net_view_t *view = xcalloc(1, sizeof(*view));
+	view->auth.zones = zones;
+	view->auth.gslb = gslb != NULL && gslb_has_names(gslb) ? gslb : NULL;
+	view->auth.udp_max_payload = conf->udp_max_payload;
+	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
+}
+
+/* Free @p view but not its zone set, which a newer view took over. */
+static void view_free_shell(net_view_t *view)
+{
+	forward_view_clear(&view->fwd);
+	free(view);
 }
 
 /*
  * Only once no query thread can see @p view (after net_publish() or before net_start()). The
  * GSLB view is owned by server_t and freed separately.
  */
-static void view_free(const auth_view_t *view)
+static void view_free(const net_view_t *view)
 {
 	if (view == NULL)
 		return;
-	zone_set_free((zone_set_t *)view->zones);
-	free((void *)view);
+	zone_set_free((zone_set_t *)view->auth.zones);
+	view_free_shell((net_view_t *)view);
 }
 
 /* ---- publishing: admin overrides and monitor states on top of the compiled view --------- */
@@ -249,13 +273,13 @@ static void view_free(const auth_view_t *view)
 static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	auth_view_t *view = view_new((zone_set_t *)s->view->zones, gslb, s->conf);
+	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
-	auth_view_t *old = (auth_view_t *)net_publish(s->net, view);
+	net_view_t *old = (net_view_t *)net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
 	s->view = view;
 	s->gslb = gslb;
-	free(old); /* the zone set now belongs to the new view */
+	view_free_shell(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
 }
 
@@ -587,7 +611,7 @@ static void hint_host(const steer_sockaddr_t *addr, char *buf, size_t size)
 static void log_query_hint(const server_t *s)
 {
 	const steer_sockaddr_t *addr = net_listen_at(s->net, 0);
-	const zone_set_t *set = s->view->zones;
+	const zone_set_t *set = s->view->auth.zones;
 	char host[STEER_SOCKADDR_STRLEN], port[16] = "";
 	if (zone_set_count(set) == 0)
 		return;
@@ -610,7 +634,7 @@ static void log_started(const server_t *s)
 	log_info("%u UDP worker(s) per address, %u TCP thread(s), control socket %s",
 	         net_workers(s->net), net_tcp_workers(s->net),
 	         s->ctl != NULL ? s->boot_conf->control_socket : "(none)");
-	log_zones(s->view->zones, "serving");
+	log_zones(s->view->auth.zones, "serving");
 	log_gslb(s->gslb, "serving");
 	if (s->opts.config_path == NULL)
 		log_query_hint(s);
@@ -624,6 +648,32 @@ static void nets_baseline_save(const conf_t *conf, const gslb_view_t *gslb)
 	    gslb_nets_baseline_save(gslb, conf->nets_state_file, err, sizeof(err)) != 0)
 		log_warn("nets state file not written, a restart cannot check nets shrinkage: %s",
 		         err);
+}
+
+/*
+ * The forwarder's engine, once the listen ports are known (never used as source ports),
+ * joined to the first view before any query thread runs.
+ */
+static int forward_start(server_t *s, char *err, size_t errlen)
+{
+	uint16_t ports[64];
+	size_t n = net_listen_ports(s->net, ports, sizeof(ports) / sizeof(ports[0]));
+	int ret = forward_engine_new(s->conf, ports, n, &s->fwd, err, errlen);
+	if (ret != 0 || s->fwd == NULL)
+		return ret;
+	forward_view_clear(&s->view->fwd);
+	forward_view_fill(&s->view->fwd, s->conf, s->fwd);
+	return 0;
+}
+
+static int forward_run(server_t *s)
+{
+	if (s->fwd == NULL)
+		return 0;
+	int ret = fwd_engine_start(s->fwd);
+	if (ret != 0)
+		log_err("cannot start the forwarder: %s", steer_strerror(ret));
+	return ret;
 }
 
 int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
@@ -673,15 +723,18 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
-	s->view = view_new(set, s->gslb, conf);
+	s->view = view_new(set, s->gslb, conf, NULL);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
+	if (ret == 0)
+		ret = forward_start(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
 	signals_start(s);
 	if ((ret = ctl_open(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
-	    (ret = drop_privileges(s)) != 0 || (ret = net_start(s->net)) != 0)
+	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
+	    (ret = net_start(s->net)) != 0)
 		return ret;
 	log_started(s);
 	return 0;
@@ -708,9 +761,9 @@ static void reload_failed(server_t *s, const char *err)
 static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	auth_view_t *view = view_new(set, gslb, conf);
+	net_view_t *view = view_new(set, gslb, conf, s->fwd);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
-	const auth_view_t *old = net_publish(s->net, view);
+	const net_view_t *old = net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
 	s->view = view;
 	s->gslb = gslb;
@@ -732,7 +785,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	s->last_reload.at = time(NULL);
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
-		ret = server_zones_build(conf, s->view->zones, &set, report, err, errlen);
+		ret = server_zones_build(conf, s->view->auth.zones, &set, report, err, errlen);
 	if (ret == 0) {
 		/* All or nothing, like zones: a GSLB error keeps the running view serving. */
 		gslb_view_build_opts_t opts = {.running = s->gslb, .force = force};
@@ -760,6 +813,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
+	forward_restart_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	reload_apply(s, conf, set, gslb);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';
@@ -789,12 +843,17 @@ void server_stop(server_t *s)
 {
 	ctl_server_stop(s->ctl);
 	s->ctl = NULL;
+	/* The engine first: it hands answers to the transports' sockets and threads. */
+	if (s->fwd != NULL)
+		fwd_engine_stop(s->fwd);
 	if (s->net != NULL)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
 	view_free(s->view);
 	s->view = NULL;
+	fwd_engine_free(s->fwd);
+	s->fwd = NULL;
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
 	gslb_admin_deinit(&s->admin);

@@ -37,6 +37,10 @@ typedef struct {
 	size_t n_listen;
 	const char **zones; /* --zone NAME=FILE, quick mode */
 	size_t n_zones;
+	const char **forward; /* --forward ADDR[:PORT][@SRC], quick mode, in preference order */
+	size_t n_forward;
+	const char **allow_recursion; /* --allow-recursion PREFIX, quick mode */
+	size_t n_allow_recursion;
 	/* Overrides, applied on top of the file as well, and again on every reload. */
 	const char *control_socket; /* NULL = from the config */
 	bool has_log_level;
@@ -67,7 +71,7 @@ typedef struct server {
 	server_opts_t opts;
 	conf_t *boot_conf;    /* the configuration the process started with; owned */
 	conf_t *conf;         /* the current one (after reloads); owned, may be boot_conf */
-	auth_view_t *view;    /* published to the query threads; owned with its zone set */
+	net_view_t *view;     /* published to the query threads; owned with its zone set */
 	gslb_view_t *gslb;    /* the GSLB view of @c conf (never NULL once started); owned.
 	                       * view->gslb points to it when it has names, else is NULL */
 	net_t *net;           /* owned */

@@ -759,6 +759,39 @@ size_t fwd_cache_sweep(fwd_cache_t *c, uint64_t now_ms, size_t max_visit)
 	return dropped;
 }
 
+static bool flush_match(const fwd_entry_t *e, const uint8_t *name, bool subtree)
+{
+	if (!name)
+		return true;
+	/* Stored names are lowercase and valid; dname_* compare case-insensitively. */
+	return subtree ? dname_is_subdomain(entry_qname(e), name)
+	               : dname_equal(entry_qname(e), name);
+}
+
+size_t fwd_cache_flush(fwd_cache_t *c, const uint8_t *name, bool subtree)
+{
+	size_t dropped = 0;
+	for (unsigned i = 0; i < FWD_SHARDS; i++) {
+		fwd_shard_t *s = &c->shards[i];
+		pthread_mutex_lock(&s->lock);
+		uint64_t n = atomic_load_explicit(&s->entries, memory_order_relaxed);
+		fwd_entry_t *e = s->hand;
+		/* The ring shrinks under us: visit exactly the n entries it held. */
+		for (uint64_t k = 0; k < n && e; k++) {
+			fwd_entry_t *next = e->clock_next;
+			if (flush_match(e, name, subtree)) {
+				entry_remove(s, e, NULL);
+				dropped++;
+				if (!s->hand)
+					next = NULL;
+			}
+			e = next;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return dropped;
+}
+
 void fwd_cache_stats(const fwd_cache_t *c, fwd_cache_stats_t *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -145,6 +145,15 @@ int fwd_cache_store(fwd_cache_t *c, const dns_query_t *q, const uint8_t *reply, 
  */
 size_t fwd_cache_sweep(fwd_cache_t *c, uint64_t now_ms, size_t max_visit) STEER_NONNULL(1);
 
+/**
+ * Drop the entries for the name @p name (uncompressed wire form, case-insensitive; every type,
+ * class and key flag) and, with @p subtree, for every name below it; NULL @p name drops every
+ * entry. Dropped entries count as neither evicted nor expired. Returns the number dropped.
+ * Walks every entry of every shard (an operator command, not a query-path operation). Writer
+ * side, like fwd_cache_store().
+ */
+size_t fwd_cache_flush(fwd_cache_t *c, const uint8_t *name, bool subtree) STEER_NONNULL(1);
+
 /* Writer-side counters and gauges, summed over the shards. */
 typedef struct {
 	uint64_t inserts;   /* entries stored (replacements included) */

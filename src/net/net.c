@@ -33,10 +33,10 @@ static unsigned cpu_count(void)
 	return n < 1 ? 1 : (unsigned)n;
 }
 
-net_t *net_new(const conf_t *conf, const auth_view_t *view)
+net_t *net_new(const conf_t *conf, const net_view_t *view)
 {
 	net_t *net = xcalloc(1, sizeof(*net));
-	net->view = (auth_view_t *)view;
+	net->view = (net_view_t *)view;
 	net->n_listen = conf->n_listen;
 	net->listen = xmemdup(conf->listen, conf->n_listen * sizeof(*conf->listen));
 	unsigned cpus = cpu_count();
@@ -183,9 +183,9 @@ int net_start(net_t *net)
 	return ret;
 }
 
-const auth_view_t *net_publish(net_t *net, const auth_view_t *view)
+const net_view_t *net_publish(net_t *net, const net_view_t *view)
 {
-	auth_view_t *old = rcu_xchg_pointer(&net->view, (auth_view_t *)view);
+	net_view_t *old = rcu_xchg_pointer(&net->view, (net_view_t *)view);
 	/* After the grace period no reader can still hold @c old. */
 	synchronize_rcu();
 	return old;
@@ -198,7 +198,7 @@ void net_reconfigure(net_t *net, const conf_t *conf)
 	atomic_store_explicit(&net->tcp_io_timeout, conf->tcp_io_timeout, memory_order_relaxed);
 }
 
-const auth_view_t *net_view(const net_t *net)
+const net_view_t *net_view(const net_t *net)
 {
 	return net->view;
 }
@@ -214,6 +214,54 @@ void net_stats(const net_t *net, net_stats_t *out)
 		if (net->tcp[i] != NULL)
 			tcp_worker_stats(net->tcp[i], out);
 	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool forwardable(const net_view_t *view, const dns_query_t *q, dns_query_status_t status)
+{
+	return view->fwd.engine != NULL && status == DNS_QUERY_OK && q->opcode == DNS_OPCODE_QUERY &&
+	       q->has_question && !auth_serves(&view->auth, q);
+}
+
+size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
+                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
+                  auth_axfr_t *axfr, fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill,
+                  void *fill_arg, bool *deferred)
+{
+	dns_query_t q;
+	dns_query_status_t status = dns_query_parse(pkt, len, &q);
+	*deferred = false;
+	if (forwardable(view, &q, status)) {
+		fwd_client_t fc;
+		fill(fill_arg, &fc);
+		size_t rlen;
+		fwd_serve_result_t r = fwd_serve(&view->fwd, &q, pkt, len, &fc, now_ms(), resp,
+		                                 resp_cap, &rlen, fwd_ctr);
+		*deferred = r == FWD_SERVE_QUEUED;
+		if (r != FWD_SERVE_REFUSED)
+			return rlen;
+	}
+	return auth_answer_parsed(&view->auth, client, &q, status, resp, resp_cap, qctx, axfr);
+}
+
+size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < net->n_listen && n < max; i++) {
+		uint16_t port = steer_sockaddr_port(&net->listen[i]);
+		bool seen = false;
+		for (size_t j = 0; j < n; j++)
+			seen = seen || out[j] == port;
+		if (!seen)
+			out[n++] = port;
+	}
+	return n;
 }
 
 size_t net_listen_count(const net_t *net)

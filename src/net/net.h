@@ -18,8 +18,20 @@
 #include "base/counter.h"
 #include "base/sockaddr.h"
 #include "conf/conf.h"
+#include "fwd/serve.h"
 
 typedef struct net net_t;
+
+/*
+ * What the query threads serve, published as one immutable snapshot: names inside our zones
+ * (authoritative and GSLB) are answered from @c auth to everyone; every other name goes to
+ * the forwarder (@c fwd), which answers allowed clients from its cache or hands the query to
+ * its engine, and leaves the rest to @c auth (REFUSED).
+ */
+typedef struct {
+	auth_view_t auth;
+	fwd_view_t fwd; /* fwd.engine NULL: no forwarding */
+} net_view_t;
 
 /* The transport's per-thread counters: one block per query thread, written by it only. */
 typedef struct {
@@ -34,6 +46,7 @@ typedef struct {
 	net_counters_t net;
 	auth_stats_t auth;
 	gslb_stats_t gslb;
+	fwd_serve_counters_t fwd;
 } net_stats_t;
 
 /**
@@ -42,7 +55,7 @@ typedef struct {
  * it is replaced by net_publish() or the net is freed; the caller frees it afterwards.
  * Aborts on out-of-memory (start-up path).
  */
-net_t *net_new(const conf_t *conf, const auth_view_t *view) STEER_NONNULL(1, 2) STEER_WUR;
+net_t *net_new(const conf_t *conf, const net_view_t *view) STEER_NONNULL(1, 2) STEER_WUR;
 
 /**
  * Create and bind every socket (UDP and TCP, each worker's own SO_REUSEPORT socket per listen
@@ -65,7 +78,7 @@ int net_start(net_t *net) STEER_NONNULL(1) STEER_WUR;
  * thread can still see the previous view. Returns the previous view, which the caller may now
  * free. The net borrows @p view until the next publish or net_free(). Control thread only.
  */
-const auth_view_t *net_publish(net_t *net, const auth_view_t *view) STEER_NONNULL(1, 2);
+const net_view_t *net_publish(net_t *net, const net_view_t *view) STEER_NONNULL(1, 2);
 
 /**
  * Apply the settings that take effect on reload (TCP client cap and timeouts) from @p conf;
@@ -74,7 +87,7 @@ const auth_view_t *net_publish(net_t *net, const auth_view_t *view) STEER_NONNUL
 void net_reconfigure(net_t *net, const conf_t *conf) STEER_NONNULL(1, 2);
 
 /** The currently published view (control thread only). */
-const auth_view_t *net_view(const net_t *net) STEER_NONNULL(1);
+const net_view_t *net_view(const net_t *net) STEER_NONNULL(1);
 
 /**
  * Overwrite @p out with the sum of every query thread's counters: the transport's own and,
@@ -91,6 +104,13 @@ const steer_sockaddr_t *net_listen_at(const net_t *net, size_t i) STEER_NONNULL(
 /** Effective number of UDP workers and TCP threads (0 in the config resolved to a count). */
 unsigned net_workers(const net_t *net) STEER_NONNULL(1);
 unsigned net_tcp_workers(const net_t *net) STEER_NONNULL(1);
+
+/**
+ * The source ports of the listen addresses (for the forwarder, which must never pick them
+ * for an upstream query): @p out gets up to @p max distinct ports; returns how many. Valid
+ * after net_bind().
+ */
+size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max) STEER_NONNULL(1, 2);
 
 /**
  * Stop every thread (UDP workers notice within their receive timeout, TCP loops are woken at

@@ -19,7 +19,7 @@ typedef struct tcp_worker tcp_worker_t;
 struct net {
 	/* The published view: read with rcu_dereference() inside a read-side section, replaced
 	 * by net_publish(). Borrowed from the control thread. */
-	auth_view_t *view;
+	net_view_t *view;
 	atomic_bool stopping;
 
 	steer_sockaddr_t *listen; /* owned copy; port 0 resolved by net_bind() */
@@ -41,6 +41,22 @@ struct net {
 	bool bound;
 	bool started;
 };
+
+/* How a transport describes its client to the forwarder, filled only for a forwarded query. */
+typedef void (*net_client_fill_cb)(void *arg, fwd_client_t *out);
+
+/**
+ * Answer the query @p pkt (@p len bytes) from @p client on a query thread, inside its RCU
+ * read-side section on @p view: names inside our zones by auth_answer(), others by the
+ * forwarder when it is on and the client may recurse (@p fill then describes the client for
+ * a hand-off), else auth_answer()'s REFUSED. Returns the reply's length in @p resp, or 0 when
+ * nothing is sent now: dropped, or (@p *deferred set) the forwarder's engine answers later
+ * through the fwd_client_t that @p fill described.
+ */
+size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
+                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
+                  auth_axfr_t *axfr, fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill,
+                  void *fill_arg, bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
 
 /**
  * A socket of @p type (SOCK_DGRAM or SOCK_STREAM) bound to @p addr, with SO_REUSEADDR for TCP,

@@ -9,6 +9,12 @@
  * a client that does not read its answers cannot make us buffer more (back-pressure). An AXFR
  * is streamed: the next message is built only when the output buffer has room for it.
  *
+ * A query the forwarder's engine answers (a cache miss) holds the connection's later messages
+ * until its answer arrives, so answers stay in order: the engine hands the answer to this
+ * thread through a wait-free queue and an ev_async. A connection closed while it waits stays
+ * allocated (a "zombie", off the open list) until that answer arrives and is dropped, so the
+ * engine's pointer to it is never dangling.
+ *
  * Timeouts (one timer per connection, re-armed on every state change):
  *   idle:    no message in progress and nothing to send, measured from the last activity;
  *   message: a message has started arriving, measured from its first byte, so a client
@@ -32,6 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <urcu.h>
+#include <urcu/wfcqueue.h>
 
 #include "auth/auth.h"
 #include "base/alloc.h"
@@ -64,8 +71,17 @@ typedef struct {
 	int fd;
 } tcp_listener_t;
 
+/* A forwarded answer on its way from the engine thread to the connection's thread. */
+typedef struct {
+	struct cds_wfcq_node node;
+	tcp_conn_t *conn;
+	size_t len;
+	uint8_t msg[];
+} tcp_fwd_answer_t;
+
 struct tcp_worker {
-	net_counters_t counters; /* written by this thread only */
+	net_counters_t counters;      /* written by this thread only */
+	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this thread */
 	auth_qctx_t *qctx;       /* owned; this thread's answering state (counters, GSLB) */
 	net_t *net;
 	unsigned idx;
@@ -76,7 +92,11 @@ struct tcp_worker {
 	bool started;
 	tcp_listener_t *listeners;
 	size_t n_listeners;
-	tcp_conn_t *conns; /* open connections, doubly linked */
+	tcp_conn_t *conns;   /* open connections, doubly linked */
+	tcp_conn_t *zombies; /* closed while waiting for a forwarded answer, doubly linked */
+	ev_async fwd_wake;   /* forwarded answers queued */
+	struct cds_wfcq_head fwd_head;
+	struct cds_wfcq_tail fwd_tail;
 	tcp_conn_t *free_conns;
 	unsigned n_free;
 };
@@ -92,6 +112,8 @@ struct tcp_conn {
 	bool eof;        /* the client closed its side: answer what came, then close */
 	bool in_axfr;    /* @c axfr holds a running transfer */
 	bool msg_timing; /* a partial message is arriving since @c msg_start */
+	bool fwd_wait;   /* the engine answers the message at the head (consumed already) */
+	bool zombie;     /* closed while @c fwd_wait: on w->zombies */
 	ev_tstamp msg_start;
 	ev_tstamp activity; /* last byte received or sent */
 	int outq;           /* kernel send queue when we started waiting to write */
@@ -110,6 +132,36 @@ static const char *conn_str(const tcp_conn_t *c, char *buf, size_t size)
 	return steer_sockaddr_str(&c->remote, buf, size);
 }
 
+static void list_remove(tcp_conn_t **head, tcp_conn_t *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		*head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+}
+
+static void list_push(tcp_conn_t **head, tcp_conn_t *c)
+{
+	c->prev = NULL;
+	c->next = *head;
+	if (*head != NULL)
+		(*head)->prev = c;
+	*head = c;
+}
+
+static void conn_recycle(tcp_worker_t *w, tcp_conn_t *c)
+{
+	if (w->n_free < TCP_FREE_CONNS) {
+		c->next = w->free_conns;
+		w->free_conns = c;
+		w->n_free++;
+	} else {
+		free(c);
+	}
+}
+
 static void conn_close(tcp_conn_t *c)
 {
 	tcp_worker_t *w = c->w;
@@ -119,20 +171,14 @@ static void conn_close(tcp_conn_t *c)
 	close(c->fd);
 	if (c->in_axfr)
 		auth_axfr_cleanup(&c->axfr);
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
+	list_remove(&w->conns, c);
 	atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
-	if (w->n_free < TCP_FREE_CONNS) {
-		c->next = w->free_conns;
-		w->free_conns = c;
-		w->n_free++;
-	} else {
-		free(c);
+	if (c->fwd_wait) {
+		c->zombie = true;
+		list_push(&w->zombies, c);
+		return;
 	}
+	conn_recycle(w, c);
 }
 
 /* Length of the complete message at the head of the input, or -1 when it is not all here. */
@@ -157,6 +203,38 @@ static void conn_push(tcp_conn_t *c, size_t len)
 	c->out_end += 2 + len;
 }
 
+/*
+ * The engine's answer to a forwarded query, on the engine thread: queue it to the thread that
+ * owns the connection. Without memory the answer is lost and the connection times out.
+ */
+static void tcp_fwd_reply(const fwd_client_t *client, const uint8_t *reply, size_t len)
+{
+	tcp_worker_t *w = client->transport;
+	if (len > TCP_MSG_MAX)
+		len = 0; /* cannot be framed: answered as a lost reply, the client times out */
+	tcp_fwd_answer_t *a = malloc(sizeof(*a) + len);
+	if (a == NULL)
+		return;
+	cds_wfcq_node_init(&a->node);
+	a->conn = (tcp_conn_t *)(uintptr_t)client->token;
+	a->len = len;
+	memcpy(a->msg, reply, len);
+	cds_wfcq_enqueue(&w->fwd_head, &w->fwd_tail, &a->node);
+	ev_async_send(w->loop, &w->fwd_wake);
+}
+
+static void tcp_client_fill(void *arg, fwd_client_t *out)
+{
+	tcp_conn_t *c = arg;
+	memset(out, 0, sizeof(*out));
+	out->reply = tcp_fwd_reply;
+	out->transport = c->w;
+	out->token = (uint64_t)(uintptr_t)c;
+	out->fd = -1;
+	out->tcp = true;
+	out->remote = c->remote;
+}
+
 static void conn_answer(tcp_conn_t *c, size_t len)
 {
 	tcp_worker_t *w = c->w;
@@ -166,13 +244,15 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	if (c->v6)
 		STEER_COUNTER_INC(w->counters.ipv6_queries);
 	c->axfr.zone = NULL;
+	bool deferred;
 	rcu_read_lock();
-	const auth_view_t *view = rcu_dereference(w->net->view);
-	size_t rlen = auth_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX,
-	                          w->qctx, &c->axfr);
+	const net_view_t *view = rcu_dereference(w->net->view);
+	size_t rlen = net_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX,
+	                         w->qctx, &c->axfr, &w->fwd_ctr, tcp_client_fill, c, &deferred);
 	rcu_read_unlock();
 	c->in_start += 2 + len;
 	c->msg_timing = false;
+	c->fwd_wait = deferred;
 	if (rlen > 0)
 		conn_push(c, rlen);
 	if (c->axfr.zone != NULL) {
@@ -196,7 +276,7 @@ static void conn_axfr_step(tcp_conn_t *c)
 /* Build replies (or transfer messages) while the output buffer has room for one more. */
 static void conn_fill(tcp_conn_t *c)
 {
-	while (conn_out_room(c)) {
+	while (conn_out_room(c) && !c->fwd_wait) {
 		if (c->in_axfr) {
 			conn_axfr_step(c);
 			continue;
@@ -277,13 +357,13 @@ static void conn_arm_timer(tcp_conn_t *c, bool busy, bool partial)
 static void conn_update(tcp_conn_t *c)
 {
 	bool pending = c->out_end != 0;
-	bool work = c->in_axfr || conn_message_len(c) >= 0;
-	bool partial = !work && c->in_end > c->in_start;
-	if (c->eof && !pending && !work) {
+	bool work = c->in_axfr || (!c->fwd_wait && conn_message_len(c) >= 0);
+	bool partial = !work && !c->fwd_wait && c->in_end > c->in_start;
+	if (c->eof && !pending && !work && !c->fwd_wait) {
 		conn_close(c);
 		return;
 	}
-	watcher_set(c->w->loop, &c->rio, !c->eof && !pending && !work);
+	watcher_set(c->w->loop, &c->rio, !c->eof && !pending && !work && !c->fwd_wait);
 	watcher_set(c->w->loop, &c->wio, pending || work);
 	if (pending || work)
 		c->outq = conn_outq(c);
@@ -298,7 +378,7 @@ static void conn_run(tcp_conn_t *c)
 			conn_close(c);
 			return;
 		}
-		if (c->out_end != 0 || (!c->in_axfr && conn_message_len(c) < 0))
+		if (c->out_end != 0 || c->fwd_wait || (!c->in_axfr && conn_message_len(c) < 0))
 			break;
 	}
 	conn_update(c);
@@ -396,7 +476,7 @@ static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
 	c->fd = fd;
 	c->remote = *remote;
 	c->v6 = remote->sa.sa_family == AF_INET6;
-	c->eof = c->in_axfr = c->msg_timing = false;
+	c->eof = c->in_axfr = c->msg_timing = c->fwd_wait = c->zombie = false;
 	c->outq = 0;
 	c->activity = ev_now(w->loop);
 	c->in_start = c->in_end = c->out_start = c->out_end = 0;
@@ -405,11 +485,7 @@ static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
 	ev_io_init(&c->wio, on_conn_write, fd, EV_WRITE);
 	ev_init(&c->timer, on_conn_timer);
 	c->rio.data = c->wio.data = c->timer.data = c;
-	c->prev = NULL;
-	c->next = w->conns;
-	if (w->conns != NULL)
-		w->conns->prev = c;
-	w->conns = c;
+	list_push(&w->conns, c);
 	conn_update(c);
 }
 
@@ -473,6 +549,33 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 	}
 }
 
+/* Forwarded answers from the engine: each goes to its connection, which then goes on. */
+static void on_fwd_answers(struct ev_loop *loop, ev_async *async, int revents)
+{
+	(void)loop;
+	(void)revents;
+	tcp_worker_t *w = async->data;
+	struct cds_wfcq_node *node;
+	/* This thread is the only consumer, as the non-locking dequeue requires. */
+	while ((node = __cds_wfcq_dequeue_blocking(&w->fwd_head, &w->fwd_tail)) != NULL) {
+		tcp_fwd_answer_t *a = caa_container_of(node, tcp_fwd_answer_t, node);
+		tcp_conn_t *c = a->conn;
+		c->fwd_wait = false;
+		if (c->zombie) {
+			list_remove(&w->zombies, c);
+			conn_recycle(w, c);
+		} else {
+			c->activity = ev_now(w->loop);
+			if (a->len > 0) {
+				memcpy(c->out + c->out_end + 2, a->msg, a->len);
+				conn_push(c, a->len);
+			}
+			conn_run(c);
+		}
+		free(a);
+	}
+}
+
 static void on_wake(struct ev_loop *loop, ev_async *async, int revents)
 {
 	(void)async;
@@ -530,6 +633,10 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 	w->qctx = auth_qctx_new(UINT64_C(1) << 48 | worker_idx);
 	ev_async_init(&w->wake, on_wake);
 	ev_async_start(w->loop, &w->wake);
+	cds_wfcq_init(&w->fwd_head, &w->fwd_tail);
+	ev_async_init(&w->fwd_wake, on_fwd_answers);
+	w->fwd_wake.data = w;
+	ev_async_start(w->loop, &w->fwd_wake);
 	ev_init(&w->accept_pause, on_accept_resume);
 	w->accept_pause.data = w;
 	w->listeners = xcalloc(net->n_listen, sizeof(*w->listeners));
@@ -568,6 +675,8 @@ void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum)
 	steer_counters_add((steer_counter_t *)&sum->net, (const steer_counter_t *)&w->counters,
 	                   STEER_COUNTERS_IN(net_counters_t));
 	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
+	steer_counters_add((steer_counter_t *)&sum->fwd, (const steer_counter_t *)&w->fwd_ctr,
+	                   STEER_COUNTERS_IN(fwd_serve_counters_t));
 }
 
 void tcp_worker_free(tcp_worker_t *w)
@@ -581,6 +690,16 @@ void tcp_worker_free(tcp_worker_t *w)
 		ev_io_stop(w->loop, &w->listeners[i].io);
 		close(w->listeners[i].fd);
 	}
+	/* The engine is stopped before the transports are freed: no answer can arrive now. */
+	struct cds_wfcq_node *node;
+	while ((node = __cds_wfcq_dequeue_blocking(&w->fwd_head, &w->fwd_tail)) != NULL)
+		free(caa_container_of(node, tcp_fwd_answer_t, node));
+	while (w->zombies != NULL) {
+		tcp_conn_t *c = w->zombies;
+		w->zombies = c->next;
+		free(c);
+	}
+	cds_wfcq_destroy(&w->fwd_head, &w->fwd_tail);
 	while (w->free_conns != NULL) {
 		tcp_conn_t *c = w->free_conns;
 		w->free_conns = c->next;

@@ -58,7 +58,8 @@ typedef struct {
 } mmsg_io_t;
 
 struct udp_worker {
-	net_counters_t counters; /* written by the worker only */
+	net_counters_t counters;      /* written by the worker only */
+	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this worker */
 	auth_qctx_t *qctx;       /* owned; the worker's answering state (counters, GSLB) */
 	net_t *net;
 	const udp_api_t *api;
@@ -125,7 +126,8 @@ static int mmsg_recv(void *ctx, udp_pkt_t **pkts, net_counters_t *counters)
 		                          .rx_len = io->rx[i].msg_len,
 		                          .remote = &io->remote[i],
 		                          .tx = io->tx_buf[i],
-		                          .tx_cap = UDP_TX_SIZE};
+		                          .tx_cap = UDP_TX_SIZE,
+		                          .hdr = io->pktinfo ? &io->rx[i].msg_hdr : NULL};
 		io->slot[k++] = (uint8_t)i;
 	}
 	*pkts = io->pkts;
@@ -200,15 +202,102 @@ static const udp_api_t udp_api_mmsg = {
     .send = mmsg_send,
 };
 
+/* The query's destination from its packet info: the forwarded reply's source. */
+static void client_local(const struct msghdr *h, fwd_client_t *out)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR((struct msghdr *)h, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			const struct in_pktinfo *info = (const struct in_pktinfo *)CMSG_DATA(c);
+			out->local.sin = (struct sockaddr_in){.sin_family = AF_INET,
+			                                      .sin_addr = info->ipi_addr};
+			out->ifindex = (uint32_t)info->ipi_ifindex;
+			return;
+		}
+		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			const struct in6_pktinfo *info = (const struct in6_pktinfo *)CMSG_DATA(c);
+			out->local.sin6 = (struct sockaddr_in6){.sin6_family = AF_INET6,
+			                                        .sin6_addr = info->ipi6_addr};
+			out->ifindex = info->ipi6_ifindex;
+			return;
+		}
+	}
+}
+
+/*
+ * The engine's answer to a forwarded query, on the engine thread: one non-blocking send on
+ * the socket the query came in on (sending on a socket another thread receives on is safe),
+ * from the address the client asked. A full send buffer loses the reply, as it would lose a
+ * direct one; the client retries.
+ */
+static void udp_fwd_reply(const fwd_client_t *c, const uint8_t *reply, size_t len)
+{
+	static log_ratelimit_t rl;
+	struct iovec iov = {(void *)reply, len};
+	udp_cmsg_t cmsg;
+	struct msghdr h = {.msg_name = (void *)&c->remote,
+	                   .msg_namelen = steer_sockaddr_len(&c->remote),
+	                   .msg_iov = &iov,
+	                   .msg_iovlen = 1};
+	memset(&cmsg, 0, sizeof(cmsg));
+	if (c->local.sa.sa_family == AF_INET) {
+		h.msg_control = cmsg.buf;
+		h.msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo));
+		struct cmsghdr *ch = CMSG_FIRSTHDR(&h);
+		ch->cmsg_level = IPPROTO_IP;
+		ch->cmsg_type = IP_PKTINFO;
+		ch->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+		struct in_pktinfo *info = (struct in_pktinfo *)CMSG_DATA(ch);
+		info->ipi_spec_dst = c->local.sin.sin_addr;
+	} else if (c->local.sa.sa_family == AF_INET6) {
+		h.msg_control = cmsg.buf;
+		h.msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
+		struct cmsghdr *ch = CMSG_FIRSTHDR(&h);
+		ch->cmsg_level = IPPROTO_IPV6;
+		ch->cmsg_type = IPV6_PKTINFO;
+		ch->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
+		struct in6_pktinfo *info = (struct in6_pktinfo *)CMSG_DATA(ch);
+		info->ipi6_addr = c->local.sin6.sin6_addr;
+		if (IN6_IS_ADDR_LINKLOCAL(&info->ipi6_addr))
+			info->ipi6_ifindex = c->ifindex;
+	}
+	ssize_t n;
+	do {
+		n = sendmsg(c->fd, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		log_ratelimited(&rl, LOG_LEVEL_WARNING, "UDP send of a forwarded answer failed: %s",
+		                steer_strerror(-errno));
+}
+
+typedef struct {
+	const udp_worker_t *w;
+	const udp_pkt_t *pkt;
+} udp_fill_arg_t;
+
+static void udp_client_fill(void *arg, fwd_client_t *out)
+{
+	const udp_fill_arg_t *a = arg;
+	memset(out, 0, sizeof(*out));
+	out->reply = udp_fwd_reply;
+	out->transport = (void *)a->w;
+	out->fd = a->w->io.fd;
+	out->remote = *a->pkt->remote;
+	if (a->pkt->hdr != NULL)
+		client_local(a->pkt->hdr, out);
+}
+
 static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 {
 	auth_client_t client = {.tcp = false};
 	rcu_read_lock();
-	const auth_view_t *view = rcu_dereference(w->net->view);
+	const net_view_t *view = rcu_dereference(w->net->view);
 	for (int k = 0; k < n; k++) {
 		client.remote = pkts[k].remote;
-		pkts[k].tx_len = auth_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
-		                             pkts[k].tx_cap, w->qctx, NULL);
+		udp_fill_arg_t fill = {w, &pkts[k]};
+		bool deferred;
+		pkts[k].tx_len = net_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
+		                            pkts[k].tx_cap, w->qctx, NULL, &w->fwd_ctr,
+		                            udp_client_fill, &fill, &deferred);
 	}
 	rcu_read_unlock();
 }
@@ -312,6 +401,8 @@ void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum)
 	steer_counters_add((steer_counter_t *)&sum->net, (const steer_counter_t *)&w->counters,
 	                   STEER_COUNTERS_IN(net_counters_t));
 	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
+	steer_counters_add((steer_counter_t *)&sum->fwd, (const steer_counter_t *)&w->fwd_ctr,
+	                   STEER_COUNTERS_IN(fwd_serve_counters_t));
 }
 
 void udp_worker_free(udp_worker_t *w)

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "auth/stats.h"
 #include "base/compiler.h"
@@ -24,6 +25,9 @@ typedef struct {
 	uint8_t *tx;
 	size_t tx_cap;
 	size_t tx_len; /* set by the worker; 0 = no reply */
+	/* The datagram's header with its control messages (IP_PKTINFO) when the socket is a
+	 * wildcard bind, else NULL: the forwarder's reply must leave from the same address. */
+	const struct msghdr *hdr;
 } udp_pkt_t;
 
 /*

@@ -312,6 +312,15 @@ static void check_defaults(const conf_t *c, const char *what)
 	      c->control_socket);
 	CHECK(c->log_target == LOG_TARGET_STDERR && c->log_level == LOG_LEVEL_INFO,
 	      "%s: log to stderr at info", what);
+	const conf_forward_t *f = &c->forward;
+	CHECK(f->n_groups == 0 && !f->groups && f->n_allow_recursion == 0,
+	      "%s: no forwarding, nobody may recurse", what);
+	CHECK(f->cache_max_size == 256u << 20 && f->cache_min_ttl == 0 &&
+	          f->cache_max_ttl == 86400 && f->cache_max_negative_ttl == 3600 &&
+	          f->serve_stale == 30 && f->prefetch && !f->use_0x20,
+	      "%s: forward cache defaults (256M, 0..1d, negative 1h, stale 30s, prefetch on, no "
+	      "0x20)",
+	      what);
 }
 
 static void test_defaults(void)
@@ -345,7 +354,7 @@ static const struct {
                                   "'server' (did you mean 'listen'?)"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
-     "health, monitors, datacenters, maps, services, whoami, gslb)"},
+     "health, monitors, datacenters, maps, services, whoami, gslb, forward)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -526,7 +535,8 @@ static void test_errors(void)
 
 #define TEXT_FILE "conf-text.yaml"
 
-static const char zones_text[] = "zones:\n  - domain: example.test\n    file: example.test.zone\n";
+#define ZONES_TEXT "zones:\n  - domain: example.test\n    file: example.test.zone\n"
+static const char zones_text[] = ZONES_TEXT;
 
 /* Load @p text from a scratch file; *@p msg is the error without its "file:line: " prefix. */
 static int load_text(const char *text, conf_t **out, char *err, size_t errlen, const char **msg)
@@ -1056,6 +1066,281 @@ static void test_health_errors(void)
 	}
 }
 
+/* ---- the forward section ---- */
+
+static const char *upstream_str(const conf_upstream_t *u)
+{
+	static char buf[256];
+	char a[STEER_SOCKADDR_STRLEN], s[STEER_SOCKADDR_STRLEN] = "-";
+	if (u->source.sa.sa_family)
+		steer_sockaddr_str(&u->source, s, sizeof(s));
+	snprintf(buf, sizeof(buf), "%s %s from %s link %s", u->name,
+	         steer_sockaddr_str(&u->address, a, sizeof(a)), s, u->link ? u->link : "-");
+	return buf;
+}
+
+static const char *probe_str(const conf_fwd_group_t *g)
+{
+	static char buf[256];
+	snprintf(buf, sizeof(buf), "%s %u/%u fall %u rise %u hold %u retry %u%s",
+	         g->probe_name ? g->probe_name : "(root)", g->probe_interval, g->probe_timeout,
+	         g->probe_fall, g->probe_rise, g->probe_hold_down, g->retry_timeout,
+	         g->retry_adaptive ? " adaptive" : " fixed");
+	return buf;
+}
+
+static void test_forward(void)
+{
+	conf_t *c = load_ok("conf/forward.yaml");
+	if (!c)
+		return;
+	const conf_forward_t *f = &c->forward;
+	CHECK(c->n_zones == 0, "a forwarder needs no zones: %zu", c->n_zones);
+	CHECK(f->n_allow_recursion == 2 &&
+	          strcmp(prefix_str(&f->allow_recursion[0]), "10.0.0.0/24") == 0 &&
+	          strcmp(prefix_str(&f->allow_recursion[1]), "2001:db8:10::/48") == 0,
+	      "allow-recursion: %zu prefixes", f->n_allow_recursion);
+	CHECK(f->cache_max_size == 256u << 20 && f->cache_min_ttl == 0 &&
+	          f->cache_max_ttl == 86400 && f->serve_stale == 30 && f->prefetch &&
+	          f->cache_max_negative_ttl == 3600,
+	      "cache: %llu bytes, ttl %u..%u, stale %u, prefetch %d",
+	      (unsigned long long)f->cache_max_size, f->cache_min_ttl, f->cache_max_ttl,
+	      f->serve_stale, f->prefetch);
+	CHECK(f->use_0x20, "use-0x20: true");
+	CHECK(f->n_groups == 2, "two groups: %zu", f->n_groups);
+	if (f->n_groups != 2) {
+		conf_free(c);
+		return;
+	}
+	const conf_fwd_group_t *g = &f->groups[0];
+	CHECK(str_eq(g->domain, ".") && str_eq(g->policy, "ordered") && g->line == 6,
+	      "group 0: %s %s line %u", g->domain, g->policy, g->line);
+	CHECK(strcmp(probe_str(g),
+	             "probe.example.test 1000/500 fall 2 rise 3 hold 5000 retry 400 adaptive") == 0,
+	      "group 0 probe: %s", probe_str(g));
+	CHECK(g->n_upstreams == 2, "group 0: two upstreams: %zu", g->n_upstreams);
+	if (g->n_upstreams == 2) {
+		CHECK(strcmp(upstream_str(&g->upstreams[0]),
+		             "link1 10.53.1.53:53 from 10.1.1.1:0 link -") == 0 &&
+		          g->upstreams[0].line == 9,
+		      "upstream 0: %s line %u", upstream_str(&g->upstreams[0]),
+		      g->upstreams[0].line);
+		CHECK(strcmp(upstream_str(&g->upstreams[1]),
+		             "link2 10.53.2.53:53 from 10.1.2.1:0 link -") == 0,
+		      "upstream 1: %s", upstream_str(&g->upstreams[1]));
+	}
+	g = &f->groups[1];
+	CHECK(str_eq(g->domain, "corp.example.") && str_eq(g->policy, "fastest"),
+	      "group 1: domain and policy canonical: %s %s", g->domain, g->policy);
+	CHECK(strcmp(probe_str(g), "(root) 1000/500 fall 2 rise 3 hold 5000 retry 400 fixed") == 0,
+	      "group 1: probe defaults, retry-adaptive false: %s", probe_str(g));
+	CHECK(g->n_upstreams == 2, "group 1: two upstreams: %zu", g->n_upstreams);
+	if (g->n_upstreams == 2) {
+		CHECK(strcmp(upstream_str(&g->upstreams[0]),
+		             "corp-a [2001:db8::53]:5353 from [2001:db8::1]:0 link eth2") == 0,
+		      "upstream 2: %s", upstream_str(&g->upstreams[0]));
+		CHECK(strcmp(upstream_str(&g->upstreams[1]),
+		             "corp-b 10.9.9.9:5353 from - link -") == 0,
+		      "upstream 3: %s", upstream_str(&g->upstreams[1]));
+	}
+	conf_free(c);
+
+	/* prefetch and the other switches take on/off as well as true/false */
+	char err[1024];
+	const char *msg;
+	c = NULL;
+	int ret = load_text("forward:\n  cache: { prefetch: off, min-ttl: 5s, max-ttl: 60 }\n"
+	                    "  use-0x20: on\n  groups:\n    - domain: .\n"
+	                    "      retry-adaptive: off\n"
+	                    "      upstreams: [{ name: a, address: 127.0.0.1 }]\n" ZONES_TEXT,
+	                    &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && !c->forward.prefetch && c->forward.use_0x20 &&
+	          c->forward.cache_min_ttl == 5 && c->forward.cache_max_ttl == 60 &&
+	          c->forward.n_groups == 1 && !c->forward.groups[0].retry_adaptive &&
+	          c->n_zones == 1,
+	      "on/off switches, bare TTLs in seconds, zones and forwarding together: %s", err);
+	conf_free(c);
+}
+
+#define ONE_GROUP "forward:\n  groups:\n    - domain: .\n      upstreams:\n"
+#define UP_A      "        - { name: a, address: 10.0.0.1 }\n"
+
+static const struct {
+	const char *text;
+	const char *error; /* with its line */
+} forward_error_rows[] = {
+    {"forward:\n  allow-recursion: [10.0.0.0/24]\n" ZONES_TEXT,
+     "2: forward: allow-recursion needs forward groups (there is nothing to forward to)"},
+    {"forward:\n  allow-recursion: [10.0.0.1/24]\n",
+     "2: forward.allow-recursion: invalid address prefix '10.0.0.1/24' (expected ADDRESS or "
+     "ADDRESS/LENGTH with no bits set beyond LENGTH)"},
+    {"forward:\n  cache: { max-size: 512K }\n" ZONES_TEXT,
+     "2: forward.cache.max-size: 512K is below the minimum 1M"},
+    {"forward:\n  cache: { max-size: 2T }\n" ZONES_TEXT,
+     "2: forward.cache.max-size: 2T is above the maximum 1T"},
+    {"forward:\n  cache: { max-size: 256MB }\n" ZONES_TEXT,
+     "2: forward.cache.max-size: expected a size such as 512K, 256M or 1G (a bare number is "
+     "bytes), got '256MB'"},
+    {"forward:\n  cache:\n    max-ttl: 1h\n    min-ttl: 2h\n" ZONES_TEXT,
+     "4: forward.cache.min-ttl: 2h is above the maximum 1h"},
+    {"forward:\n  cache:\n    max-ttl: 1m\n    min-ttl: 2m\n" ZONES_TEXT,
+     "4: forward.cache: min-ttl 2m is above max-ttl 1m"},
+    {"forward:\n  cache: { serve-stale: 1500ms }\n" ZONES_TEXT,
+     "2: forward.cache.serve-stale: 1500ms is not a whole number of seconds"},
+    {"forward:\n  cache: { prefetch: yes }\n" ZONES_TEXT,
+     "2: forward.cache.prefetch: expected one of on, off, true, false; got 'yes'"},
+    {"forward:\n  cache: { prefech: on }\n" ZONES_TEXT,
+     "2: unknown key 'prefech' in section 'forward.cache' (did you mean 'prefetch'?)"},
+    {"forward:\n  cache: [1]\n" ZONES_TEXT,
+     "2: forward.cache: expected a mapping of keys, got a list"},
+    {"forward: [1]\n", "1: section 'forward' must be a mapping of keys, got a list"},
+    {"forward:\n  groups:\n    - domain: .\n", "3: missing required key 'upstreams' in section "
+                                               "'forward.groups'"},
+    {"forward:\n  groups:\n    - upstreams: [{ name: a, address: 10.0.0.1 }]\n",
+     "3: missing required key 'domain' in section 'forward.groups'"},
+    {"forward:\n  groups:\n    - domain: a..b\n      upstreams: [{ name: a, address: 10.0.0.1 "
+     "}]\n",
+     "3: forward.groups.domain: invalid domain name 'a..b'"},
+    {ONE_GROUP UP_A "    - domain: example.\n      upstreams: [{ name: b, address: 10.0.0.2 }]\n"
+                    "    - domain: EXAMPLE\n      upstreams: [{ name: c, address: 10.0.0.3 }]\n",
+     "8: duplicate forward group 'example.' (first defined at line 6)"},
+    {"forward:\n  groups:\n    - domain: .\n      policy: first\n      upstreams: [{ name: a, "
+     "address: 10.0.0.1 }]\n",
+     "4: forward.groups.policy: expected one of ordered, round-robin, fastest; got 'first'"},
+    {"forward:\n  groups:\n    - domain: .\n      upstreams: []\n",
+     "4: forward.groups.upstreams: needs at least one entry"},
+    {"forward:\n  groups:\n    - domain: .\n      upstreams: [10.0.0.1]\n",
+     "4: forward.groups.upstreams: each entry must be a mapping (name: NAME, address: IP), got "
+     "a single value"},
+    {ONE_GROUP "        - { address: 10.0.0.1 }\n",
+     "5: missing required key 'name' in section 'forward.groups.upstreams'"},
+    {ONE_GROUP "        - { name: a }\n",
+     "5: missing required key 'address' in section 'forward.groups.upstreams'"},
+    {ONE_GROUP "        - { name: a b, address: 10.0.0.1 }\n",
+     "5: forward.groups.upstreams.name: 'a b' may only contain letters, digits, '-', '_' and "
+     "'.'"},
+    {ONE_GROUP UP_A "        - { name: A, address: 10.0.0.2 }\n",
+     "6: duplicate upstream 'A' (first defined at line 5)"},
+    {ONE_GROUP UP_A "    - domain: corp.example\n      upstreams:\n"
+                    "        - { name: a, address: 10.0.0.2 }\n",
+     "8: duplicate upstream 'a' (first defined at line 5)"},
+    {ONE_GROUP "        - { name: a, address: 10.0.0.300 }\n",
+     "5: forward.groups.upstreams.address: invalid address '10.0.0.300' (expected IP or "
+     "IP:PORT, IPv6 as \"[2001:db8::53]:53\")"},
+    {ONE_GROUP "        - { name: a, address: \"10.0.0.1:0\" }\n",
+     "5: forward.groups.upstreams.address: port 0 is not allowed in '10.0.0.1:0'"},
+    {ONE_GROUP "        - { name: a, address: 10.0.0.1, source: \"10.1.1.1:53\" }\n",
+     "5: forward.groups.upstreams.source: source '10.1.1.1:53' must be an address without a "
+     "port (each query leaves from a random port)"},
+    {ONE_GROUP "        - { name: a, address: 10.0.0.1, source: host1 }\n",
+     "5: forward.groups.upstreams.source: invalid source address 'host1' (expected an IP "
+     "address)"},
+    {ONE_GROUP
+     "        - name: a\n          address: 10.0.0.1\n          source: \"2001:db8::1\"\n",
+     "7: forward.groups.upstreams: upstream 'a': source is IPv6 but address 10.0.0.1:53 is "
+     "IPv4"},
+    {ONE_GROUP "        - { name: a, address: 10.0.0.1, link: eth0/1 }\n",
+     "5: forward.groups.upstreams.link: 'eth0/1' is not a network device name"},
+    {ONE_GROUP "        - { name: a, address: 10.0.0.1, link: a-very-long-device }\n",
+     "5: forward.groups.upstreams.link: 'a-very-long-device' is 18 bytes long, at most 15 are "
+     "allowed"},
+    {ONE_GROUP UP_A "      probe:\n        interval: 1s\n        timeout: 1s\n",
+     "8: forward.groups: .: probe timeout 1s must be less than interval 1s"},
+    {ONE_GROUP UP_A "      probe: { interval: 400ms }\n",
+     "6: forward.groups: .: probe timeout 500ms must be less than interval 400ms"},
+    {ONE_GROUP UP_A "      probe: { fall: 0 }\n",
+     "6: forward.groups.probe.fall: 0 is out of range (1 to 100)"},
+    {ONE_GROUP UP_A "      probe: { rise: 0 }\n",
+     "6: forward.groups.probe.rise: 0 is out of range (1 to 100)"},
+    {ONE_GROUP UP_A "      probe: { intervall: 2s }\n",
+     "6: unknown key 'intervall' in section 'forward.groups.probe' (did you mean 'interval'?)"},
+    {ONE_GROUP UP_A "      probe: { name: \"a.b..c\" }\n",
+     "6: forward.groups.probe.name: invalid domain name 'a.b..c'"},
+    {ONE_GROUP UP_A "      retry-timeout: 5s\n",
+     "6: forward.groups.retry-timeout: 5s is above the maximum 3s"},
+    {"forward:\n  groups:\n", "1: nothing to serve: no zones, and no forward groups"},
+    {"forward:\n  cache: { max-size: 1G }\n",
+     "1: nothing to serve: no zones, and no forward groups"},
+    {"zones: []\nforward:\n  cache: { max-size: 1G }\n",
+     "2: nothing to serve: no zones, and no forward groups"},
+};
+
+static void test_forward_errors(void)
+{
+	char err[1024];
+	for (size_t i = 0; i < sizeof(forward_error_rows) / sizeof(forward_error_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		int ret = load_text(forward_error_rows[i].text, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		CHECK(ret == STEER_ECONF && !c && strcmp(line, forward_error_rows[i].error) == 0,
+		      "forward row %zu -> \"%s\" expected \"%s\"", i, line,
+		      forward_error_rows[i].error);
+		conf_free(c);
+	}
+	/* the longest probe name that leaves room for the nonce label: 230 wire bytes */
+	char text[1024], name[300];
+	size_t n = 0;
+	for (int i = 0; i < 3; i++)
+		n += (size_t)snprintf(
+		    name + n, sizeof(name) - n, "%.63s.",
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	snprintf(name + n, sizeof(name) - n, "%.36s", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+	for (int extra = 0; extra < 2; extra++) {
+		conf_t *c = NULL;
+		const char *msg;
+		snprintf(text, sizeof(text), ONE_GROUP UP_A "      probe: { name: %s%s }\n", name,
+		         extra ? "b" : "");
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		CHECK(extra ? ret == STEER_ECONF && strstr(msg, "is too long for a probe name")
+		            : ret == 0,
+		      "probe name of %zu bytes: %s", strlen(name) + 2 + (size_t)extra,
+		      ret ? msg : "ok");
+		conf_free(c);
+	}
+}
+
+static void test_forward_sizes(void)
+{
+	static const struct {
+		const char *text;
+		unsigned long long bytes; /* 0: an error */
+	} rows[] = {
+	    {"1M", 1ULL << 20},
+	    {"256M", 256ULL << 20},
+	    {"256m", 256ULL << 20},
+	    {"2048K", 2ULL << 20},
+	    {"1G", 1ULL << 30},
+	    {"1T", 1ULL << 40},
+	    {"1048576", 1ULL << 20},
+	    {"1048575", 0},
+	    {"1.5G", 0},
+	    {"G", 0},
+	    {"-1M", 0},
+	    {"99999999999999999999G", 0},
+	    {"17179869184G", 0},
+	    {"1 G", 0},
+	};
+	char text[512], err[1024];
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		snprintf(text, sizeof(text), "forward:\n  cache: { max-size: \"%s\" }\n" ZONES_TEXT,
+		         rows[i].text);
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		if (rows[i].bytes)
+			CHECK(ret == 0 && c->forward.cache_max_size == rows[i].bytes,
+			      "max-size %s -> %llu (%s)", rows[i].text,
+			      c ? (unsigned long long)c->forward.cache_max_size : 0ULL, err);
+		else
+			CHECK(ret == STEER_ECONF &&
+			          strncmp(msg, "forward.cache.max-size: ", 24) == 0,
+			      "max-size %s refused: %s", rows[i].text, msg);
+		conf_free(c);
+	}
+}
+
 static const struct {
 	const char *text;
 	int ret;
@@ -1118,7 +1403,7 @@ static void test_add_zone(void)
 	conf_t *c = conf_new_default();
 	char err[256];
 	CHECK(conf_validate(c, err, sizeof(err)) == STEER_ECONF &&
-	          strcmp(err, "no zones configured") == 0,
+	          strcmp(err, "no zones configured (and no forward groups)") == 0,
 	      "validate without zones: %s", err);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		err[0] = '\0';
@@ -1136,6 +1421,108 @@ static void test_add_zone(void)
 		CHECK(c->zones[0].n_xfr_allow == 0, "quick-mode zones allow no transfers");
 	}
 	CHECK(conf_validate(c, err, sizeof(err)) == 0, "validate with default listen and zones");
+	conf_free(c);
+}
+
+static void test_add_forward(void)
+{
+	static const struct {
+		const char *arg;
+		int ret;
+		const char *result; /* the upstream added, or the error */
+	} rows[] = {
+	    {"10.53.1.53", 0, "upstream1 10.53.1.53:53 from - link -"},
+	    {"10.53.2.53:5353@10.1.2.1", 0, "upstream2 10.53.2.53:5353 from 10.1.2.1:0 link -"},
+	    {"[2001:db8::53]:53@2001:db8::1", 0,
+	     "upstream3 [2001:db8::53]:53 from [2001:db8::1]:0 link -"},
+	    {"2001:db8::54", 0, "upstream4 [2001:db8::54]:53 from - link -"},
+	    {"10.53.1.53@2001:db8::1", STEER_EINVAL,
+	     "source is IPv6 but address 10.53.1.53:53 is IPv4"},
+	    {"10.53.1.53@10.1.1.1:53", STEER_EINVAL,
+	     "source '10.1.1.1:53' must be an address without a port (each query leaves from a "
+	     "random port)"},
+	    {"resolver.example", STEER_EINVAL,
+	     "invalid address 'resolver.example' (expected IP or IP:PORT, IPv6 as "
+	     "\"[2001:db8::53]:53\")"},
+	    {"10.53.1.53:0", STEER_EINVAL, "port 0 is not allowed in '10.53.1.53:0'"},
+	    {"10.53.1.53@", STEER_EINVAL, "invalid source address '' (expected an IP address)"},
+	    {"", STEER_EINVAL,
+	     "invalid address '' (expected IP or IP:PORT, IPv6 as "
+	     "\"[2001:db8::53]:53\")"},
+	};
+	conf_t *c = conf_new_default();
+	size_t good = 0;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char err[256] = "";
+		int ret = conf_add_forward_arg(c, rows[i].arg, err, sizeof(err));
+		const conf_fwd_group_t *g = c->forward.n_groups ? &c->forward.groups[0] : NULL;
+		const char *got = ret == 0 && g && g->n_upstreams > good
+		                      ? upstream_str(&g->upstreams[good])
+		                      : err;
+		CHECK(ret == rows[i].ret && strcmp(got, rows[i].result) == 0,
+		      "conf_add_forward_arg(\"%s\") -> %d \"%s\"", rows[i].arg, ret, got);
+		good += ret == 0;
+	}
+	CHECK(c->forward.n_groups == 1, "one group: %zu", c->forward.n_groups);
+	if (c->forward.n_groups == 1) {
+		const conf_fwd_group_t *g = &c->forward.groups[0];
+		CHECK(str_eq(g->domain, ".") && str_eq(g->policy, "ordered") &&
+		          g->n_upstreams == good,
+		      "group . ordered with %zu upstreams in order", g->n_upstreams);
+		CHECK(strcmp(probe_str(g), "(root) 1000/500 fall 2 rise 3 hold 5000 retry 400 "
+		                           "adaptive") == 0,
+		      "quick-mode group: default probe settings: %s", probe_str(g));
+	}
+	char err[256];
+	CHECK(conf_validate(c, err, sizeof(err)) == 0, "--forward without --zone is valid: %s",
+	      err);
+	for (size_t i = good; i < 64; i++)
+		CHECK(conf_add_forward_arg(c, "10.9.9.9", err, sizeof(err)) == 0, "upstream %zu",
+		      i + 1);
+	CHECK(conf_add_forward_arg(c, "10.9.9.9", err, sizeof(err)) == STEER_EINVAL &&
+	          strcmp(err, "at most 64 upstreams") == 0,
+	      "a 65th upstream is refused: %s", err);
+	conf_free(c);
+}
+
+static void test_add_allow_recursion(void)
+{
+	static const struct {
+		const char *arg;
+		int ret;
+	} rows[] = {
+	    {"10.0.0.0/24", 0},
+	    {"2001:db8:10::/48", 0},
+	    {"192.0.2.1", 0},
+	    {"10.0.0.1/24", STEER_EINVAL},
+	    {"10.0.0.0/33", STEER_EINVAL},
+	    {"lan", STEER_EINVAL},
+	};
+	conf_t *c = conf_new_default();
+	char err[256];
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		err[0] = '\0';
+		int ret = conf_add_allow_recursion_arg(c, rows[i].arg, err, sizeof(err));
+		CHECK(ret == rows[i].ret && (ret == 0) == (err[0] == '\0'),
+		      "conf_add_allow_recursion_arg(\"%s\") -> %d \"%s\"", rows[i].arg, ret, err);
+	}
+	CHECK(c->forward.n_allow_recursion == 3 &&
+	          strcmp(prefix_str(&c->forward.allow_recursion[2]), "192.0.2.1/32") == 0,
+	      "three prefixes, an address is a host prefix: %zu", c->forward.n_allow_recursion);
+	CHECK(strcmp(err, "invalid address prefix 'lan' (expected ADDRESS or ADDRESS/LENGTH with "
+	                  "no bits set beyond LENGTH)") == 0,
+	      "the error names the prefix: %s", err);
+	CHECK(conf_validate(c, err, sizeof(err)) == STEER_ECONF &&
+	          strcmp(err, "no zones configured (and no forward groups)") == 0,
+	      "allow-recursion alone serves nothing: %s", err);
+	CHECK(conf_add_zone_arg(c, "example.test=x.zone", err, sizeof(err)) == 0, "add a zone");
+	CHECK(conf_validate(c, err, sizeof(err)) == STEER_ECONF &&
+	          strcmp(err, "allow-recursion needs forward groups (there is nothing to forward "
+	                      "to)") == 0,
+	      "--allow-recursion without --forward: %s", err);
+	CHECK(conf_add_forward_arg(c, "10.53.1.53", err, sizeof(err)) == 0 &&
+	          conf_validate(c, err, sizeof(err)) == 0,
+	      "with a --forward it is valid: %s", err);
 	conf_free(c);
 }
 
@@ -1183,6 +1570,27 @@ static void test_restart_changes(void)
 	char small[10];
 	conf_restart_only_changes(a, d, small, sizeof(small));
 	CHECK(strcmp(small, "listen") == 0, "a short buffer keeps whole names only: \"%s\"", small);
+
+	/* the forwarder's cache and groups are built at start; allow-recursion reloads */
+	conf_t *f1 = load_ok("conf/forward.yaml"), *f2 = load_ok("conf/forward.yaml");
+	if (f1 && f2) {
+		f2->forward.n_allow_recursion = 1;
+		conf_restart_only_changes(f1, f2, buf, sizeof(buf));
+		CHECK(strcmp(buf, "") == 0, "allow-recursion is reloadable: \"%s\"", buf);
+		f2->forward.cache_max_size *= 2;
+		f2->forward.use_0x20 = false;
+		f2->forward.groups[1].upstreams[1].address.sin.sin_port = htons(53);
+		conf_restart_only_changes(f1, f2, buf, sizeof(buf));
+		CHECK(strcmp(buf, "forward.use-0x20,forward.cache.max-size,forward.groups") == 0,
+		      "forward changes that need a restart: \"%s\"", buf);
+		f2->forward.groups[1].upstreams[1].address.sin.sin_port = htons(5353);
+		f2->forward.groups[0].probe_rise = 5;
+		conf_restart_only_changes(f1, f2, buf, sizeof(buf));
+		CHECK(strstr(buf, "forward.groups") != NULL, "a probe setting changed: \"%s\"",
+		      buf);
+	}
+	conf_free(f1);
+	conf_free(f2);
 	conf_free(a);
 	conf_free(b);
 	conf_free(d);
@@ -1230,6 +1638,8 @@ static void test_reference(void)
 	          strstr(generated, "### `maps.geoip.rules.asn`") &&
 	          strstr(generated, "### `services.datacenters.addresses.weight`") &&
 	          strstr(generated, "### `gslb.overrides.state`") &&
+	          strstr(generated, "### `forward.groups.probe.hold-down`") &&
+	          strstr(generated, "### `forward.cache.max-size`") &&
 	          strstr(generated, "## `whoami`"),
 	      "reference documents every section");
 	free(generated);
@@ -1247,8 +1657,13 @@ int main(void)
 	test_gslb();
 	test_health();
 	test_health_errors();
+	test_forward();
+	test_forward_errors();
+	test_forward_sizes();
 	test_add_listen();
 	test_add_zone();
+	test_add_forward();
+	test_add_allow_recursion();
 	test_restart_changes();
 	test_reference();
 	return unit_finish("test_conf");

@@ -546,6 +546,61 @@ static void test_stale(void)
 	fwd_cache_free(c);
 }
 
+static void test_flush(void)
+{
+	static const char *const names[] = {"example.test",     "www.example.test",
+	                                    "a.b.example.test", "xexample.test",
+	                                    "other.test",       "WWW.example.test"};
+	static const struct {
+		const char *flush; /* NULL: everything */
+		bool subtree;
+		size_t dropped;
+		bool left[6]; /* which of names[] still hit afterwards */
+	} rows[] = {
+	    {"WWW.EXAMPLE.TEST", false, 2, {1, 0, 1, 1, 1, 0}},
+	    {"example.test", false, 1, {0, 1, 1, 1, 1, 1}},
+	    {"example.test", true, 4, {0, 0, 0, 1, 1, 0}},
+	    {"b.example.test", true, 1, {1, 1, 0, 1, 1, 1}},
+	    {"nothing.test", true, 0, {1, 1, 1, 1, 1, 1}},
+	    {NULL, false, 6, {0, 0, 0, 0, 0, 0}},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		fwd_cache_t *c = new_cache(NULL);
+		query_t q[6];
+		uint8_t reply[4096], resp[4096];
+		for (size_t k = 0; k < 6; k++) {
+			/* The last one is www.example.test again with DO: another key, same name.
+			 */
+			make_query(&q[k], names[k], DNS_TYPE_A, k == 5 ? Q_DO : 0, 1);
+			size_t rlen =
+			    make_reply(&q[k].q, 0, 0, rr_a300, 1, false, reply, sizeof(reply));
+			CHECK(fwd_cache_store(c, &q[k].q, reply, rlen, T0) == 0,
+			      "row %zu store %zu", i, k);
+		}
+		uint8_t name[DNS_DNAME_MAXLEN];
+		const uint8_t *fname = NULL;
+		if (rows[i].flush) {
+			CHECK(dname_from_str(rows[i].flush, name) > 0, "name");
+			fname = name;
+		}
+		size_t dropped = fwd_cache_flush(c, fname, rows[i].subtree);
+		CHECK(dropped == rows[i].dropped, "row %zu: dropped %zu want %zu", i, dropped,
+		      rows[i].dropped);
+		for (size_t k = 0; k < 6; k++) {
+			size_t n;
+			fwd_cache_result_t res = fwd_cache_answer(c, &q[k].q, T0 + 1000, false, 512,
+			                                          resp, sizeof(resp), &n, NULL);
+			CHECK((res == FWD_CACHE_HIT) == rows[i].left[k], "row %zu: %s %s", i,
+			      names[k], res == FWD_CACHE_HIT ? "still cached" : "dropped");
+		}
+		fwd_cache_stats_t st;
+		fwd_cache_stats(c, &st);
+		CHECK(st.entries == 6 - rows[i].dropped && st.evictions == 0 && st.expired == 0,
+		      "row %zu: %lu entries", i, (unsigned long)st.entries);
+		fwd_cache_free(c);
+	}
+}
+
 static void no_prefetch(fwd_cache_opts_t *o)
 {
 	o->prefetch = false;
@@ -784,6 +839,7 @@ int main(void)
 	test_refused_replies();
 	test_stale();
 	test_prefetch();
+	test_flush();
 	test_truncation();
 	test_eviction();
 	rcu_unregister_thread();
