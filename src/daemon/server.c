@@ -625,6 +625,26 @@ static void log_query_hint(const server_t *s)
 	log_info("query it: kdig @%s%s www.%.*s", host, port, (int)len, zone);
 }
 
+static void log_forward(const server_t *s)
+{
+	const conf_forward_t *f = &s->conf->forward;
+	for (size_t i = 0; i < f->n_groups; i++) {
+		const conf_fwd_group_t *g = &f->groups[i];
+		char list[256] = "";
+		for (size_t j = 0; j < g->n_upstreams; j++) {
+			size_t used = strlen(list);
+			snprintf(list + used, sizeof(list) - used, "%s%s", j ? ", " : "",
+			         g->upstreams[j].name);
+		}
+		log_info("forwarding %s (%s) to %s", g->domain, g->policy ? g->policy : "ordered",
+		         list);
+	}
+	if (f->n_groups > 0 && f->n_allow_recursion == 0)
+		log_warn("forward: allow-recursion is empty: every client is REFUSED recursion");
+	else if (f->n_groups > 0)
+		log_info("recursion allowed for %zu network(s)", f->n_allow_recursion);
+}
+
 static void log_started(const server_t *s)
 {
 	char text[STEER_SOCKADDR_STRLEN];
@@ -636,6 +656,7 @@ static void log_started(const server_t *s)
 	         s->ctl != NULL ? s->boot_conf->control_socket : "(none)");
 	log_zones(s->view->auth.zones, "serving");
 	log_gslb(s->gslb, "serving");
+	log_forward(s);
 	if (s->opts.config_path == NULL)
 		log_query_hint(s);
 }
