@@ -123,7 +123,8 @@ void forward_view_fill(fwd_view_t *v, const conf_t *conf, fwd_engine_t *engine)
 		return;
 	v->cache = fwd_engine_cache(engine);
 	if (f->n_allow_recursion > 0)
-		v->allow = xmemdup(f->allow_recursion, f->n_allow_recursion * sizeof(*f->allow_recursion));
+		v->allow =
+		    xmemdup(f->allow_recursion, f->n_allow_recursion * sizeof(*f->allow_recursion));
 	v->n_allow = f->n_allow_recursion;
 }
 
@@ -142,8 +143,7 @@ static bool str_eq(const char *a, const char *b)
 static bool addr_eq(const steer_sockaddr_t *a, const steer_sockaddr_t *b)
 {
 	return a->sa.sa_family == b->sa.sa_family &&
-	       (a->sa.sa_family == 0 ||
-	        memcmp(a, b, steer_sockaddr_len(a)) == 0);
+	       (a->sa.sa_family == 0 || memcmp(a, b, steer_sockaddr_len(a)) == 0);
 }
 
 static bool upstream_eq(const conf_upstream_t *a, const conf_upstream_t *b)

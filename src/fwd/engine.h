@@ -54,15 +54,15 @@ typedef void (*fwd_reply_fn)(const fwd_client_t *client, const uint8_t *reply, s
 
 /* Who asked, as the transport needs it to answer. Copied into the request by submit. */
 struct fwd_client {
-	fwd_reply_fn reply;       /* how to answer; NULL only for prefetches */
-	void *transport;          /* the transport's context (owner of the socket / connection) */
-	uint64_t token;           /* the transport's id of the connection (TCP), or 0 */
-	int fd;                   /* UDP: the socket the query arrived on; -1 for TCP */
-	bool tcp;                 /* arrived over TCP: no UDP size limit on the reply */
-	steer_sockaddr_t remote;  /* the client */
-	steer_sockaddr_t local;   /* the query's destination = the reply's source; family 0 =
-	                           * the socket's own address */
-	uint32_t ifindex;         /* arrival interface (link-local IPv6 replies), 0 = any */
+	fwd_reply_fn reply;      /* how to answer; NULL only for prefetches */
+	void *transport;         /* the transport's context (owner of the socket / connection) */
+	uint64_t token;          /* the transport's id of the connection (TCP), or 0 */
+	int fd;                  /* UDP: the socket the query arrived on; -1 for TCP */
+	bool tcp;                /* arrived over TCP: no UDP size limit on the reply */
+	steer_sockaddr_t remote; /* the client */
+	steer_sockaddr_t local;  /* the query's destination = the reply's source; family 0 =
+	                          * the socket's own address */
+	uint32_t ifindex;        /* arrival interface (link-local IPv6 replies), 0 = any */
 };
 
 /* Flags of fwd_engine_submit(). */
@@ -78,32 +78,32 @@ typedef struct {
 	/* Per group, the probe name in wire form (the recursive probe asks <nonce>.<name>);
 	 * NULL or a NULL entry: the root, i.e. <nonce>. */
 	const uint8_t *const *probe_names;
-	fwd_cache_opts_t cache;   /* the cache the engine creates and owns */
-	bool use_0x20;            /* randomise qname case upstream and check it in replies */
+	fwd_cache_opts_t cache; /* the cache the engine creates and owns */
+	bool use_0x20;          /* randomise qname case upstream and check it in replies */
 	const uint16_t (*port_exclude)[2]; /* source ports never used (the service ports) */
 	size_t n_port_exclude;
-	uint32_t max_pending;     /* 0 = FWD_ENGINE_MAX_PENDING */
-	uint32_t stale_after_ms;  /* 0 = FWD_ENGINE_STALE_AFTER_MS */
-	uint64_t seed;            /* 0 = from getrandom() (tests pass their own) */
+	uint32_t max_pending;    /* 0 = FWD_ENGINE_MAX_PENDING */
+	uint32_t stale_after_ms; /* 0 = FWD_ENGINE_STALE_AFTER_MS */
+	uint64_t seed;           /* 0 = from getrandom() (tests pass their own) */
 } fwd_engine_opts_t;
 
 /* Engine counters (cumulative) and gauges; a copy, see fwd_engine_stats(). */
 typedef struct {
-	uint64_t requests;          /* accepted by fwd_engine_submit() (prefetches included) */
-	uint64_t refused_full;      /* refused by submit: max_pending in flight */
-	uint64_t prefetches;        /* prefetch requests accepted */
-	uint64_t answered;          /* clients answered from an upstream reply */
-	uint64_t answered_stale;    /* clients answered from a stale cache entry */
-	uint64_t servfail;          /* clients answered SERVFAIL (no upstream, nothing stale) */
-	uint64_t upstream_queries;  /* UDP queries sent upstream (retries and probes excluded) */
-	uint64_t retries;           /* of those, in-request retries to another upstream */
-	uint64_t tcp_queries;       /* TCP queries after TC=1 */
-	uint64_t late_replies;      /* accepted replies that arrived after their request ended */
-	uint64_t socket_errors;     /* upstream sockets that could not be opened or sent on */
-	uint64_t probes;            /* probe rounds sent */
-	uint64_t cache_stores;      /* replies stored in the cache */
-	uint64_t pending;           /* gauge: requests in flight now */
-	fwd_wire_counters_t wire;   /* replies by verdict (forged, malformed, ...) */
+	uint64_t requests;         /* accepted by fwd_engine_submit() (prefetches included) */
+	uint64_t refused_full;     /* refused by submit: max_pending in flight */
+	uint64_t prefetches;       /* prefetch requests accepted */
+	uint64_t answered;         /* clients answered from an upstream reply */
+	uint64_t answered_stale;   /* clients answered from a stale cache entry */
+	uint64_t servfail;         /* clients answered SERVFAIL (no upstream, nothing stale) */
+	uint64_t upstream_queries; /* UDP queries sent upstream (retries and probes excluded) */
+	uint64_t retries;          /* of those, in-request retries to another upstream */
+	uint64_t tcp_queries;      /* TCP queries after TC=1 */
+	uint64_t late_replies;     /* accepted replies that arrived after their request ended */
+	uint64_t socket_errors;    /* upstream sockets that could not be opened or sent on */
+	uint64_t probes;           /* probe rounds sent */
+	uint64_t cache_stores;     /* replies stored in the cache */
+	uint64_t pending;          /* gauge: requests in flight now */
+	fwd_wire_counters_t wire;  /* replies by verdict (forged, malformed, ...) */
 } fwd_engine_stats_t;
 
 /**

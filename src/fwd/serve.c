@@ -54,7 +54,8 @@ static fwd_serve_result_t hand_off(const fwd_view_t *v, const dns_query_t *q, co
                                    uint8_t *resp, size_t resp_cap, size_t *resp_len,
                                    fwd_serve_counters_t *ctr)
 {
-	int ret = fwd_engine_submit(v->engine, pkt, len, client, stale_ok ? FWD_SUBMIT_STALE_OK : 0);
+	int ret =
+	    fwd_engine_submit(v->engine, pkt, len, client, stale_ok ? FWD_SUBMIT_STALE_OK : 0);
 	if (ret == 0) {
 		STEER_COUNTER_INC(ctr->forwarded);
 		return FWD_SERVE_QUEUED;
@@ -76,8 +77,8 @@ fwd_serve_result_t fwd_serve(const fwd_view_t *v, const dns_query_t *q, const ui
 		return FWD_SERVE_REFUSED;
 	}
 	uint16_t payload = client->tcp ? 0 : udp_payload(v, q);
-	fwd_cache_result_t r =
-	    fwd_cache_answer(v->cache, q, now_ms, false, payload, resp, resp_cap, resp_len, &ctr->cache);
+	fwd_cache_result_t r = fwd_cache_answer(v->cache, q, now_ms, false, payload, resp, resp_cap,
+	                                        resp_len, &ctr->cache);
 	bool rd = (q->flags & DNS_FLAG_RD) != 0;
 	switch (r) {
 	case FWD_CACHE_HIT_PREFETCH:
@@ -92,7 +93,8 @@ fwd_serve_result_t fwd_serve(const fwd_view_t *v, const dns_query_t *q, const ui
 	}
 	if (!rd) {
 		STEER_COUNTER_INC(ctr->norec_miss);
-		*resp_len = fwd_serve_error(q, DNS_RCODE_SERVFAIL, v->udp_max_payload, resp, resp_cap);
+		*resp_len =
+		    fwd_serve_error(q, DNS_RCODE_SERVFAIL, v->udp_max_payload, resp, resp_cap);
 		return FWD_SERVE_ANSWERED;
 	}
 	return hand_off(v, q, pkt, len, client, r == FWD_CACHE_STALE_AVAILABLE, resp, resp_cap,

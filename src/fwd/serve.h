@@ -27,7 +27,7 @@ typedef struct {
 	const fwd_cache_t *cache;    /* the engine's */
 	const steer_prefix_t *allow; /* allow-recursion; owned by whoever built the view */
 	size_t n_allow;
-	uint16_t udp_max_payload;    /* our EDNS payload ceiling towards clients */
+	uint16_t udp_max_payload; /* our EDNS payload ceiling towards clients */
 } fwd_view_t;
 
 /* One query thread's counters, written by it only. */

@@ -225,14 +225,14 @@ static uint64_t now_ms(void)
 
 static bool forwardable(const net_view_t *view, const dns_query_t *q, dns_query_status_t status)
 {
-	return view->fwd.engine != NULL && status == DNS_QUERY_OK && q->opcode == DNS_OPCODE_QUERY &&
-	       q->has_question && !auth_serves(&view->auth, q);
+	return view->fwd.engine != NULL && status == DNS_QUERY_OK &&
+	       q->opcode == DNS_OPCODE_QUERY && q->has_question && !auth_serves(&view->auth, q);
 }
 
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
-                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
-                  auth_axfr_t *axfr, fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill,
-                  void *fill_arg, bool *deferred)
+                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
+                  fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill, void *fill_arg,
+                  bool *deferred)
 {
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(pkt, len, &q);

@@ -54,9 +54,9 @@ typedef void (*net_client_fill_cb)(void *arg, fwd_client_t *out);
  * through the fwd_client_t that @p fill described.
  */
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
-                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx,
-                  auth_axfr_t *axfr, fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill,
-                  void *fill_arg, bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
+                  size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
+                  fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill, void *fill_arg,
+                  bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
 
 /**
  * A socket of @p type (SOCK_DGRAM or SOCK_STREAM) bound to @p addr, with SO_REUSEADDR for TCP,

@@ -82,7 +82,7 @@ typedef struct {
 struct tcp_worker {
 	net_counters_t counters;      /* written by this thread only */
 	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this thread */
-	auth_qctx_t *qctx;       /* owned; this thread's answering state (counters, GSLB) */
+	auth_qctx_t *qctx;            /* owned; this thread's answering state (counters, GSLB) */
 	net_t *net;
 	unsigned idx;
 	struct ev_loop *loop;

@@ -60,7 +60,7 @@ typedef struct {
 struct udp_worker {
 	net_counters_t counters;      /* written by the worker only */
 	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this worker */
-	auth_qctx_t *qctx;       /* owned; the worker's answering state (counters, GSLB) */
+	auth_qctx_t *qctx;            /* owned; the worker's answering state (counters, GSLB) */
 	net_t *net;
 	const udp_api_t *api;
 	pthread_t thread;
@@ -205,11 +205,12 @@ static const udp_api_t udp_api_mmsg = {
 /* The query's destination from its packet info: the forwarded reply's source. */
 static void client_local(const struct msghdr *h, fwd_client_t *out)
 {
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR((struct msghdr *)h, c)) {
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c != NULL;
+	     c = CMSG_NXTHDR((struct msghdr *)h, c)) {
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			const struct in_pktinfo *info = (const struct in_pktinfo *)CMSG_DATA(c);
-			out->local.sin = (struct sockaddr_in){.sin_family = AF_INET,
-			                                      .sin_addr = info->ipi_addr};
+			out->local.sin =
+			    (struct sockaddr_in){.sin_family = AF_INET, .sin_addr = info->ipi_addr};
 			out->ifindex = (uint32_t)info->ipi_ifindex;
 			return;
 		}
