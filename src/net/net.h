@@ -18,6 +18,7 @@
 #include "base/counter.h"
 #include "base/sockaddr.h"
 #include "conf/conf.h"
+#include "fwd/cache.h"
 
 typedef struct net net_t;
 
@@ -34,6 +35,7 @@ typedef struct {
 	net_counters_t net;
 	auth_stats_t auth;
 	gslb_stats_t gslb;
+	fwd_cache_counters_t fwd_cache; /* the forwarder's cache answers in the query threads */
 } net_stats_t;
 
 /**
