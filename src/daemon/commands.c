@@ -708,7 +708,7 @@ static int be_cache_flush(void *ctx, const char *name, json_t **data, char *err,
 	fwd_cache_stats(fwd_engine_cache(s->fwd), &before);
 	int ret = fwd_engine_flush(s->fwd, name, true);
 	if (ret == STEER_EINVAL) {
-		snprintf(err, errlen, "cache flush: invalid domain name '%s'", name ? name : "");
+		snprintf(err, errlen, "invalid domain name '%s'", name ? name : "");
 		return ret;
 	}
 	if (ret != 0) {
