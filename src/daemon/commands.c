@@ -526,7 +526,9 @@ static json_t *host_json(const steer_sockaddr_t *a)
  * Which members of a group take its traffic now, as upstream.c picks them: the up ones
  * before the degraded ones (those only when none is up), then by policy: ordered the first
  * in list order, fastest the lowest smoothed RTT (no sample yet counts as fastest, so it gets
- * one), round-robin all of them in turn. Marks @p active[i] for the stats rows of @p group.
+ * one; upstream.c also lets an idle member's RTT decay, which the copied stats do not show,
+ * so this is the choice as of the last samples), round-robin all of them in turn. Marks
+ * @p active[i] for the stats rows of @p group.
  */
 static void group_active(const fwd_upstream_stats_t *st, size_t n, uint32_t group,
                          fwd_policy_t policy, bool *active)
