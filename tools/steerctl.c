@@ -74,6 +74,40 @@
  *           A weight rule on a target whose datacenter's policy ignores address weights
  *           (anything but weighted, multi and persist) is refused with the reason.
  *
+ *   upstreams [PATTERN]   (only the upstreams whose name matches the glob)
+ *           {"groups": [{"domain": ".", "policy": "ordered" | "round-robin" | "fastest",
+ *                        "active": ["link1"] (the members taking the group's traffic now),
+ *                        "upstreams": ["link1", "link2"] (in preference order)}, ...],
+ *            "upstreams": [{"name": "link1", "group": ".", "policy": "ordered",
+ *                           "address": "10.53.1.53:53", "source": "10.1.1.1" | null,
+ *                           "link": "eth1" | null, "state": "up" | "link-down" |
+ *                           "upstream-down" | "degraded", "suspect": false, "usable": true,
+ *                           "active": true, "since": 1700000000, "since_s": 42 (in this
+ *                           state), "reason": "probe answered", "queries": n, "answers": n,
+ *                           "timeouts": n, "servfails": n, "srtt_ms": 1.25 | null,
+ *                           "last_rtt_ms": 1.1 | null, "probe_rtt_ms": 2.5 | null,
+ *                           "probes": n, "probe_failures": n, "hold_down_ms": 5000}, ...]}
+ *           (groups: only those with a matching upstream; degraded upstreams answer but
+ *           cannot resolve and are used only when no member of the group is up; suspect:
+ *           real queries timed out, probes now run every 200 ms). Fails with "forwarding is
+ *           not configured" when the server has no forward groups, as do the cache commands.
+ *   cache   {"cache": {"entries": n, "bytes": n, "max_bytes": n, "hits": n, "misses": n,
+ *                      "stale_answers": n, "prefetches": n, "truncated": n, "evictions": n,
+ *                      "expired": n, "inserts": n, "replaced": n, "refused": n},
+ *            "engine": {"requests": n, "answered": n, "answered_stale": n, "servfail": n,
+ *                       "refused_full": n, "prefetches": n, "upstream_queries": n,
+ *                       "retries": n, "tcp_queries": n, "late_replies": n,
+ *                       "socket_errors": n, "probes": n, "cache_stores": n, "pending": n,
+ *                       "replies": {"accept": n, "wrong-id": n, ...}}}
+ *           (cache hits, misses, stale answers and prefetches are counted by the query
+ *           threads; refused: replies the cache would not store (SERVFAIL, TC, no SOA...);
+ *           engine.replies: upstream replies by the wire check's verdict, forged and
+ *           malformed ones dropped)
+ *   cache flush [NAME]
+ *           {"name": "example.com" | null (everything), "subtree": true,
+ *            "entries_before": n}
+ *           (NAME and every name below it; the engine thread drops them within a moment)
+ *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
  * "warnings" list in any reply's data is printed to stderr, one "warning: ..." per line, and
@@ -469,6 +503,141 @@ static void print_monitors(const json_t *d)
 	}
 }
 
+/* ---- upstreams and cache ------------------------------------------------------------------- */
+
+static long long int_of(const json_t *row, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(row, key));
+}
+
+static const char *str_of(const json_t *row, const char *key, const char *none)
+{
+	const char *text = json_string_value(json_object_get(row, key));
+	return text ? text : none;
+}
+
+static void ms_text(const json_t *v, char *buf, size_t size)
+{
+	if (json_is_number(v))
+		snprintf(buf, size, "%.1fms", json_number_value(v));
+	else
+		snprintf(buf, size, "-");
+}
+
+static void print_upstreams(const json_t *d)
+{
+	size_t i, j;
+	const json_t *g, *row;
+	const json_t *rows = json_object_get(d, "upstreams");
+	if (!json_is_object(d) || !json_is_array(rows)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	if (json_array_size(rows) == 0) {
+		puts("no upstreams match");
+		return;
+	}
+	json_array_foreach(json_object_get(d, "groups"), i, g)
+	{
+		printf("group %s  policy %s  using ", str_of(g, "domain", "?"),
+		       str_of(g, "policy", "?"));
+		const json_t *active = json_object_get(g, "active");
+		if (json_array_size(active) == 0)
+			fputs("none (no usable upstream)", stdout);
+		else
+			print_list(active);
+		putchar('\n');
+	}
+	int wn = column_width(rows, "name", "NAME"), wa = column_width(rows, "address", "ADDRESS");
+	int ws = column_width(rows, "source", "SOURCE"), wl = column_width(rows, "link", "LINK");
+	int wg = column_width(rows, "group", "GROUP"), wt = (int)strlen("STATE");
+	json_array_foreach(rows, j, row)
+	{
+		int len = (int)strlen(str_of(row, "state", "?")) +
+		          (json_is_true(json_object_get(row, "suspect")) ? 10 : 0);
+		wt = len > wt ? len : wt;
+	}
+	printf("  %-*s  %-*s  %-*s  %7s  %-*s  %-*s  %-*s  %8s  %8s  %8s  %9s  %8s  %9s  %6s  %6s  "
+	       "%9s  %s\n",
+	       wn, "NAME", wg, "GROUP", wt, "STATE", "SINCE", wa, "ADDRESS", ws, "SOURCE", wl,
+	       "LINK", "QUERIES", "ANSWERS", "TIMEOUTS", "SERVFAILS", "SRTT", "PROBE-RTT", "PROBES",
+	       "FAILED", "HOLD-DOWN", "REASON");
+	json_array_foreach(rows, j, row)
+	{
+		char state[40], since[24], srtt[24], prtt[24], hold[24];
+		snprintf(state, sizeof(state), "%s%s", str_of(row, "state", "?"),
+		         json_is_true(json_object_get(row, "suspect")) ? " (suspect)" : "");
+		snprintf(since, sizeof(since), "%llds", int_of(row, "since_s"));
+		ms_text(json_object_get(row, "srtt_ms"), srtt, sizeof(srtt));
+		ms_text(json_object_get(row, "probe_rtt_ms"), prtt, sizeof(prtt));
+		snprintf(hold, sizeof(hold), "%lldms", int_of(row, "hold_down_ms"));
+		printf(
+		    "%c %-*s  %-*s  %-*s  %7s  %-*s  %-*s  %-*s  %8lld  %8lld  %8lld  %9lld  %8s  "
+		    "%9s  %6lld  %6lld  %9s  %s\n",
+		    json_is_true(json_object_get(row, "active")) ? '*' : ' ', wn,
+		    str_of(row, "name", "?"), wg, str_of(row, "group", "?"), wt, state, since, wa,
+		    str_of(row, "address", "?"), ws, str_of(row, "source", "-"), wl,
+		    str_of(row, "link", "-"), int_of(row, "queries"), int_of(row, "answers"),
+		    int_of(row, "timeouts"), int_of(row, "servfails"), srtt, prtt,
+		    int_of(row, "probes"), int_of(row, "probe_failures"), hold,
+		    str_of(row, "reason", ""));
+	}
+	puts("(* = taking the group's traffic now)");
+}
+
+static void print_bytes(long long n)
+{
+	if (n >= 1LL << 30)
+		printf("%.1f GiB", (double)n / (double)(1LL << 30));
+	else if (n >= 1LL << 20)
+		printf("%.1f MiB", (double)n / (double)(1LL << 20));
+	else if (n >= 1LL << 10)
+		printf("%.1f KiB", (double)n / (double)(1LL << 10));
+	else
+		printf("%lld bytes", n);
+}
+
+/* "cache" and "cache flush" share the command name; the reply's shape tells them apart. */
+static void print_cache(const json_t *d)
+{
+	if (json_is_object(d) && json_object_get(d, "entries_before")) {
+		const char *name = json_string_value(json_object_get(d, "name"));
+		if (name)
+			printf("flushing %s and every name below it from the cache", name);
+		else
+			printf("flushing the whole cache (%lld entries)",
+			       int_of(d, "entries_before"));
+		puts("");
+		return;
+	}
+	const json_t *cache = json_object_get(d, "cache");
+	if (!json_is_object(cache)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	long long bytes = int_of(cache, "bytes"), max = int_of(cache, "max_bytes");
+	long long hits = int_of(cache, "hits"), misses = int_of(cache, "misses");
+	printf("%lld entries, ", int_of(cache, "entries"));
+	print_bytes(bytes);
+	fputs(" of ", stdout);
+	print_bytes(max);
+	printf(" (%.0f%%)", max > 0 ? 100.0 * (double)bytes / (double)max : 0.0);
+	if (hits + misses > 0)
+		printf(", hit rate %.1f%%", 100.0 * (double)hits / (double)(hits + misses));
+	putchar('\n');
+	json_t *copy = json_deep_copy(d);
+	json_t *c = json_object_get(copy, "cache");
+	json_object_del(c, "entries");
+	json_object_del(c, "bytes");
+	json_object_del(c, "max_bytes");
+	size_t kw = 0, vw = 0;
+	counter_widths(copy, 0, &kw, &vw);
+	print_counters(copy, 0, kw, vw);
+	json_decref(copy);
+}
+
 /* ---- override ------------------------------------------------------------------------------ */
 
 static void print_overrides(const json_t *list)
@@ -607,9 +776,10 @@ static const struct {
 	const char *name;
 	print_cb print;
 } printers[] = {
-    {"status", print_status},     {"reload", print_reload},     {"zones", print_zones},
-    {"stats", print_stats},       {"explain", print_explain},   {"health", print_health},
-    {"monitors", print_monitors}, {"override", print_override}, {"maps", print_maps},
+    {"status", print_status},       {"reload", print_reload},     {"zones", print_zones},
+    {"stats", print_stats},         {"explain", print_explain},   {"health", print_health},
+    {"monitors", print_monitors},   {"override", print_override}, {"maps", print_maps},
+    {"upstreams", print_upstreams}, {"cache", print_cache},
 };
 
 /* A command without its own printer (one the daemon has and this steerctl does not know). */
@@ -648,7 +818,8 @@ static void usage(FILE *out)
 	    out,
 	    "  %s\n  %-32s the same decision computed from a config file, no daemon\n"
 	    "\nPATTERN is a glob over target names (service/<name>/<datacenter>/<address>) or,\n"
-	    "for monitors, over check keys and monitor names.\n",
+	    "for monitors, over check keys and monitor names; for upstreams, over upstream\n"
+	    "names.\n",
 	    "explain --config FILE NAME CLIENT-IP [ECS-SUBNET]", "");
 	char sock[CTL_SOCKET_PATH_MAX];
 	fprintf(out,

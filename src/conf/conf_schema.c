@@ -1038,9 +1038,11 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_RESTART,
      .doc = "Probes ask `<nonce>.<name>` with recursion desired, a new name each time, so "
             "the upstream must really resolve it (a cached or liveness answer would hide a "
-            "resolver cut off from the DNS); best a zone Steer itself serves. Any answer, "
-            "NXDOMAIN included, proves resolution. Unset: the root (`<nonce>.`, answered "
-            "NXDOMAIN by the root servers)."},
+            "resolver cut off from the DNS); best a zone Steer itself serves, so a probe "
+            "proves the whole path. Any answer, NXDOMAIN included, proves resolution. Unset: "
+            "the root (`<nonce>.`, answered NXDOMAIN by the root servers; a resolver that "
+            "synthesises NXDOMAIN from the root's NSEC records, RFC 8198, may answer it from "
+            "its cache, so set a name when the upstreams validate)."},
     FWD_PROBE_DURATION("interval", probe_interval, 100, 3600000, "1s",
                        "Time between two probes of each upstream, also while it is not "
                        "used, so a preferred upstream's recovery is seen."),

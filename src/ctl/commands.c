@@ -76,6 +76,31 @@ static int cmd_monitors(const ctl_backend_t *b, const char *const *argv, size_t 
 	return b->monitors(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
 }
 
+static int cmd_upstreams(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                         json_t **data, char *err, size_t errlen)
+{
+	return b->upstreams(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
+}
+
+static int cmd_cache(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                     char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->cache(b->ctx, data, err, errlen);
+}
+
+/* "cache flush" without a name empties the cache; with one, drops that name's subtree. */
+static int cmd_cache_flush(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                           json_t **data, char *err, size_t errlen)
+{
+	if (argc > 0 && argv[0][0] == '\0') {
+		snprintf(err, errlen, "cache flush: the name must not be empty (no NAME: all)");
+		return STEER_EINVAL;
+	}
+	return b->cache_flush(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
+}
+
 static int cmd_override_list(const ctl_backend_t *b, const char *const *argv, size_t argc,
                              json_t **data, char *err, size_t errlen)
 {
@@ -160,6 +185,14 @@ static const ctl_command_t commands[] = {
      cmd_override_weight},
     {"override", "list", "", "the configuration's and the admin's override rules", 0, 0, false,
      cmd_override_list},
+    {"upstreams", NULL, "[PATTERN]",
+     "forwarder upstreams (names matching PATTERN): state, fault, RTT, counters", 0, 1, false,
+     cmd_upstreams},
+    {"cache", NULL, "", "forwarder cache (entries, memory, hits, misses) and engine counters", 0, 0,
+     false, cmd_cache},
+    {"cache", "flush", "[NAME]",
+     "drop the cached answers of NAME and every name below it (no NAME: all)", 0, 1, true,
+     cmd_cache_flush},
 };
 
 const ctl_command_t *ctl_command_table(size_t *n)
@@ -227,7 +260,7 @@ const ctl_command_t *ctl_command_match(const char *name, const char *const *argv
 			continue;
 		if (argc - skip >= c->min_args && argc - skip <= c->max_args)
 			return c;
-		break;
+		/* a row without a sub-command ("cache") must not hide one with ("cache flush") */
 	}
 	if (!known) {
 		unknown_command(name, err, errlen);

@@ -21,9 +21,14 @@
  *   override set PATTERN up|down  backend override()   force targets up or down
  *   override clear PATTERN        backend override()   drop the admin's state and weight rules
  *   override weight PATTERN N|default   backend override()   set or drop a weight rule
+ *   upstreams [PATTERN]           backend upstreams()  forwarder upstreams (names matching
+ *                                                      PATTERN): state, counters, RTT
+ *   cache                         backend cache()      forwarder cache and engine counters
+ *   cache flush [NAME]            backend cache_flush() drop the cached answers of NAME and
+ *                                                      every name below it; no NAME: all
  *
- * PATTERN filters are fnmatch(3) globs, case-insensitive. reload and override set, clear and
- * weight are marked mutating. The reply shapes are documented in tools/steerctl.c.
+ * PATTERN filters are fnmatch(3) globs, case-insensitive. reload, override set, clear and
+ * weight and cache flush are marked mutating. The reply shapes are documented in tools/steerctl.c.
  *
  * Threads: whatever thread the front end calls from; the daemon's front end is its control
  * thread, and the backend relies on that.
@@ -79,6 +84,9 @@ typedef struct {
 	int (*override)(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
 	                size_t errlen);
 	int (*maps)(void *ctx, json_t **data, char *err, size_t errlen);
+	int (*upstreams)(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen);
+	int (*cache)(void *ctx, json_t **data, char *err, size_t errlen);
+	int (*cache_flush)(void *ctx, const char *name, json_t **data, char *err, size_t errlen);
 } ctl_backend_t;
 
 /*

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -487,6 +488,244 @@ static int be_override(void *ctx, const ctl_override_req_t *req, json_t **data, 
 	return 0;
 }
 
+/* ---- the caching forwarder ------------------------------------------------------------- */
+
+static int no_forwarding(char *err, size_t errlen)
+{
+	snprintf(err, errlen, "forwarding is not configured (no forward groups)");
+	return STEER_ENOENT;
+}
+
+/* The engine's clock (upstream.h's now_ms): CLOCK_MONOTONIC in milliseconds. */
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* "up" rather than fwd_fault_str()'s "none": what an operator reads in a state column. */
+static const char *upstream_state(fwd_fault_t fault)
+{
+	return fault == FWD_FAULT_NONE ? "up" : fwd_fault_str(fault);
+}
+
+/* Milliseconds with a fraction, or null before the first sample. */
+static json_t *rtt_json(uint32_t us)
+{
+	return us ? json_real((double)us / 1000.0) : json_null();
+}
+
+/* An address without its port (a source is only an address), or null when unset. */
+static json_t *host_json(const steer_sockaddr_t *a)
+{
+	char text[INET6_ADDRSTRLEN];
+	if (a->sa.sa_family == AF_INET)
+		inet_ntop(AF_INET, &a->sin.sin_addr, text, sizeof(text));
+	else if (a->sa.sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &a->sin6.sin6_addr, text, sizeof(text));
+	else
+		return json_null();
+	return json_string(text);
+}
+
+/*
+ * Which members of a group take its traffic now, as upstream.c picks them: the up ones
+ * before the degraded ones (those only when none is up), then by policy: ordered the first
+ * in list order, fastest the lowest smoothed RTT (no sample yet counts as fastest, so it gets
+ * one; upstream.c also lets an idle member's RTT decay, which the copied stats do not show,
+ * so this is the choice as of the last samples), round-robin all of them in turn. Marks
+ * @p active[i] for the stats rows of @p group.
+ */
+static void group_active(const fwd_upstream_stats_t *st, size_t n, uint32_t group,
+                         fwd_policy_t policy, bool *active)
+{
+	fwd_fault_t tier = FWD_FAULT_NONE;
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		any |= st[i].group == group && st[i].fault == FWD_FAULT_NONE;
+	if (!any)
+		tier = FWD_FAULT_UPSTREAM_DEGRADED;
+	long best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (st[i].group != group || st[i].fault != tier)
+			continue;
+		if (policy == FWD_POLICY_ROUND_ROBIN)
+			active[i] = true;
+		else if (best < 0 ||
+		         (policy == FWD_POLICY_FASTEST && st[i].srtt_us < st[best].srtt_us) ||
+		         (policy == FWD_POLICY_ORDERED && st[i].member < st[best].member))
+			best = (long)i;
+	}
+	if (best >= 0)
+		active[best] = true;
+}
+
+static fwd_policy_t policy_of(const char *name)
+{
+	if (name && strcmp(name, "round-robin") == 0)
+		return FWD_POLICY_ROUND_ROBIN;
+	if (name && strcmp(name, "fastest") == 0)
+		return FWD_POLICY_FASTEST;
+	return FWD_POLICY_ORDERED;
+}
+
+static json_t *upstream_json(const fwd_engine_t *e, const fwd_upstream_stats_t *u, bool active,
+                             uint64_t now_ms, time_t now)
+{
+	char addr[STEER_SOCKADDR_STRLEN];
+	uint64_t age_ms = now_ms > u->since_ms ? now_ms - u->since_ms : 0;
+	json_t *row =
+	    json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:b, s:b, s:b, s:I, s:I, s:s}", "name",
+	              u->name, "group", fwd_engine_group_domain(e, u->group), "policy",
+	              fwd_engine_group_policy(e, u->group), "address",
+	              steer_sockaddr_str(&u->address, addr, sizeof(addr)), "source",
+	              host_json(&u->source), "link", u->link ? json_string(u->link) : json_null(),
+	              "state", upstream_state(u->fault), "suspect", u->suspect, "usable", u->usable,
+	              "active", active, "since", (json_int_t)(now - (time_t)(age_ms / 1000)),
+	              "since_s", (json_int_t)(age_ms / 1000), "reason", u->reason);
+	json_t *counters =
+	    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I}", "queries",
+	              (json_int_t)u->queries, "answers", (json_int_t)u->answers, "timeouts",
+	              (json_int_t)u->timeouts, "servfails", (json_int_t)u->servfails, "srtt_ms",
+	              rtt_json(u->srtt_us), "last_rtt_ms", rtt_json(u->last_rtt_us), "probe_rtt_ms",
+	              rtt_json(u->probe_rtt_us), "probes", (json_int_t)u->probes, "probe_failures",
+	              (json_int_t)u->probe_failures, "hold_down_ms", (json_int_t)u->hold_down_ms);
+	json_object_update(row, counters);
+	json_decref(counters);
+	return row;
+}
+
+/* upstreams [PATTERN]: every group with the upstreams in use, and each (matching) upstream. */
+static int be_upstreams(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
+{
+	server_t *s = ctx;
+	fwd_engine_t *e = s->fwd;
+	if (!e)
+		return no_forwarding(err, errlen);
+	size_t n = fwd_engine_upstream_count(e), n_groups = fwd_engine_group_count(e);
+	fwd_upstream_stats_t *st = calloc(n ? n : 1, sizeof(*st));
+	bool *active = calloc(n ? n : 1, sizeof(*active));
+	int ret = 0;
+	if (!st || !active) {
+		snprintf(err, errlen, "out of memory");
+		ret = STEER_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ret = fwd_engine_upstream(e, (uint32_t)i, &st[i]);
+		if (ret != 0) {
+			snprintf(err, errlen, "upstream %zu: %s", i, steer_strerror(ret));
+			goto out;
+		}
+	}
+	/* one moment for every row, so "since" values compare */
+	uint64_t now_ms = monotonic_ms();
+	time_t now = time(NULL);
+	json_t *groups = json_array(), *rows = json_array();
+	for (uint32_t g = 0; g < n_groups; g++) {
+		const char *policy = fwd_engine_group_policy(e, g);
+		group_active(st, n, g, policy_of(policy), active);
+		json_t *members = json_array(), *using = json_array();
+		bool shown = false;
+		for (size_t i = 0; i < n; i++) {
+			if (st[i].group != g)
+				continue;
+			json_array_append_new(members, json_string(st[i].name));
+			if (active[i])
+				json_array_append_new(using, json_string(st[i].name));
+			if (glob_match(pattern, st[i].name)) {
+				json_array_append_new(
+				    rows, upstream_json(e, &st[i], active[i], now_ms, now));
+				shown = true;
+			}
+		}
+		if (shown)
+			json_array_append_new(groups, json_pack("{s:s, s:s, s:o, s:o}", "domain",
+			                                        fwd_engine_group_domain(e, g),
+			                                        "policy", policy, "active", using,
+			                                        "upstreams", members));
+		else {
+			json_decref(members);
+			json_decref(using);
+		}
+	}
+	*data = json_pack("{s:o, s:o}", "groups", groups, "upstreams", rows);
+out:
+	free(st);
+	free(active);
+	return ret;
+}
+
+/* The engine's dropped and accepted upstream replies by verdict name ("forged-id": 3). */
+static json_t *verdicts_json(const fwd_wire_counters_t *w)
+{
+	json_t *map = json_object();
+	for (size_t v = 0; v < FWD_WIRE_VERDICT_MAX; v++)
+		json_object_set_new(map, fwd_wire_verdict_name((fwd_wire_verdict_t)v),
+		                    json_integer((json_int_t)w->drop[v]));
+	return map;
+}
+
+/* cache: the cache's size and counters (query threads' and the writer's) and the engine's. */
+static int be_cache(void *ctx, json_t **data, char *err, size_t errlen)
+{
+	server_t *s = ctx;
+	fwd_engine_t *e = s->fwd;
+	if (!e)
+		return no_forwarding(err, errlen);
+	fwd_cache_stats_t cs;
+	fwd_cache_stats(fwd_engine_cache(e), &cs);
+	fwd_engine_stats_t es;
+	fwd_engine_stats(e, &es);
+	net_stats_t sum;
+	net_stats(s->net, &sum);
+	const fwd_cache_counters_t *hc = &sum.fwd.cache;
+	json_t *cache =
+	    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	              "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes, "max_bytes",
+	              (json_int_t)cs.max_bytes, "hits", COUNTER(hc, hits), "misses",
+	              COUNTER(hc, misses), "stale_answers", COUNTER(hc, stale_answers),
+	              "prefetches", COUNTER(hc, prefetches), "truncated",
+	              COUNTER(hc, truncated), "evictions", (json_int_t)cs.evictions, "expired",
+	              (json_int_t)cs.expired, "inserts", (json_int_t)cs.inserts, "replaced",
+	              (json_int_t)cs.replaced, "refused", (json_int_t)cs.refused);
+	json_t *engine = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+	    "requests", (json_int_t)es.requests, "answered", (json_int_t)es.answered,
+	    "answered_stale", (json_int_t)es.answered_stale, "servfail", (json_int_t)es.servfail,
+	    "refused_full", (json_int_t)es.refused_full, "prefetches", (json_int_t)es.prefetches,
+	    "upstream_queries", (json_int_t)es.upstream_queries, "retries", (json_int_t)es.retries,
+	    "tcp_queries", (json_int_t)es.tcp_queries, "late_replies", (json_int_t)es.late_replies,
+	    "socket_errors", (json_int_t)es.socket_errors, "probes", (json_int_t)es.probes,
+	    "cache_stores", (json_int_t)es.cache_stores, "pending", (json_int_t)es.pending,
+	    "replies", verdicts_json(&es.wire));
+	*data = json_pack("{s:o, s:o}", "cache", cache, "engine", engine);
+	return 0;
+}
+
+/* cache flush [NAME]: queued to the engine thread, done within one of its loop iterations. */
+static int be_cache_flush(void *ctx, const char *name, json_t **data, char *err, size_t errlen)
+{
+	server_t *s = ctx;
+	if (!s->fwd)
+		return no_forwarding(err, errlen);
+	fwd_cache_stats_t before;
+	fwd_cache_stats(fwd_engine_cache(s->fwd), &before);
+	int ret = fwd_engine_flush(s->fwd, name, true);
+	if (ret == STEER_EINVAL) {
+		snprintf(err, errlen, "invalid domain name '%s'", name ? name : "");
+		return ret;
+	}
+	if (ret != 0) {
+		snprintf(err, errlen, "cache flush: %s", steer_strerror(ret));
+		return ret;
+	}
+	*data = json_pack("{s:o, s:b, s:I}", "name", name ? json_string(name) : json_null(),
+	                  "subtree", 1, "entries_before", (json_int_t)before.entries);
+	return 0;
+}
+
 static void be_prepare(void *ctx)
 {
 	server_health_flush(ctx); /* report nothing the query threads do not see yet */
@@ -507,6 +746,9 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .override_list = be_override_list,
 	    .override = be_override,
 	    .maps = be_maps,
+	    .upstreams = be_upstreams,
+	    .cache = be_cache,
+	    .cache_flush = be_cache_flush,
 	};
 	return &s->backend;
 }

@@ -1,9 +1,9 @@
 /*
  * steerd's implementation of the control backend (ctl/commands.h): status, zones, reload,
- * stats, explain, health [PATTERN], monitors [PATTERN], override list and override
- * set/clear/weight, each turning the server's state into the reply data documented in
- * tools/steerctl.c. The command table, argument checks and transports are in ctl/. Control
- * thread only.
+ * stats, explain, health [PATTERN], monitors [PATTERN], maps, override list and override
+ * set/clear/weight, and the forwarder's upstreams [PATTERN], cache and cache flush [NAME],
+ * each turning the server's state into the reply data documented in tools/steerctl.c. The command
+ * table, argument checks and transports are in ctl/. Control thread only.
  */
 #pragma once
 

@@ -29,11 +29,3 @@ void forward_view_fill(fwd_view_t *v, const conf_t *conf, fwd_engine_t *engine) 
 
 /** Free what forward_view_fill() copied. */
 void forward_view_clear(fwd_view_t *v) STEER_NONNULL(1);
-
-/**
- * Append to @p out (a comma-separated list of @p size bytes) the forward settings that
- * differ between the running engine's configuration @p boot and @p next: groups, upstreams,
- * probes and the cache only change on restart (allow-recursion changes on reload).
- */
-void forward_restart_changes(const conf_t *boot, const conf_t *next, char *out, size_t size)
-    STEER_NONNULL(1, 2, 3);

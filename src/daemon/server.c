@@ -834,7 +834,6 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
-	forward_restart_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	reload_apply(s, conf, set, gslb);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';

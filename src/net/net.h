@@ -46,7 +46,7 @@ typedef struct {
 	net_counters_t net;
 	auth_stats_t auth;
 	gslb_stats_t gslb;
-	fwd_serve_counters_t fwd;
+	fwd_serve_counters_t fwd; /* the forwarder's side of the query threads (cache included) */
 } net_stats_t;
 
 /**

@@ -31,6 +31,25 @@ static void check_refs(const conf_t *c)
 	}
 	for (size_t i = 0; i < c->n_monitors; i++)
 		FUZZ_CHECK(c->monitors[i].timeout < c->monitors[i].interval);
+	/* what the forwarder's engine takes without a second look */
+	const conf_forward_t *f = &c->forward;
+	FUZZ_CHECK(f->n_allow_recursion == 0 || f->n_groups > 0);
+	FUZZ_CHECK(f->cache_min_ttl <= f->cache_max_ttl && f->cache_max_size >= 1u << 20);
+	FUZZ_CHECK(c->n_zones > 0 || f->n_groups > 0);
+	for (size_t g = 0; g < f->n_groups; g++) {
+		const conf_fwd_group_t *grp = &f->groups[g];
+		size_t len = grp->domain ? strlen(grp->domain) : 0;
+		FUZZ_CHECK(len > 0 && grp->domain[len - 1] == '.' && grp->policy);
+		FUZZ_CHECK(grp->n_upstreams >= 1 && grp->n_upstreams <= 64);
+		FUZZ_CHECK(grp->probe_timeout < grp->probe_interval && grp->probe_fall >= 1 &&
+		           grp->probe_rise >= 1);
+		for (size_t u = 0; u < grp->n_upstreams; u++) {
+			const conf_upstream_t *up = &grp->upstreams[u];
+			FUZZ_CHECK(up->name && up->address.sa.sa_family != 0);
+			FUZZ_CHECK(up->source.sa.sa_family == 0 ||
+			           up->source.sa.sa_family == up->address.sa.sa_family);
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1279,6 +1279,26 @@ static void test_forward_errors(void)
 		      forward_error_rows[i].error);
 		conf_free(c);
 	}
+	/* 64 upstreams in a group, not 65 (line 69: the 65th) */
+	static char many[8192];
+	for (int extra = 0; extra < 2; extra++) {
+		size_t used = (size_t)snprintf(many, sizeof(many), ONE_GROUP);
+		for (int i = 0; i < 64 + extra; i++)
+			used += (size_t)snprintf(many + used, sizeof(many) - used,
+			                         "        - { name: u%d, address: 10.0.0.%d }\n", i,
+			                         i + 1);
+		conf_t *c = NULL;
+		const char *msg;
+		int ret = load_text(many, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		CHECK(extra ? ret == STEER_ECONF && line &&
+		                  strcmp(line + 1,
+		                         "69: forward.groups.upstreams: at most 64 upstreams "
+		                         "per group") == 0
+		            : ret == 0 && c->forward.groups[0].n_upstreams == 64,
+		      "%d upstreams: %s", 64 + extra, ret ? err : "ok");
+		conf_free(c);
+	}
 	/* the longest probe name that leaves room for the nonce label: 230 wire bytes */
 	char text[1024], name[300];
 	size_t n = 0;

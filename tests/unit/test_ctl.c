@@ -80,6 +80,55 @@ static int handler(const char *cmd, json_t *args, json_t **data, char *err, size
 		              2, "truncated", 1, "dropped", 0, "axfr", 1, "axfr_refused", 4);
 		return 0;
 	}
+	if (strcmp(cmd, "upstreams") == 0) {
+		*data = json_loads(
+		    "{\"groups\": [{\"domain\": \".\", \"policy\": \"ordered\", \"active\": "
+		    "[\"link2\"],"
+		    " \"upstreams\": [\"link1\", \"link2\"]}],"
+		    " \"upstreams\": [{\"name\": \"link1\", \"group\": \".\", \"policy\": "
+		    "\"ordered\","
+		    " \"address\": \"10.53.1.53:53\", \"source\": \"10.1.1.1\", \"link\": "
+		    "\"veth1\","
+		    " \"state\": \"link-down\", \"suspect\": false, \"usable\": false, \"active\": "
+		    "false,"
+		    " \"since\": 1700000000, \"since_s\": 12, \"reason\": \"device veth1 down\","
+		    " \"queries\": 120, \"answers\": 100, \"timeouts\": 20, \"servfails\": 0,"
+		    " \"srtt_ms\": 1.25, \"last_rtt_ms\": 1.5, \"probe_rtt_ms\": 2.5, \"probes\": "
+		    "40,"
+		    " \"probe_failures\": 3, \"hold_down_ms\": 10000},"
+		    " {\"name\": \"link2\", \"group\": \".\", \"policy\": \"ordered\","
+		    " \"address\": \"10.53.2.53:53\", \"source\": null, \"link\": null,"
+		    " \"state\": \"up\", \"suspect\": true, \"usable\": true, \"active\": true,"
+		    " \"since\": 1700000000, \"since_s\": 3600, \"reason\": \"probe answered\","
+		    " \"queries\": 7, \"answers\": 7, \"timeouts\": 0, \"servfails\": 0,"
+		    " \"srtt_ms\": null, \"last_rtt_ms\": null, \"probe_rtt_ms\": null, "
+		    "\"probes\": 41,"
+		    " \"probe_failures\": 0, \"hold_down_ms\": 5000}]}",
+		    0, NULL);
+		return 0;
+	}
+	if (strcmp(cmd, "cache") == 0 && json_array_size(args) > 0) {
+		const char *name = json_string_value(json_array_get(args, 1));
+		*data = json_pack("{s:o, s:b, s:i}", "name", name ? json_string(name) : json_null(),
+		                  "subtree", 1, "entries_before", 1500);
+		return 0;
+	}
+	if (strcmp(cmd, "cache") == 0) {
+		*data = json_loads(
+		    "{\"cache\": {\"entries\": 1500, \"bytes\": 3145728, \"max_bytes\": 268435456,"
+		    " \"hits\": 900, \"misses\": 100, \"stale_answers\": 2, \"prefetches\": 5,"
+		    " \"truncated\": 0, \"evictions\": 0, \"expired\": 10, \"inserts\": 1510,"
+		    " \"replaced\": 3, \"refused\": 4},"
+		    " \"engine\": {\"requests\": 105, \"answered\": 98, \"answered_stale\": 2,"
+		    " \"servfail\": 1, \"refused_full\": 0, \"prefetches\": 5, "
+		    "\"upstream_queries\": 110,"
+		    " \"retries\": 6, \"tcp_queries\": 1, \"late_replies\": 2, \"socket_errors\": "
+		    "0,"
+		    " \"probes\": 81, \"cache_stores\": 1510, \"pending\": 0,"
+		    " \"replies\": {\"accept\": 190, \"wrong-id\": 3}}}",
+		    0, NULL);
+		return 0;
+	}
 	snprintf(err, errlen, "unknown command '%s'", cmd);
 	return STEER_EINVAL;
 }
@@ -419,6 +468,28 @@ static int rec_monitors(void *ctx, const char *pattern, json_t **data, char *err
 	return rec_filter(ctx, "monitors", pattern, data);
 }
 
+static int rec_upstreams(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_filter(ctx, "upstreams", pattern, data);
+}
+
+static int rec_cache(void *ctx, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	snprintf(((rec_t *)ctx)->did, sizeof(((rec_t *)ctx)->did), "cache");
+	return rec_reply(ctx, data);
+}
+
+static int rec_cache_flush(void *ctx, const char *name, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_filter(ctx, "cache flush", name, data);
+}
+
 static int rec_override(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
                         size_t errlen)
 {
@@ -451,7 +522,10 @@ static ctl_backend_t rec_backend(rec_t *r)
 	                       .monitors = rec_monitors,
 	                       .override_list = rec_override_list,
 	                       .override = rec_override,
-	                       .maps = rec_maps};
+	                       .maps = rec_maps,
+	                       .upstreams = rec_upstreams,
+	                       .cache = rec_cache,
+	                       .cache_flush = rec_cache_flush};
 }
 
 static void test_dispatch(void)
@@ -520,7 +594,28 @@ static void test_dispatch(void)
 	     0,
 	     STEER_EINVAL,
 	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
-	     "monitors, maps, override)"},
+	     "monitors, maps, override, upstreams, cache)"},
+	    {"upstreams", {NULL}, 0, 0, "upstreams -"},
+	    {"upstreams", {"link*", NULL}, 0, 0, "upstreams link*"},
+	    {"upstreams", {"a", "b", NULL}, 0, STEER_EINVAL, "usage: upstreams [PATTERN]"},
+	    {"upstreams", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "upstreams -"},
+	    {"cache", {NULL}, 0, 0, "cache"},
+	    {"cache", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "cache"},
+	    /* a row without a sub-command does not hide the one with ("cache flush") */
+	    {"cache", {"flush", NULL}, 0, 0, "cache flush -"},
+	    {"cache", {"flush", "Example.COM", NULL}, 0, 0, "cache flush Example.COM"},
+	    {"cache", {"flush", "", NULL}, 0, STEER_EINVAL, "the name must not be empty"},
+	    {"cache",
+	     {"flush", "a", "b", NULL},
+	     0,
+	     STEER_EINVAL,
+	     "usage: cache | cache flush [NAME]"},
+	    {"cache", {"clear", NULL}, 0, STEER_EINVAL, "usage: cache | cache flush [NAME]"},
+	    {"cache",
+	     {"flush", NULL},
+	     CTL_DISPATCH_READ_ONLY,
+	     STEER_EACCES,
+	     "'cache flush' changes the server"},
 	    /* A front end without authorisation gets the read-only commands only. */
 	    {"reload", {NULL}, CTL_DISPATCH_READ_ONLY, STEER_EACCES, "'reload' changes the server"},
 	    {"override",
@@ -589,7 +684,7 @@ static void test_table(void)
 	size_t n;
 	const ctl_command_t *t = ctl_command_table(&n);
 	static const char *const mutating[] = {"reload", "override set", "override clear",
-	                                       "override weight"};
+	                                       "override weight", "cache flush"};
 	size_t n_mutating = 0;
 	for (size_t i = 0; i < n; i++) {
 		CHECK(t[i].handler && t[i].summary && t[i].args, "row %zu complete", i);
