@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1080,8 +1082,93 @@ static void test_0x20(void)
 	upstream_stop(&up[1]);
 }
 
+/* The child of test_netlink: in its own network namespace, one end of a veth pair carries
+ * the upstream's source address; taking it down and up must reach the upstream's state. Exit
+ * code: 0 passed, 1 failed, 77 cannot set up (no privilege). */
+static int netlink_child(void)
+{
+	if (unshare(CLONE_NEWNET) != 0)
+		return 77;
+	if (system("ip link set lo up && ip link add steer-d0 type veth peer name steer-d1 && "
+	           "ip addr add 10.9.9.1/24 dev steer-d0 && ip link set steer-d0 up && "
+	           "ip link set steer-d1 up") != 0)
+		return 77;
+	rcu_register_thread();
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	fwd_upstream_def_t def = {.name = "d0up"};
+	def.address.sin.sin_family = AF_INET;
+	def.address.sin.sin_addr.s_addr = htonl(0x0a090902); /* 10.9.9.2: nobody */
+	def.address.sin.sin_port = htons(53);
+	def.source.sin.sin_family = AF_INET;
+	def.source.sin.sin_addr.s_addr = htonl(0x0a090901);
+	fwd_group_def_t g = {.domain = ".",
+	                     .upstreams = &def,
+	                     .n_upstreams = 1,
+	                     .probe = {.interval_ms = 60000, .timeout_ms = 100}};
+	fwd_engine_opts_t o = {.groups = &g, .n_groups = 1, .seed = 7};
+	fwd_cache_opts_default(&o.cache);
+	o.cache.max_bytes = 1024 * 1024;
+	fwd_engine_t *e = NULL;
+	char err[256];
+	if (fwd_engine_new(&o, &e, err, sizeof(err)) != 0 || fwd_engine_start(e) != 0) {
+		printf("netlink child: %s\n", err);
+		return 1;
+	}
+	fwd_upstream_stats_t st;
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.link && strcmp(st.link, "steer-d0") == 0, "device found: %s",
+	      st.link ? st.link : "(none)");
+	static const struct {
+		const char *cmd;
+		fwd_fault_t want;
+	} steps[] = {
+	    {"ip link set steer-d1 down", FWD_FAULT_LINK_DOWN},   /* far side: no carrier */
+	    {"ip link set steer-d1 up", FWD_FAULT_UPSTREAM_DOWN}, /* until probes prove it */
+	    {"ip link set steer-d0 down", FWD_FAULT_LINK_DOWN},   /* admin down */
+	    {"ip link set steer-d0 up", FWD_FAULT_UPSTREAM_DOWN},
+	    {"ip link del steer-d0", FWD_FAULT_LINK_DOWN}, /* gone */
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(steps); i++) {
+		CHECK(system(steps[i].cmd) == 0, "%s", steps[i].cmd);
+		bool seen = false;
+		uint64_t t0 = mono_ms();
+		while (!seen && mono_ms() - t0 < 2000) {
+			(void)fwd_engine_upstream(e, 0, &st);
+			seen = st.fault == steps[i].want;
+			if (!seen)
+				usleep(2000);
+		}
+		CHECK(seen, "%s: %s (want %s)", steps[i].cmd, fwd_fault_str(st.fault),
+		      fwd_fault_str(steps[i].want));
+		CHECK(mono_ms() - t0 < 500, "%s: seen within %llu ms", steps[i].cmd,
+		      (unsigned long long)(mono_ms() - t0));
+	}
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+	rcu_unregister_thread();
+	return unit_failed ? 1 : 0;
+}
+
+static void test_netlink(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(netlink_child());
+	int status = 0;
+	waitpid(pid, &status, 0);
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	if (code == 77) {
+		printf("test_netlink: skipped (no network namespace or ip(8))\n");
+		return;
+	}
+	CHECK(code == 0, "link state over rtnetlink (child exit %d)", code);
+}
+
 int main(void)
 {
+	test_netlink(); /* first: it forks, before any thread exists */
 	rcu_register_thread();
 	test_answer_then_cache();
 	test_retry_to_second();
