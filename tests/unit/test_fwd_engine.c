@@ -120,7 +120,8 @@ static void serve_udp(upstream_t *u)
 	dns_query_t pq;
 	if (dns_query_parse(q, (size_t)n, &pq) != DNS_QUERY_OK || !pq.has_question)
 		return;
-	if (pq.qname[0] > 0 && pq.qname[1] == 'q') {
+	bool client_q = pq.qname[0] > 0 && pq.qname[1] == 'q';
+	if (client_q) {
 		pthread_mutex_lock(&u->lock);
 		if (u->nrec < MAX_REC) {
 			u->rec_port[u->nrec] = ntohs(from.sin_port);
@@ -130,7 +131,12 @@ static void serve_udp(upstream_t *u)
 	}
 	uint8_t addr[4] = {192, 0, 2, (uint8_t)u->n};
 	size_t len = 0;
-	switch (atomic_load(&u->mode)) {
+	int mode = atomic_load(&u->mode);
+	/* Probes see the scripted failure only in the modes that are about the upstream itself;
+	 * the others script one reply, and probe results must not reorder the upstreams. */
+	if (!client_q && mode != M_SILENT && mode != M_SERVFAIL && mode != M_GARBAGE)
+		mode = M_ANSWER;
+	switch (mode) {
 	case M_SILENT:
 		return;
 	case M_SERVFAIL:
@@ -270,18 +276,29 @@ static void upstream_start(upstream_t *u, int n, int mode)
 	u->rnd = 0x9e3779b97f4a7c15ull * (uint64_t)(n + 1);
 	atomic_store(&u->mode, mode);
 	pthread_mutex_init(&u->lock, NULL);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	u->udp = socket(AF_INET, SOCK_DGRAM, 0);
-	bind(u->udp, (struct sockaddr *)&sa, sizeof(sa));
-	socklen_t sl = sizeof(sa);
-	getsockname(u->udp, (struct sockaddr *)&sa, &sl);
-	u->port = ntohs(sa.sin_port);
-	/* TCP on the same port number (as a resolver listens). */
-	u->tcp = socket(AF_INET, SOCK_STREAM, 0);
-	int one = 1;
-	setsockopt(u->tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(u->tcp, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(u->tcp, 16) != 0)
-		printf("upstream %d: no TCP on port %u\n", n, u->port);
+	/* UDP and TCP on the same port number (as a resolver listens): a port the kernel gave
+	 * the UDP socket may be taken on the TCP side, then try another. */
+	for (int tries = 0;; tries++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+		                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		u->udp = socket(AF_INET, SOCK_DGRAM, 0);
+		bind(u->udp, (struct sockaddr *)&sa, sizeof(sa));
+		socklen_t sl = sizeof(sa);
+		getsockname(u->udp, (struct sockaddr *)&sa, &sl);
+		u->port = ntohs(sa.sin_port);
+		u->tcp = socket(AF_INET, SOCK_STREAM, 0);
+		int one = 1;
+		setsockopt(u->tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(u->tcp, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		    listen(u->tcp, 16) == 0)
+			break;
+		close(u->udp);
+		close(u->tcp);
+		if (tries == 20) {
+			printf("upstream %d: no port for both UDP and TCP\n", n);
+			break;
+		}
+	}
 	pthread_create(&u->thread, NULL, upstream_main, u);
 }
 
@@ -613,7 +630,7 @@ static void test_tc_to_tcp(void)
 	CHECK(wait_replies(base + 1, 2000), "answer over TCP");
 	reply_t r = last_reply();
 	CHECK(r.ok && r.id == 8 && r.rcode == 0 && r.addr[3] == 99 && !r.tc,
-	      "the TCP answer (.%u, tc %d)", r.addr[3], r.tc);
+	      "the TCP answer (rcode %u an %u .%u, tc %d)", r.rcode, r.an, r.addr[3], r.tc);
 	fwd_engine_stats_t st;
 	get_stats(e, &st);
 	CHECK(st.tcp_queries == 1, "one TCP query (%llu)", (unsigned long long)st.tcp_queries);
