@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1183,6 +1184,42 @@ static void test_netlink(void)
 	CHECK(code == 0, "link state over rtnetlink (child exit %d)", code);
 }
 
+static void test_no_descriptors(void)
+{
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	setup_t s = {.probe_interval_ms = 50};
+	fwd_engine_t *e = engine_new(up, 1, &s);
+	reply_t r = ask(e, "q-fd1.example.test", 30, false, 2000);
+	CHECK(r.ok && r.rcode == 0, "answer before");
+	/* No descriptor left for the engine: every socket() fails with EMFILE. */
+	struct rlimit old, low;
+	getrlimit(RLIMIT_NOFILE, &old);
+	int probe_fd = dup(0);
+	close(probe_fd);
+	low = old;
+	low.rlim_cur = (rlim_t)probe_fd;
+	setrlimit(RLIMIT_NOFILE, &low);
+	r = ask(e, "q-fd2.example.test", 31, false, 2000);
+	usleep(200000); /* probe rounds come and go, unsent */
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK(r.ok && r.id == 31 && r.rcode == DNS_RCODE_SERVFAIL, "SERVFAIL at once (rcode %u)",
+	      r.rcode);
+	fwd_upstream_stats_t st;
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.fault == FWD_FAULT_NONE && st.timeouts == 0 && !st.suspect,
+	      "the upstream is not blamed (%s, %llu timeouts)", fwd_fault_str(st.fault),
+	      (unsigned long long)st.timeouts);
+	fwd_engine_stats_t es;
+	get_stats(e, &es);
+	CHECK(es.socket_errors >= 1, "socket errors counted (%llu)",
+	      (unsigned long long)es.socket_errors);
+	r = ask(e, "q-fd3.example.test", 32, false, 2000);
+	CHECK(r.ok && r.rcode == 0, "answers again");
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+}
+
 int main(void)
 {
 	test_netlink(); /* first: it forks, before any thread exists */
@@ -1202,6 +1239,7 @@ int main(void)
 	test_links();
 	test_garbage();
 	test_0x20();
+	test_no_descriptors();
 	rcu_unregister_thread();
 	return unit_finish("test_fwd_engine");
 }
