@@ -57,6 +57,12 @@ void fwd_eng_events(fwd_engine_t *e)
 	}
 }
 
+bool fwd_eng_local_error(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOBUFS || err == STEER_ENOMEM ||
+	       err == STEER_ENOENT || err == STEER_ESPACE || err == STEER_EINVAL;
+}
+
 int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id)
 {
 	const fwd_eup_t *u = &e->eup[id];

@@ -183,6 +183,10 @@ uint64_t fwd_eng_now_us(void);
 /* Log every queued upstream state change once. */
 void fwd_eng_events(fwd_engine_t *e) STEER_NONNULL(1);
 
+/* True for errors of our own making (descriptors, memory, ports, a query we could not
+ * build), which say nothing about the upstream or the way to it. */
+bool fwd_eng_local_error(int err);
+
 /**
  * Open a non-blocking UDP socket for upstream @p id: bound to its source address (or the
  * wildcard of its family) and a random port of the wide range minus the excluded ones,

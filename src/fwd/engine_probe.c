@@ -109,7 +109,9 @@ static void on_leg(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-static void leg_send(fwd_probe_run_t *run, fwd_probe_leg_t *l, const char *nonce)
+/* Send one leg; returns 0, or a negative steer_err when it could not be sent (the leg is then
+ * done without an answer). */
+static int leg_send(fwd_probe_run_t *run, fwd_probe_leg_t *l, const char *nonce)
 {
 	fwd_engine_t *e = run->e;
 	const fwd_egroup_t *g = &e->groups[e->eup[run->p.upstream].group];
@@ -129,35 +131,31 @@ static void leg_send(fwd_probe_run_t *run, fwd_probe_leg_t *l, const char *nonce
 	qlen = fwd_wire_probe_build(l->kind, name, nonce, 0, e->use_0x20, &e->rng, q, sizeof(q),
 	                            &l->pend);
 	if (qlen < 0)
-		return;
+		return qlen;
 	int fd = fwd_eng_udp_open(e, run->p.upstream);
 	if (fd < 0) {
 		e->st.socket_errors++;
-		return;
+		return fd;
 	}
 	if (send(fd, q, (size_t)qlen, 0) != qlen) {
+		int ret = errno ? -errno : STEER_EAGAIN;
 		close(fd);
 		e->st.socket_errors++;
-		return;
+		return ret;
 	}
 	l->fd = fd;
 	l->done = false;
 	ev_io_init(&l->io, on_leg, fd, EV_READ);
 	l->io.data = l;
 	ev_io_start(e->loop, &l->io);
+	return 0;
 }
 
 static void probe_start(fwd_engine_t *e, const fwd_probe_t *p)
 {
 	fwd_probe_run_t *run = calloc(1, sizeof(*run));
-	if (!run) {
-		/* Cannot even try: the round failed, which is what upstream.c must hear. */
-		pthread_mutex_lock(&e->lock);
-		(void)fwd_upstream_probe_result(e->ups, p->upstream, p->seq, FWD_PROBE_TIMEOUT, 0,
-		                                fwd_eng_now_ms());
-		pthread_mutex_unlock(&e->lock);
-		return;
-	}
+	if (!run)
+		return; /* like a round that could not be sent: nothing to report */
 	run->e = e;
 	run->p = *p;
 	run->next = e->probes;
@@ -170,11 +168,17 @@ static void probe_start(fwd_engine_t *e, const fwd_probe_t *p)
 	run->leg[0].kind = FWD_WIRE_PROBE_RECURSIVE;
 	run->leg[1].kind = FWD_WIRE_PROBE_LIVENESS;
 	run->sent_us = fwd_eng_now_us();
-	leg_send(run, &run->leg[0], nonce);
-	leg_send(run, &run->leg[1], nonce);
 	ev_timer_init(&run->timer, on_probe_timeout, (p->timeout_ms ? p->timeout_ms : 1) / 1000.0,
 	              0.);
 	run->timer.data = run;
+	int r0 = leg_send(run, &run->leg[0], nonce);
+	int r1 = leg_send(run, &run->leg[1], nonce);
+	if (fwd_eng_local_error(r0) || fwd_eng_local_error(r1)) {
+		/* Out of descriptors or memory: a round we could not run proves nothing about
+		 * the upstream, so none is reported (the schedule goes on without it). */
+		fwd_eng_probe_free(run);
+		return;
+	}
 	ev_timer_start(e->loop, &run->timer);
 	if (run->leg[0].done && run->leg[1].done)
 		decide(run, true); /* neither could be sent */
@@ -182,8 +186,9 @@ static void probe_start(fwd_engine_t *e, const fwd_probe_t *p)
 
 void fwd_eng_probe_rearm(fwd_engine_t *e)
 {
-	/* Rounds started here may finish at once (a send error) and re-enter: at most one
-	 * level deep, because a finished round leaves nothing due. */
+	/* A round that cannot be sent finishes at once and re-enters from finish(); the depth
+	 * is bounded by the number of upstreams, since each round moves its upstream's due
+	 * time forward before it starts. */
 	for (;;) {
 		fwd_probe_t p;
 		uint64_t due = 0;

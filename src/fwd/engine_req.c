@@ -200,12 +200,6 @@ static int att_send(fwd_req_t *r, uint32_t id)
 	return 0;
 }
 
-static bool local_error(int err)
-{
-	return err == -EMFILE || err == -ENFILE || err == -ENOBUFS || err == STEER_ENOMEM ||
-	       err == STEER_ENOENT || err == STEER_ESPACE || err == STEER_EINVAL;
-}
-
 static uint32_t budget_left(const fwd_req_t *r)
 {
 	uint64_t end = r->t.start_ms + r->e->groups[r->t.group].budget_ms;
@@ -242,7 +236,7 @@ static void req_next(fwd_req_t *r)
 			/* No route, a firewall's EPERM, a vanished source address: the way to this
 			 * upstream is broken, which is what a timeout tells upstream.c. Running out
 			 * of descriptors or memory says nothing about the upstream. */
-			if (!local_error(sret))
+			if (!fwd_eng_local_error(sret))
 				report(e, id, FWD_RESULT_TIMEOUT, 0);
 			continue;
 		}

@@ -6,10 +6,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,7 +121,8 @@ static void serve_udp(upstream_t *u)
 	dns_query_t pq;
 	if (dns_query_parse(q, (size_t)n, &pq) != DNS_QUERY_OK || !pq.has_question)
 		return;
-	if (pq.qname[0] > 0 && pq.qname[1] == 'q') {
+	bool client_q = pq.qname[0] > 0 && pq.qname[1] == 'q';
+	if (client_q) {
 		pthread_mutex_lock(&u->lock);
 		if (u->nrec < MAX_REC) {
 			u->rec_port[u->nrec] = ntohs(from.sin_port);
@@ -128,7 +132,12 @@ static void serve_udp(upstream_t *u)
 	}
 	uint8_t addr[4] = {192, 0, 2, (uint8_t)u->n};
 	size_t len = 0;
-	switch (atomic_load(&u->mode)) {
+	int mode = atomic_load(&u->mode);
+	/* Probes see the scripted failure only in the modes that are about the upstream itself;
+	 * the others script one reply, and probe results must not reorder the upstreams. */
+	if (!client_q && mode != M_SILENT && mode != M_SERVFAIL && mode != M_GARBAGE)
+		mode = M_ANSWER;
+	switch (mode) {
 	case M_SILENT:
 		return;
 	case M_SERVFAIL:
@@ -268,18 +277,29 @@ static void upstream_start(upstream_t *u, int n, int mode)
 	u->rnd = 0x9e3779b97f4a7c15ull * (uint64_t)(n + 1);
 	atomic_store(&u->mode, mode);
 	pthread_mutex_init(&u->lock, NULL);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	u->udp = socket(AF_INET, SOCK_DGRAM, 0);
-	bind(u->udp, (struct sockaddr *)&sa, sizeof(sa));
-	socklen_t sl = sizeof(sa);
-	getsockname(u->udp, (struct sockaddr *)&sa, &sl);
-	u->port = ntohs(sa.sin_port);
-	/* TCP on the same port number (as a resolver listens). */
-	u->tcp = socket(AF_INET, SOCK_STREAM, 0);
-	int one = 1;
-	setsockopt(u->tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(u->tcp, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(u->tcp, 16) != 0)
-		printf("upstream %d: no TCP on port %u\n", n, u->port);
+	/* UDP and TCP on the same port number (as a resolver listens): a port the kernel gave
+	 * the UDP socket may be taken on the TCP side, then try another. */
+	for (int tries = 0;; tries++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+		                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		u->udp = socket(AF_INET, SOCK_DGRAM, 0);
+		bind(u->udp, (struct sockaddr *)&sa, sizeof(sa));
+		socklen_t sl = sizeof(sa);
+		getsockname(u->udp, (struct sockaddr *)&sa, &sl);
+		u->port = ntohs(sa.sin_port);
+		u->tcp = socket(AF_INET, SOCK_STREAM, 0);
+		int one = 1;
+		setsockopt(u->tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(u->tcp, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		    listen(u->tcp, 16) == 0)
+			break;
+		close(u->udp);
+		close(u->tcp);
+		if (tries == 20) {
+			printf("upstream %d: no port for both UDP and TCP\n", n);
+			break;
+		}
+	}
 	pthread_create(&u->thread, NULL, upstream_main, u);
 }
 
@@ -611,7 +631,7 @@ static void test_tc_to_tcp(void)
 	CHECK(wait_replies(base + 1, 2000), "answer over TCP");
 	reply_t r = last_reply();
 	CHECK(r.ok && r.id == 8 && r.rcode == 0 && r.addr[3] == 99 && !r.tc,
-	      "the TCP answer (.%u, tc %d)", r.addr[3], r.tc);
+	      "the TCP answer (rcode %u an %u .%u, tc %d)", r.rcode, r.an, r.addr[3], r.tc);
 	fwd_engine_stats_t st;
 	get_stats(e, &st);
 	CHECK(st.tcp_queries == 1, "one TCP query (%llu)", (unsigned long long)st.tcp_queries);
@@ -1080,8 +1100,129 @@ static void test_0x20(void)
 	upstream_stop(&up[1]);
 }
 
+/* The child of test_netlink: in its own network namespace, one end of a veth pair carries
+ * the upstream's source address; taking it down and up must reach the upstream's state. Exit
+ * code: 0 passed, 1 failed, 77 cannot set up (no privilege). */
+static int netlink_child(void)
+{
+	if (unshare(CLONE_NEWNET) != 0)
+		return 77;
+	if (system("ip link set lo up && ip link add steer-d0 type veth peer name steer-d1 && "
+	           "ip addr add 10.9.9.1/24 dev steer-d0 && ip link set steer-d0 up && "
+	           "ip link set steer-d1 up") != 0)
+		return 77;
+	rcu_register_thread();
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	fwd_upstream_def_t def = {.name = "d0up"};
+	def.address.sin.sin_family = AF_INET;
+	def.address.sin.sin_addr.s_addr = htonl(0x0a090902); /* 10.9.9.2: nobody */
+	def.address.sin.sin_port = htons(53);
+	def.source.sin.sin_family = AF_INET;
+	def.source.sin.sin_addr.s_addr = htonl(0x0a090901);
+	fwd_group_def_t g = {.domain = ".",
+	                     .upstreams = &def,
+	                     .n_upstreams = 1,
+	                     .probe = {.interval_ms = 60000, .timeout_ms = 100}};
+	fwd_engine_opts_t o = {.groups = &g, .n_groups = 1, .seed = 7};
+	fwd_cache_opts_default(&o.cache);
+	o.cache.max_bytes = 1024 * 1024;
+	fwd_engine_t *e = NULL;
+	char err[256];
+	if (fwd_engine_new(&o, &e, err, sizeof(err)) != 0 || fwd_engine_start(e) != 0) {
+		printf("netlink child: %s\n", err);
+		return 1;
+	}
+	fwd_upstream_stats_t st;
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.link && strcmp(st.link, "steer-d0") == 0, "device found: %s",
+	      st.link ? st.link : "(none)");
+	static const struct {
+		const char *cmd;
+		fwd_fault_t want;
+	} steps[] = {
+	    {"ip link set steer-d1 down", FWD_FAULT_LINK_DOWN},   /* far side: no carrier */
+	    {"ip link set steer-d1 up", FWD_FAULT_UPSTREAM_DOWN}, /* until probes prove it */
+	    {"ip link set steer-d0 down", FWD_FAULT_LINK_DOWN},   /* admin down */
+	    {"ip link set steer-d0 up", FWD_FAULT_UPSTREAM_DOWN},
+	    {"ip link del steer-d0", FWD_FAULT_LINK_DOWN}, /* gone */
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(steps); i++) {
+		CHECK(system(steps[i].cmd) == 0, "%s", steps[i].cmd);
+		bool seen = false;
+		uint64_t t0 = mono_ms();
+		while (!seen && mono_ms() - t0 < 2000) {
+			(void)fwd_engine_upstream(e, 0, &st);
+			seen = st.fault == steps[i].want;
+			if (!seen)
+				usleep(2000);
+		}
+		CHECK(seen, "%s: %s (want %s)", steps[i].cmd, fwd_fault_str(st.fault),
+		      fwd_fault_str(steps[i].want));
+		CHECK(mono_ms() - t0 < 500, "%s: seen within %llu ms", steps[i].cmd,
+		      (unsigned long long)(mono_ms() - t0));
+	}
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+	rcu_unregister_thread();
+	return unit_failed ? 1 : 0;
+}
+
+static void test_netlink(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(netlink_child());
+	int status = 0;
+	waitpid(pid, &status, 0);
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	if (code == 77) {
+		printf("test_netlink: skipped (no network namespace or ip(8))\n");
+		return;
+	}
+	CHECK(code == 0, "link state over rtnetlink (child exit %d)", code);
+}
+
+static void test_no_descriptors(void)
+{
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	setup_t s = {.probe_interval_ms = 50};
+	fwd_engine_t *e = engine_new(up, 1, &s);
+	reply_t r = ask(e, "q-fd1.example.test", 30, false, 2000);
+	CHECK(r.ok && r.rcode == 0, "answer before");
+	/* No descriptor left for the engine: every socket() fails with EMFILE. */
+	struct rlimit old, low;
+	getrlimit(RLIMIT_NOFILE, &old);
+	int probe_fd = dup(0);
+	close(probe_fd);
+	low = old;
+	low.rlim_cur = (rlim_t)probe_fd;
+	setrlimit(RLIMIT_NOFILE, &low);
+	r = ask(e, "q-fd2.example.test", 31, false, 2000);
+	usleep(200000); /* probe rounds come and go, unsent */
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK(r.ok && r.id == 31 && r.rcode == DNS_RCODE_SERVFAIL, "SERVFAIL at once (rcode %u)",
+	      r.rcode);
+	fwd_upstream_stats_t st;
+	(void)fwd_engine_upstream(e, 0, &st);
+	CHECK(st.fault == FWD_FAULT_NONE && st.timeouts == 0 && !st.suspect,
+	      "the upstream is not blamed (%s, %llu timeouts)", fwd_fault_str(st.fault),
+	      (unsigned long long)st.timeouts);
+	fwd_engine_stats_t es;
+	get_stats(e, &es);
+	CHECK(es.socket_errors >= 1, "socket errors counted (%llu)",
+	      (unsigned long long)es.socket_errors);
+	r = ask(e, "q-fd3.example.test", 32, false, 2000);
+	CHECK(r.ok && r.rcode == 0, "answers again");
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+}
+
 int main(void)
 {
+	test_netlink(); /* first: it forks, before any thread exists */
 	rcu_register_thread();
 	test_answer_then_cache();
 	test_retry_to_second();
@@ -1098,6 +1239,7 @@ int main(void)
 	test_links();
 	test_garbage();
 	test_0x20();
+	test_no_descriptors();
 	rcu_unregister_thread();
 	return unit_finish("test_fwd_engine");
 }
