@@ -318,6 +318,7 @@ int fwd_engine_new(const fwd_engine_opts_t *opts, fwd_engine_t **out, char *err,
 	e->max_pending = opts->max_pending ? opts->max_pending : FWD_ENGINE_MAX_PENDING;
 	e->stale_after_ms = opts->stale_after_ms ? opts->stale_after_ms : FWD_ENGINE_STALE_AFTER_MS;
 	e->use_0x20 = opts->use_0x20;
+	e->udp_payload = opts->cache.edns_payload;
 	seed_rng(e, opts->seed);
 	if (opts->n_port_exclude) {
 		if (!opts->port_exclude) {

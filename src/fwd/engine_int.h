@@ -152,6 +152,7 @@ struct fwd_engine {
 	_Atomic uint64_t refused_full;
 	uint32_t max_pending, stale_after_ms;
 	bool use_0x20;
+	uint16_t udp_payload; /* our UDP ceiling towards clients (the cache's edns_payload) */
 	uint16_t (*port_exclude)[2];
 	size_t n_port_exclude;
 

@@ -28,7 +28,7 @@ static uint16_t client_limit(const fwd_req_t *r)
 		return DNS_MSG_MAXLEN;
 	if (!r->q.has_edns)
 		return DNS_UDP_MINLEN;
-	return r->q.edns_payload < FWD_WIRE_PAYLOAD ? r->q.edns_payload : FWD_WIRE_PAYLOAD;
+	return r->q.edns_payload < r->e->udp_payload ? r->q.edns_payload : r->e->udp_payload;
 }
 
 static void report(fwd_engine_t *e, uint32_t id, fwd_result_t res, uint32_t rtt_us)
@@ -106,7 +106,7 @@ static void send_servfail(fwd_req_t *r)
 	if (dns_msg_begin(&m, &r->q, DNS_RCODE_SERVFAIL) != 0)
 		return;
 	dns_msg_set_flags(&m, DNS_FLAG_RA, 0);
-	if (r->q.has_edns && dns_msg_put_opt(&m, FWD_WIRE_PAYLOAD, 0, r->q.edns_do, NULL, 0) != 0)
+	if (r->q.has_edns && dns_msg_put_opt(&m, e->udp_payload, 0, r->q.edns_do, NULL, 0) != 0)
 		return;
 	size_t len = dns_msg_finish(&m);
 	e->st.servfail++;
