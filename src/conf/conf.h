@@ -171,11 +171,11 @@ typedef struct {
 
 /* A domain suffix and the upstreams that resolve it, in preference order. */
 typedef struct {
-	char *domain;         /* presentation form with trailing dot: "." or "corp.example." */
-	char *policy;         /* ordered | round-robin | fastest */
+	char *domain; /* presentation form with trailing dot: "." or "corp.example." */
+	char *policy; /* ordered | round-robin | fastest */
 	conf_upstream_t *upstreams;
 	size_t n_upstreams;
-	char *probe_name;     /* recursive probes ask <nonce>.<probe_name>; NULL = the root */
+	char *probe_name;         /* recursive probes ask <nonce>.<probe_name>; NULL = the root */
 	unsigned probe_interval;  /* ms, default 1000 */
 	unsigned probe_timeout;   /* ms, default 500, below the interval */
 	unsigned probe_fall;      /* default 2 */
@@ -190,13 +190,13 @@ typedef struct {
 typedef struct {
 	steer_prefix_t *allow_recursion; /* who may recurse; empty = nobody (REFUSED) */
 	size_t n_allow_recursion;
-	uint64_t cache_max_size;  /* bytes, default 256 MiB */
-	unsigned cache_min_ttl;   /* seconds, default 0 */
-	unsigned cache_max_ttl;   /* seconds, default 86400 */
+	uint64_t cache_max_size;         /* bytes, default 256 MiB */
+	unsigned cache_min_ttl;          /* seconds, default 0 */
+	unsigned cache_max_ttl;          /* seconds, default 86400 */
 	unsigned cache_max_negative_ttl; /* seconds, default 3600 (RFC 2308) */
-	unsigned serve_stale;     /* seconds: TTL of stale answers (RFC 8767), 0 = off; default 30 */
-	bool prefetch;            /* default true */
-	bool use_0x20;            /* default false */
+	unsigned serve_stale; /* seconds: TTL of stale answers (RFC 8767), 0 = off; default 30 */
+	bool prefetch;        /* default true */
+	bool use_0x20;        /* default false */
 	conf_fwd_group_t *groups; /* empty = no forwarding */
 	size_t n_groups;
 	unsigned line;

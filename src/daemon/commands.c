@@ -252,8 +252,8 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "forwarded", COUNTER(fc, forwarded), "norec_misses", COUNTER(fc, norec_miss),
 	    "overload", COUNTER(fc, overload), "prefetches", COUNTER(fc, cache.prefetches));
 	*data = json_pack(
-	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "queries", queries, "rcode",
-	    counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_slot_name, "RCODE"), "qtype",
+	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "queries", queries,
+	    "rcode", counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_slot_name, "RCODE"), "qtype",
 	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_slot_name, "TYPE"), "edns",
 	    COUNTER(st, edns), "edns_do", COUNTER(st, edns_do), "truncated", COUNTER(st, truncated),
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
@@ -681,15 +681,14 @@ static int be_cache(void *ctx, json_t **data, char *err, size_t errlen)
 	net_stats_t sum;
 	net_stats(s->net, &sum);
 	const fwd_cache_counters_t *hc = &sum.fwd.cache;
-	json_t *cache =
-	    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-	              "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes, "max_bytes",
-	              (json_int_t)cs.max_bytes, "hits", COUNTER(hc, hits), "misses",
-	              COUNTER(hc, misses), "stale_answers", COUNTER(hc, stale_answers),
-	              "prefetches", COUNTER(hc, prefetches), "truncated",
-	              COUNTER(hc, truncated), "evictions", (json_int_t)cs.evictions, "expired",
-	              (json_int_t)cs.expired, "inserts", (json_int_t)cs.inserts, "replaced",
-	              (json_int_t)cs.replaced, "refused", (json_int_t)cs.refused);
+	json_t *cache = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "entries",
+	    (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes, "max_bytes",
+	    (json_int_t)cs.max_bytes, "hits", COUNTER(hc, hits), "misses", COUNTER(hc, misses),
+	    "stale_answers", COUNTER(hc, stale_answers), "prefetches", COUNTER(hc, prefetches),
+	    "truncated", COUNTER(hc, truncated), "evictions", (json_int_t)cs.evictions, "expired",
+	    (json_int_t)cs.expired, "inserts", (json_int_t)cs.inserts, "replaced",
+	    (json_int_t)cs.replaced, "refused", (json_int_t)cs.refused);
 	json_t *engine = json_pack(
 	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 	    "requests", (json_int_t)es.requests, "answered", (json_int_t)es.answered,
