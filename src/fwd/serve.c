@@ -40,9 +40,10 @@ static uint16_t udp_payload(const fwd_view_t *v, const dns_query_t *q)
 }
 
 static void prefetch(const fwd_view_t *v, const uint8_t *pkt, size_t len,
-                     const fwd_client_t *client)
+                     const fwd_serve_client_t *client)
 {
-	fwd_client_t none = *client;
+	fwd_client_t none;
+	client->fill(client->fill_arg, &none);
 	none.reply = NULL;
 	/* A refusal (engine full) only means the entry expires and the next miss fetches it. */
 	if (fwd_engine_submit(v->engine, pkt, len, &none, FWD_SUBMIT_PREFETCH) != 0)
@@ -50,12 +51,13 @@ static void prefetch(const fwd_view_t *v, const uint8_t *pkt, size_t len,
 }
 
 static fwd_serve_result_t hand_off(const fwd_view_t *v, const dns_query_t *q, const uint8_t *pkt,
-                                   size_t len, const fwd_client_t *client, bool stale_ok,
+                                   size_t len, const fwd_serve_client_t *client, bool stale_ok,
                                    uint8_t *resp, size_t resp_cap, size_t *resp_len,
                                    fwd_serve_counters_t *ctr)
 {
-	int ret =
-	    fwd_engine_submit(v->engine, pkt, len, client, stale_ok ? FWD_SUBMIT_STALE_OK : 0);
+	fwd_client_t who;
+	client->fill(client->fill_arg, &who);
+	int ret = fwd_engine_submit(v->engine, pkt, len, &who, stale_ok ? FWD_SUBMIT_STALE_OK : 0);
 	if (ret == 0) {
 		STEER_COUNTER_INC(ctr->forwarded);
 		return FWD_SERVE_QUEUED;
@@ -66,13 +68,14 @@ static fwd_serve_result_t hand_off(const fwd_view_t *v, const dns_query_t *q, co
 }
 
 fwd_serve_result_t fwd_serve(const fwd_view_t *v, const dns_query_t *q, const uint8_t *pkt,
-                             size_t len, const fwd_client_t *client, uint64_t now_ms, uint8_t *resp,
-                             size_t resp_cap, size_t *resp_len, fwd_serve_counters_t *ctr)
+                             size_t len, const fwd_serve_client_t *client, uint64_t now_ms,
+                             uint8_t *resp, size_t resp_cap, size_t *resp_len,
+                             fwd_serve_counters_t *ctr)
 {
 	*resp_len = 0;
 	if (v->engine == NULL || !fwd_serve_type_ok(q->qtype) || q->qclass != DNS_CLASS_IN)
 		return FWD_SERVE_REFUSED;
-	if (!steer_prefix_list_match(v->allow, v->n_allow, &client->remote)) {
+	if (!steer_prefix_list_match(v->allow, v->n_allow, client->remote)) {
 		STEER_COUNTER_INC(ctr->refused);
 		return FWD_SERVE_REFUSED;
 	}

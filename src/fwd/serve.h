@@ -47,14 +47,30 @@ typedef enum {
 } fwd_serve_result_t;
 
 /**
+ * Describe the client of the query being served into @p out, for a hand-off to the engine:
+ * the transport's callback, called only when a query (or a prefetch) goes to the engine, so
+ * cache hits never pay for it.
+ */
+typedef void (*fwd_client_fill_cb)(void *arg, fwd_client_t *out);
+
+/**
  * True when queries of @p qtype may be forwarded: data types and ANY, not the meta types
  * (AXFR, IXFR, MAILA, MAILB, TSIG, TKEY, OPT).
  */
 bool fwd_serve_type_ok(uint16_t qtype);
 
+/* The client of a query being served, as a query thread knows it. */
+typedef struct {
+	const steer_sockaddr_t *remote; /* the client */
+	bool tcp;                       /* over TCP: no UDP size limit */
+	fwd_client_fill_cb fill;        /* the rest, for a hand-off */
+	void *fill_arg;
+} fwd_serve_client_t;
+
 /**
  * Serve the parsed client query @p q (DNS_QUERY_OK, @p pkt / @p len the packet it borrows)
- * from @p client, for a name outside our zones, at monotonic time @p now_ms: REFUSED unless
+ * from @p remote (over TCP when @p tcp), for a name outside our zones, at monotonic time
+ * @p now_ms; @p fill describes the client when the engine must answer. REFUSED unless
  * the client is in allow-recursion; else the cache (fresh; popular entries near expiry are
  * also handed to the engine for prefetch), else for RD=1 a hand-off to the engine (with the
  * stale entry, if any, as its fallback), for RD=0 SERVFAIL (answered from cache only). A
@@ -62,9 +78,9 @@ bool fwd_serve_type_ok(uint16_t qtype);
  * Inside an RCU read-side section. @p ctr: the calling thread's counters.
  */
 fwd_serve_result_t fwd_serve(const fwd_view_t *v, const dns_query_t *q, const uint8_t *pkt,
-                             size_t len, const fwd_client_t *client, uint64_t now_ms, uint8_t *resp,
-                             size_t resp_cap, size_t *resp_len, fwd_serve_counters_t *ctr)
-    STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
+                             size_t len, const fwd_serve_client_t *client, uint64_t now_ms,
+                             uint8_t *resp, size_t resp_cap, size_t *resp_len,
+                             fwd_serve_counters_t *ctr) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
 
 /**
  * Write an answer with @p rcode and no records to @p q into @p resp (@p cap bytes, at least

@@ -231,15 +231,14 @@ static bool forwardable(const net_view_t *view, const dns_query_t *q, dns_query_
 
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
-                  fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill, void *fill_arg,
+                  fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
                   bool *deferred)
 {
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(pkt, len, &q);
 	*deferred = false;
 	if (forwardable(view, &q, status)) {
-		fwd_client_t fc;
-		fill(fill_arg, &fc);
+		fwd_serve_client_t fc = {client->remote, client->tcp, fill, fill_arg};
 		size_t rlen;
 		fwd_serve_result_t r = fwd_serve(&view->fwd, &q, pkt, len, &fc, now_ms(), resp,
 		                                 resp_cap, &rlen, fwd_ctr);

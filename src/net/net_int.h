@@ -42,9 +42,6 @@ struct net {
 	bool started;
 };
 
-/* How a transport describes its client to the forwarder, filled only for a forwarded query. */
-typedef void (*net_client_fill_cb)(void *arg, fwd_client_t *out);
-
 /**
  * Answer the query @p pkt (@p len bytes) from @p client on a query thread, inside its RCU
  * read-side section on @p view: names inside our zones by auth_answer(), others by the
@@ -55,7 +52,7 @@ typedef void (*net_client_fill_cb)(void *arg, fwd_client_t *out);
  */
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
-                  fwd_serve_counters_t *fwd_ctr, net_client_fill_cb fill, void *fill_arg,
+                  fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
                   bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
 
 /**
