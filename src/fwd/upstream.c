@@ -577,6 +577,21 @@ static void decide(fwd_upstreams_t *set, up_t *u, fwd_probe_outcome_t o, uint64_
 	}
 }
 
+/*
+ * A recovering upstream returns at the first good round at least hold-down after its first
+ * good one; probe right then rather than at the next interval, so failback takes hold-down
+ * plus the time to see the recovery, not up to one interval more.
+ */
+static void probe_at_hold_down_end(const fwd_upstreams_t *set, up_t *u, uint64_t now_ms)
+{
+	if (u->fault == FWD_FAULT_NONE || u->good == 0)
+		return;
+	uint64_t ready = u->good_since_ms + hold_down(set, u);
+	if (ready > now_ms && ready < u->next_due_ms &&
+	    u->good + 1 >= set->groups[u->group].probe.rise)
+		u->next_due_ms = ready;
+}
+
 int fwd_upstream_probe_result(fwd_upstreams_t *set, uint32_t id, uint32_t seq,
                               fwd_probe_outcome_t outcome, uint32_t rtt_us, uint64_t now_ms)
 {
@@ -603,6 +618,7 @@ int fwd_upstream_probe_result(fwd_upstreams_t *set, uint32_t id, uint32_t seq,
 		return 0;
 	}
 	decide(set, u, outcome, now_ms);
+	probe_at_hold_down_end(set, u, now_ms);
 	return 0;
 }
 

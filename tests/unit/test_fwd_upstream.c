@@ -620,10 +620,35 @@ static void scenario_link_down(void)
 	int down = sim_find(s, 0, FWD_FAULT_UPSTREAM_DOWN, 25000);
 	int up = sim_find(s, 0, FWD_FAULT_NONE, 25000);
 	CHECK(down == 1 && s->log[down].at_ms == 25000, "link up: upstream-down until proven");
+	/* Its first good probe is right at the link's return, so it is back right at the
+	 * hold-down's end (the probe that proves it is brought forward to that moment). */
 	CHECK(up == 2 && s->log[up].at_ms - 25000 >= FWD_PROBE_HOLD_DOWN_MS &&
-	          s->log[up].at_ms - 25000 <= FWD_PROBE_HOLD_DOWN_MS + FWD_PROBE_INTERVAL_MS,
-	      "back after the hold-down");
+	          s->log[up].at_ms - 25000 <= FWD_PROBE_HOLD_DOWN_MS + 50,
+	      "back at the hold-down's end (took %llu)",
+	      up >= 0 ? (unsigned long long)(s->log[up].at_ms - 25000) : 0ULL);
 	CHECK(s->n_log == 3, "three changes (%zu)", s->n_log);
+	sim_free(s);
+}
+
+/*
+ * A hold-down that is not a whole number of probe intervals: the proving probe is sent when
+ * the hold-down ends, not at the next interval after it.
+ */
+static void scenario_hold_down_end(void)
+{
+	fwd_group_def_t def = group(".", FWD_POLICY_ORDERED, 2, links);
+	def.probe.hold_down_ms = 4500;
+	sim_t *s = sim_new(&def, 1, 8);
+	sim_run(s, 10000);
+	sim_link(s, 0, "eth1", false);
+	sim_run(s, 12000);
+	sim_link(s, 0, "eth1", true);
+	sim_run(s, 30000);
+	int up = sim_find(s, 0, FWD_FAULT_NONE, 12000);
+	uint64_t back = up >= 0 ? s->log[up].at_ms - 12000 : 0;
+	CHECK(up >= 0 && back >= 4500 && back <= 4550,
+	      "back 4.5 s after the link returned, not at the next interval (took %llu)",
+	      (unsigned long long)back);
 	sim_free(s);
 }
 
@@ -824,6 +849,7 @@ int main(void)
 	scenario_preferred_dies(false);
 	scenario_preferred_dies(true);
 	scenario_link_down();
+	scenario_hold_down_end();
 	scenario_degraded(false);
 	scenario_degraded(true);
 	for (uint64_t seed = 1; seed <= 5; seed++)
