@@ -58,20 +58,24 @@ def lab(tmp_path_factory):
     lab.close()
 
 
-def upstream_states(doc) -> dict[str, str]:
-    """{upstream name: fault class} from `steerctl --json upstreams` ("none" = up)."""
+def upstream_states(doc) -> dict[int, str]:
+    """{link number: fault class} from `steerctl --json upstreams` ("none" = up). Quick mode
+    names the upstreams upstream1, upstream2..., so the link is found by address."""
     items = doc
     if isinstance(doc, dict):
         items = doc.get("upstreams")
         if items is None:  # grouped: {"groups": [{"upstreams": [...]}, ...]}
             items = [u for g in doc.get("groups", []) for u in g.get("upstreams", [])]
     out = {}
-    for u in items or []:
+    for k, u in enumerate(items or []):
         state = u.get("fault", u.get("state"))
         if state in ("up", "ok", "healthy"):
             state = "none"
-        out[u.get("name")] = str(state)
-    if not out or None in out:
+        addr = str(u.get("address", ""))
+        link = next((n for n in (1, 2, 3) if addr.split(":")[0] == fwdlab.upstream_addr(n)),
+                    k + 1)
+        out[link] = str(state)
+    if not out or "None" in out.values():
         raise AssertionError(f"no upstream states in `steerctl upstreams`: {doc}")
     return out
 
@@ -83,7 +87,7 @@ class StatePoller(threading.Thread):
     def __init__(self, fwd, interval: float = 0.1):
         super().__init__(daemon=True)
         self.fwd, self.interval = fwd, interval
-        self.samples: list[tuple[float, dict[str, str]]] = []
+        self.samples: list[tuple[float, dict[int, str]]] = []
         self.error: Exception | None = None
         self._stop = threading.Event()
 
@@ -174,7 +178,7 @@ def test_no_flapping_at_30_percent_loss(lab):
         problems = fwd.stop_checked()
     assert not problems, problems
     assert poller.error is None, poller.error
-    during = [(t - start, s["link1"]) for t, s in poller.samples
+    during = [(t - start, s[1]) for t, s in poller.samples
               if m["t_fault"] <= t - start < m["t_heal"]]
     assert len(during) >= 20, poller.samples  # polled the whole loss, ~10 times a second
     ups = [st == "none" for _, st in during]

@@ -1,9 +1,9 @@
 """steerd's forwarder cache keeps to its memory cap under a random-name flood, in the lab
 (tests/integration/fwdlab.py): steerd from a config file with `forward: cache: { max-size:
-8M }`, bench/loadgen in the client namespace sending unique names (one socket, so in file
-order; never the same name twice) with RD set for 12 s (half
-*.bust.example.test, NOERROR, half nonexistent names in example.test, NXDOMAIN with an SOA:
-both cached), answered by link 1's Unbound.
+8M }`, bench/loadgen in the client namespace sending unique names with RD set for 12 s
+(one socket, so in file order, never the same name twice; half *.bust.example.test, NOERROR,
+half nonexistent names in example.test, NXDOMAIN with an SOA: both cached), answered by
+link 1's Unbound.
 
 Baseline: steerd's VmRSS once it answers, a few names are cached and its threads have run
 for a second, before the flood. Goal: VmHWM (peak RSS) after the flood <= baseline + cap +
