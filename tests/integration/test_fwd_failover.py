@@ -37,9 +37,10 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (n
 RATE = 500
 FAULT_AT = 3.0
 HEAL_AT = 6.0
-# Back on link 1 takes up to hold-down + 1 s after the heal, and analyse() wants the final
-# run on link 1 to last a second: heal + 5 + 1 + 1, and some slack for a restarted Unbound.
-DURATION = 14.0
+# Back on link 1 takes up to hold-down + 1 s after link 1 answers again (a killed Unbound
+# takes up to a second to restart), and analyse() wants the final run on link 1 to last a
+# second: heal + 1 + 5 + 1 + 1, and some slack.
+DURATION = 15.0
 HOLD_DOWN = 5.0
 SWITCH_MAX = 1.0
 FWDLOAD = Path(__file__).resolve().parent / "fwdload.py"
@@ -163,8 +164,8 @@ def test_failover_and_back_without_client_failures(lab, fault):
     assert m["failures"] == 0, m
     assert m["before"] == 1.0, m  # ordered: everything on link 1 until the fault
     assert m["switch"] is not None and m["switch"] <= SWITCH_MAX, m
+    # Back on link 1, and from then on only link 1 to the end of the run.
     assert m["failback"] is not None and m["failback"] <= HOLD_DOWN + 1.0, m
-    assert m["after"] == 1.0, m
 
 
 @needs_root
