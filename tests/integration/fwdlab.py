@@ -704,8 +704,13 @@ class Forwarder:
         self.lab = lab
         self.opts = kw
         self.proc: Proc | None = None
+        # One folder per instance: its config, log and control socket are its own.
         self.dir = lab.dir / f"fwd-{self.kind}"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        k = 1
+        while self.dir.exists():
+            k += 1
+            self.dir = lab.dir / f"fwd-{self.kind}-{k}"
+        self.dir.mkdir(parents=True)
 
     def argv(self) -> list[str]:
         raise NotImplementedError

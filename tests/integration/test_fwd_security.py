@@ -164,77 +164,6 @@ def test_upstream_queries_have_fresh_random_ports_and_ids(lab, steerd):
     assert min(ports) < 20000 and max(ports) > 50000, (min(ports), max(ports))
 
 
-def forged_reply(txid: int, question: bytes, addr: str = FORGED_ADDR) -> bytes:
-    """A reply (QR RD RA) to @question (wire, type and class included) with an A record for
-    its name, TTL 3600."""
-    hdr = struct.pack("!HHHHHH", txid, 0x8180, 1, 1, 0, 0)
-    rr = struct.pack("!HHHIH", 0xC00C, 1, 1, 3600, 4) + socket.inet_aton(addr)
-    return hdr + question + rr
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
-def test_forged_replies_are_dropped_and_not_cached(lab):
-    fwd = start(lab)
-    names = {kind: f"{uniq('forge')}.bust.{ZONE}" for kind in ("id", "port", "question")}
-    victim = f"www.{ZONE}"  # the name the wrong-question forgery claims to answer
-    results: dict[str, object] = {}
-
-    def ask(kind):
-        try:
-            results[kind] = query(lab.client, SERVICE, names[kind], source=CLIENT, timeout=3)
-        except Exception as e:  # reported below
-            results[kind] = e
-
-    lags = {}
-    try:
-        # Link 1's upstream goes silent, so the only replies arriving over link 1 are ours,
-        # while steerd's queries wait there until the in-request retry asks link 2.
-        lab.fault("drop", 1)
-        with lab.sniff(1) as sn:
-            threads = [threading.Thread(target=ask, args=(k,)) for k in names]
-            for t in threads:
-                t.start()
-            pending = dict(names)
-            deadline = time.monotonic() + 2
-            while pending and time.monotonic() < deadline:
-                for kind, name in list(pending.items()):
-                    seen = [p for p in sn.packets if p[6][:-4].lower() == wire_name(name)]
-                    if not seen:
-                        continue
-                    t_seen, _, sport, _, _, txid, question = seen[0]
-                    if kind == "id":
-                        lab.forge(1, sport, forged_reply(txid ^ 0x5A5A, question))
-                    elif kind == "port":
-                        lab.forge(1, sport, forged_reply(txid, question), sport=5353)
-                    else:
-                        other = wire_name(victim) + question[-4:]
-                        lab.forge(1, sport, forged_reply(txid, other))
-                    lags[kind] = time.monotonic() - t_seen
-                    del pending[kind]
-                time.sleep(0.001)
-            for t in threads:
-                t.join()
-        assert not pending, f"steerd sent nothing over link 1 for {sorted(pending)}"
-    finally:
-        lab.heal(wait=True)
-    try:
-        # The forgeries arrived while steerd still waited on link 1 (its retry timeout is at
-        # least 100 ms), so they were tested, not dropped by a closed socket.
-        assert all(v < 0.08 for v in lags.values()), lags
-        for kind, r in results.items():
-            assert isinstance(r, dns.message.Message), (kind, r)
-            assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [BUST_ADDR], (kind, r)
-        # Not cached either: asked again, the real data; the victim name was not poisoned.
-        for kind, name in names.items():
-            r = query(lab.client, SERVICE, name, source=CLIENT)
-            assert addrs(r) == [BUST_ADDR], (kind, r)
-        r = query(lab.client, SERVICE, victim, source=CLIENT)
-        assert addrs(r) == ["192.0.2.80"], r
-    finally:
-        problems = fwd.stop_checked()
-    assert not problems, problems
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def test_rd0_is_answered_from_cache_only(lab, steerd):
     cached = f"{uniq('rd')}.bust.{ZONE}"
@@ -305,3 +234,70 @@ def test_negative_answers_are_cached(lab, steerd):
         assert soa and soa[0].ttl <= 30, r  # the zone's negative TTL, counted down
     assert first >= 1
     assert len(asked(sns, name)) == first, "the second NXDOMAIN went upstream"
+
+
+def forged_reply(txid: int, question: bytes, addr: str = FORGED_ADDR) -> bytes:
+    """A reply (QR RD RA) to @question (wire, type and class included) with an A record for
+    its name, TTL 3600."""
+    hdr = struct.pack("!HHHHHH", txid, 0x8180, 1, 1, 0, 0)
+    rr = struct.pack("!HHHIH", 0xC00C, 1, 1, 3600, 4) + socket.inet_aton(addr)
+    return hdr + question + rr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_forged_replies_are_dropped_and_not_cached(lab, steerd):
+    # Last in the file: link 1 is down in steerd's eyes for a while afterwards.
+    names = {kind: f"{uniq('forge')}.bust.{ZONE}" for kind in ("id", "port", "question")}
+    victim = f"www.{ZONE}"  # the name the wrong-question forgery claims to answer
+    results: dict[str, object] = {}
+
+    def ask(kind):
+        try:
+            results[kind] = query(lab.client, SERVICE, names[kind], source=CLIENT, timeout=3)
+        except Exception as e:  # reported below
+            results[kind] = e
+
+    lags = {}
+    try:
+        # Link 1's upstream goes silent, so the only replies arriving over link 1 are ours,
+        # while steerd's queries wait there until the in-request retry asks link 2.
+        lab.fault("drop", 1)
+        with lab.sniff(1) as sn:
+            threads = [threading.Thread(target=ask, args=(k,)) for k in names]
+            for t in threads:
+                t.start()
+            pending = dict(names)
+            deadline = time.monotonic() + 2
+            while pending and time.monotonic() < deadline:
+                for kind, name in list(pending.items()):
+                    seen = [p for p in sn.packets if p[6][:-4].lower() == wire_name(name)]
+                    if not seen:
+                        continue
+                    t_seen, _, sport, _, _, txid, question = seen[0]
+                    if kind == "id":
+                        lab.forge(1, sport, forged_reply(txid ^ 0x5A5A, question))
+                    elif kind == "port":
+                        lab.forge(1, sport, forged_reply(txid, question), sport=5353)
+                    else:
+                        other = wire_name(victim) + question[-4:]
+                        lab.forge(1, sport, forged_reply(txid, other))
+                    lags[kind] = time.monotonic() - t_seen
+                    del pending[kind]
+                time.sleep(0.001)
+            for t in threads:
+                t.join()
+        assert not pending, f"steerd sent nothing over link 1 for {sorted(pending)}"
+    finally:
+        lab.heal(wait=True)
+    # The forgeries arrived while steerd still waited on link 1 (its retry timeout is at
+    # least 100 ms), so they were tested, not dropped by a closed socket.
+    assert all(v < 0.08 for v in lags.values()), lags
+    for kind, r in results.items():
+        assert isinstance(r, dns.message.Message), (kind, r)
+        assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [BUST_ADDR], (kind, r)
+    # Not cached either: asked again, the real data; the victim name was not poisoned.
+    for kind, name in names.items():
+        r = query(lab.client, SERVICE, name, source=CLIENT)
+        assert addrs(r) == [BUST_ADDR], (kind, r)
+    r = query(lab.client, SERVICE, victim, source=CLIENT)
+    assert addrs(r) == ["192.0.2.80"], r
