@@ -844,14 +844,17 @@ class Steerd(Forwarder):
         return argv + list(self.opts.get("args", []))
 
     def ctl(self, *args: str, timeout: float = 10) -> dict:
-        """`steerctl --json ARGS` against this steerd, parsed."""
+        """`steerctl --json ARGS` against this steerd: the reply's "data"."""
         res = subprocess.run([self.steerctl(), "-s", str(self.socket), "--json", "-t",
                               str(timeout), *args], capture_output=True, text=True,
                              timeout=timeout + 5)
         if res.returncode != 0:
             raise RuntimeError(f"steerctl {' '.join(args)}: exit {res.returncode}: "
                                f"{res.stderr.strip() or res.stdout.strip()}")
-        return json.loads(res.stdout)
+        doc = json.loads(res.stdout)
+        if not doc.get("ok"):
+            raise RuntimeError(f"steerctl {' '.join(args)}: {doc}")
+        return doc["data"]
 
     def full_log(self) -> str:
         try:

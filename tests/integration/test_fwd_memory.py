@@ -131,12 +131,13 @@ def test_random_name_flood_stays_within_the_cache_cap(lab):
             return b"".join(bytes([len(x)]) + x.encode() for x in n.split(".")) + b"\0"
         first_missed = sum(1 for n in first if wire(n) in upstream)
         last_missed = sum(1 for n in last if wire(n) in upstream)
+        cache = fwd.ctl("cache")["cache"]
     finally:
         problems = fwd.stop_checked()
     assert not problems, problems
     info = (f"baseline {base} KiB, peak {peak} KiB, after {now} KiB, samples max "
             f"{max(samples) if samples else 0} KiB; first names missed {first_missed}, "
-            f"last names missed {last_missed}; loadgen {res}")
+            f"last names missed {last_missed}; cache {cache}; loadgen {res}")
     print(info)
     assert answered >= 60_000, info  # the flood happened, answered
     assert min(res["rcodes"].get("NOERROR", 0), res["rcodes"].get("NXDOMAIN", 0)) > 20_000, info
@@ -144,6 +145,9 @@ def test_random_name_flood_stays_within_the_cache_cap(lab):
     # The cap held: peak within baseline + cap + 20 %.
     limit = base + int(CAP_MIB * 1024 * 1.2)
     assert peak <= limit, info
+    # The cache's own account: at its cap, and it evicted.
+    assert cache["max_bytes"] == CAP_MIB << 20 and cache["bytes"] <= cache["max_bytes"], info
+    assert cache["evictions"] > 0, info
     # It was a cache, and it evicted: the last names hit, most of the first ones were gone.
     assert last_missed <= len(last) // 10, (last_missed, info)
     assert first_missed >= len(first) // 2, (first_missed, info)

@@ -181,6 +181,7 @@ def test_rd0_is_answered_from_cache_only(lab, steerd):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def test_truncated_upstream_reply_is_asked_again_over_tcp(lab, steerd):
     tcp_before = sum(lab.upstream_queries(n)[1] for n in lab.up)
+    engine_tcp = steerd.ctl("cache")["engine"]["tcp_queries"]
     with sniff_all(lab) as sns:
         r = query(lab.client, SERVICE, BIG_NAME, "TXT", source=CLIENT, tcp=True, timeout=3)
     assert r.rcode() == dns.rcode.NOERROR, r
@@ -191,6 +192,7 @@ def test_truncated_upstream_reply_is_asked_again_over_tcp(lab, steerd):
     assert asked(sns, BIG_NAME), "the first try goes over UDP"
     # The upstream's UDP reply had TC=1: steerd asked again over TCP.
     assert sum(lab.upstream_queries(n)[1] for n in lab.up) > tcp_before
+    assert steerd.ctl("cache")["engine"]["tcp_queries"] > engine_tcp
     # From the cache now; over UDP the client gets it whole or (beyond steerd's UDP size) TC=1.
     q = dns.message.make_query(BIG_NAME, "TXT", use_edns=0, payload=4096)
     r = dns.message.from_wire(raw_udp(lab, q.to_wire()), ignore_trailing=True)
@@ -258,6 +260,7 @@ def test_forged_replies_are_dropped_and_not_cached(lab, steerd):
             results[kind] = e
 
     lags = {}
+    before = steerd.ctl("cache")["engine"]["replies"]
     try:
         # Link 1's upstream goes silent, so the only replies arriving over link 1 are ours,
         # while steerd's queries wait there until the in-request retry asks link 2.
@@ -290,8 +293,12 @@ def test_forged_replies_are_dropped_and_not_cached(lab, steerd):
     finally:
         lab.heal(wait=True)
     # The forgeries arrived while steerd still waited on link 1 (its retry timeout is at
-    # least 100 ms), so they were tested, not dropped by a closed socket.
+    # least 100 ms), so they were tested, not dropped by a closed socket: steerd counted the
+    # wrong ID and the wrong question (the kernel drops the wrong port: connected sockets).
     assert all(v < 0.08 for v in lags.values()), lags
+    after = steerd.ctl("cache")["engine"]["replies"]
+    assert after["wrong-id"] > before["wrong-id"], (before, after)
+    assert after["wrong-question"] > before["wrong-question"], (before, after)
     for kind, r in results.items():
         assert isinstance(r, dns.message.Message), (kind, r)
         assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [BUST_ADDR], (kind, r)
