@@ -45,8 +45,10 @@ Names (hierarchy: root -> test. -> example.test.):
 from __future__ import annotations
 
 import ctypes
+import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -855,6 +857,20 @@ class Steerd(Forwarder):
         if not doc.get("ok"):
             raise RuntimeError(f"steerctl {' '.join(args)}: {doc}")
         return doc["data"]
+
+    # Every upstream state change is logged once: "upstream NAME (ADDR): FROM -> TO: reason".
+    STATE_LINE = re.compile(r"^(\S+) steerd\[\w+\]: upstream \S+ \(([^)]+)\): (\S+) -> (\S+): ")
+
+    def state_changes(self, addr: str) -> list[tuple[float, str, str]]:
+        """(wall-clock time, from, to) of every state change steerd logged for the upstream
+        at @addr ("10.53.1.53"), oldest first."""
+        out = []
+        for line in self.full_log().splitlines():
+            m = self.STATE_LINE.match(line)
+            if m and m.group(2).split(":")[0] == addr:  # "10.53.1.53" or "10.53.1.53:53"
+                out.append((datetime.datetime.fromisoformat(m.group(1)).timestamp(),
+                            m.group(3), m.group(4)))
+        return out
 
     def full_log(self) -> str:
         try:
