@@ -96,6 +96,7 @@ typedef struct {
 	unsigned window, sockets, batch, connections, pipeline;
 	unsigned timeout_ms;
 	unsigned edns; /* advertised UDP size, 0 = no OPT record */
+	bool rd;       /* set RD in every query (a forwarder answers RD=0 from cache only) */
 	bool tcp, json, gso;
 } opts_t;
 
@@ -287,7 +288,7 @@ static const char *name_to_wire(const char *name, uint8_t *out, size_t *out_len)
 	return NULL;
 }
 
-static const char *qset_add(qset_t *qs, const char *name, const char *type, unsigned edns)
+static const char *qset_add(qset_t *qs, const char *name, const char *type, unsigned edns, bool rd)
 {
 	uint8_t wire[QUERY_MAX];
 	size_t nlen;
@@ -300,6 +301,7 @@ static const char *qset_add(qset_t *qs, const char *name, const char *type, unsi
 		return err;
 	}
 	memset(wire, 0, 12);
+	put16(wire + 2, rd ? 0x0100 : 0);   /* flags: RD or nothing */
 	put16(wire + 4, 1);                 /* QDCOUNT */
 	put16(wire + 10, edns > 0 ? 1 : 0); /* ARCOUNT */
 	size_t len = 12 + nlen;
@@ -331,7 +333,7 @@ static const char *qset_add(qset_t *qs, const char *name, const char *type, unsi
 }
 
 /* Reads "name type" lines; blank lines and lines starting with '#' are skipped. */
-static void qset_load(qset_t *qs, const char *path, unsigned edns)
+static void qset_load(qset_t *qs, const char *path, unsigned edns, bool rd)
 {
 	FILE *f = fopen(path, "r");
 	if (f == NULL) {
@@ -350,7 +352,7 @@ static void qset_load(qset_t *qs, const char *path, unsigned edns)
 		if (n != 2) {
 			die("%s:%u: expected 'name type'", path, lineno);
 		}
-		const char *err = qset_add(qs, name, type, edns);
+		const char *err = qset_add(qs, name, type, edns, rd);
 		if (err != NULL) {
 			die("%s:%u: %s: '%s %s'", path, lineno, err, name, type);
 		}
@@ -1093,6 +1095,7 @@ static void usage(FILE *f)
 	      "  --qname NAME         query name without --queries, default www.example.test\n"
 	      "  --qtype TYPE         query type without --queries, default A\n"
 	      "  --edns SIZE          add an OPT record advertising SIZE (0 = none, default)\n"
+	      "  --rd                 set RD (recursion desired) in every query; default clear\n"
 	      "  --ecs-file FILE      one subnet per line ('198.51.100.0/24', '2001:db8::/56'):\n"
 	      "                       query i carries subnet i mod N as an ECS option (needs\n"
 	      "                       --edns); max(queries, subnets) packets are prebuilt\n"
@@ -1135,6 +1138,7 @@ static const opt_spec_t k_opts[] = {
     OPT("qname", ARG_STR, qname, 0, 0),
     OPT("qtype", ARG_STR, qtype, 0, 0),
     OPT("edns", ARG_UINT, edns, 0, 65535),
+    OPT("rd", ARG_SET, rd, 0, 0),
     OPT("ecs-file", ARG_STR, ecs_file, 0, 0),
     OPT("timeout", ARG_UINT, timeout_ms, 1, 60000),
     OPT("json", ARG_SET, json, 0, 0),
@@ -1330,9 +1334,9 @@ int main(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	qset_t qs = {0};
 	if (o.queries_file != NULL) {
-		qset_load(&qs, o.queries_file, o.edns);
+		qset_load(&qs, o.queries_file, o.edns, o.rd);
 	} else {
-		const char *err = qset_add(&qs, o.qname, o.qtype, o.edns);
+		const char *err = qset_add(&qs, o.qname, o.qtype, o.edns, o.rd);
 		if (err != NULL) {
 			die("--qname/--qtype: %s", err);
 		}

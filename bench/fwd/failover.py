@@ -12,7 +12,9 @@ the shared machine spreads over all of them; one lab serves every run.
 Reported per kind and fault, median and max over trials: client-visible failures (no answer
 within 1 s, or SERVFAIL), the failure window, the time until every revealing query is answered
 by another link, the time back on link 1 after the heal, and link changes while the fault
-lasts (flaps; the figure that matters at 30 % loss).
+lasts (flaps; the figure that matters at 30 % loss). For steerd also the state changes of
+link 1 it logged while the fault lasted: its own view, which in-request retries (a lost query
+answered over link 2) do not blur.
 
 Usage: bench/fwd/failover.py [--kinds dnsdist,unbound] [--faults ...] [--trials 2]
        [--rate 500] [--json FILE] [--steerd PATH]       (root; see bench/README.md)
@@ -57,6 +59,7 @@ def one_run(lab: fwdlab.Lab, kind: str, fault: str, a, seed: int, workdir: Path)
             fwdlab.answers(lab.client, fwdlab.SERVICE, name, source=fwdlab.CLIENT, timeout=1)
         out = workdir / f"load-{kind}-{fault}-{seed}.json"
         start = time.monotonic() + 0.5
+        wall_start = time.time() + (start - time.monotonic())
         load = subprocess.Popen([sys.executable, str(ROOT / "tests/integration/fwdload.py"),
                                  "--netns", lab.client, "--rate", str(a.rate), "--duration",
                                  str(a.duration), "--seed", str(seed), "--start-at",
@@ -83,6 +86,12 @@ def one_run(lab: fwdlab.Lab, kind: str, fault: str, a, seed: int, workdir: Path)
         fwd.stop()
     m = fwdload.analyse(res["records"], t_fault, t_heal, t_up=t_up)
     m.update(kind=kind, fault=fault, seed=seed, t_fault=t_fault, t_heal=t_heal, t_up=t_up)
+    # steerd logs its view of each upstream: state changes of link 1 while the fault lasts
+    # (with in-request retries, "link changes" of the answers are not state changes).
+    m["states"] = None
+    if kind == "steerd":
+        m["states"] = sum(1 for t, _, _ in fwd.state_changes(fwdlab.upstream_addr(1))
+                          if t_fault <= t - wall_start < t_heal)
     return m
 
 
@@ -100,10 +109,17 @@ def fmt_count(values: list) -> str:
     return f"{statistics.median(values):g} / {max(values)}"
 
 
+def states(rs: list[dict]) -> str:
+    """median / max of the logged state changes (steerd only; "-" for the others)."""
+    v = [r.get("states") for r in rs]
+    return "-" if None in v else fmt_count(v)
+
+
 def table(results: list[dict], a) -> str:
     rows = ["| forwarder | fault | failures | failure window s | all on link 2 s | "
-            "back on link 1 s | link changes | slow (0.5-1 s) | on link 1 before / end |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "back on link 1 s | link changes | slow (0.5-1 s) | on link 1 before / end | "
+            "link 1 state changes |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for kind in a.kinds:
         for fault in a.faults:
             rs = [r for r in results if r["kind"] == kind and r["fault"] == fault]
@@ -117,7 +133,8 @@ def table(results: list[dict], a) -> str:
                 f"{fmt_count([r['flaps'] for r in rs])} | "
                 f"{fmt_count([r['slow'] for r in rs])} | "
                 f"{statistics.median(r['before'] for r in rs):.0%} / "
-                f"{statistics.median(r['after'] for r in rs):.0%} |")
+                f"{statistics.median(r['after'] for r in rs):.0%} | "
+                f"{states(rs)} |")
     return "\n".join(rows)
 
 
@@ -210,6 +227,7 @@ def main() -> int:
                           f"window {m['window']:5.2f} switch {sw:>5} failback {fb:>5} "
                           f"changes {m['flaps']:3} slow {m['slow']:3} "
                           f"link1 {m['before']:4.0%}/{m['after']:4.0%} "
+                          f"states {'-' if m['states'] is None else m['states']} "
                           f"({time.monotonic() - t:.0f} s)", flush=True)
     print()
     print(f"{a.rate:g} q/s, fault at {a.fault_at:g} s, heal at {a.heal_at:g} s, "

@@ -37,6 +37,7 @@ Names (hierarchy: root -> test. -> example.test.):
   www.example.test A, c0..c199.example.test A (TTL 3600: the "cached" names),
   t0..t49.example.test A (TTL 5), *.bust.example.test A (TTL 60, wildcard: cache-busting),
   probe.example.test and *.probe.example.test A (TTL 1: probe names),
+  big.example.test TXT (12 strings, about 3 kB: too big for UDP, it takes TCP),
   *.whichlink.lab TXT "linkN" (TTL 0): answered by upstream N itself (Unbound local-data), so
   the answer says which link carried the query.
 """
@@ -44,8 +45,10 @@ Names (hierarchy: root -> test. -> example.test.):
 from __future__ import annotations
 
 import ctypes
+import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -75,6 +78,9 @@ TTL5_NAMES = [f"t{i}.{ZONE}" for i in range(50)]
 BUST_SUFFIX = f"bust.{ZONE}"
 PROBE_SUFFIX = f"probe.{ZONE}"
 WHICH_SUFFIX = "whichlink.lab"
+BIG_NAME = f"big.{ZONE}"
+# The strings of BIG_NAME's TXT: 12 x 250 bytes, distinct so a partial answer shows.
+BIG_TXT = [f"big{i:02d}-" + "abcdefghij" * 24 + "0123" for i in range(12)]
 
 FAULTS = ("link-down", "carrier-down", "drop", "kill", "cutoff", "loss30")
 FAULT_HELP = {
@@ -237,7 +243,8 @@ def leaf_zone() -> str:
     lines += [f"{n}. 3600 A 192.0.2.{i % 250 + 1}" for i, n in enumerate(CACHED_NAMES)]
     lines += [f"{n}. 5 A 198.51.100.{i % 250 + 1}" for i, n in enumerate(TTL5_NAMES)]
     lines += [f"*.{BUST_SUFFIX}. 60 A 203.0.113.1", f"{PROBE_SUFFIX}. 1 A 203.0.113.2",
-              f"*.{PROBE_SUFFIX}. 1 A 203.0.113.2"]
+              f"*.{PROBE_SUFFIX}. 1 A 203.0.113.2",
+              f"{BIG_NAME}. 3600 TXT " + " ".join(f'"{t}"' for t in BIG_TXT)]
     return "\n".join(lines) + "\n"
 
 
@@ -699,8 +706,13 @@ class Forwarder:
         self.lab = lab
         self.opts = kw
         self.proc: Proc | None = None
+        # One folder per instance: its config, log and control socket are its own.
         self.dir = lab.dir / f"fwd-{self.kind}"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        k = 1
+        while self.dir.exists():
+            k += 1
+            self.dir = lab.dir / f"fwd-{self.kind}-{k}"
+        self.dir.mkdir(parents=True)
 
     def argv(self) -> list[str]:
         raise NotImplementedError
@@ -779,22 +791,136 @@ forward-zone:
         return [UNBOUND, "-d", "-c", str(conf)]
 
 
+# Lines the sanitizers print when they find something (as tests/integration/conftest.py).
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "WARNING: AddressSanitizer", "runtime error:", "UndefinedBehaviorSanitizer")
+
+
 class Steerd(Forwarder):
     """steerd in quick mode: --forward UPSTREAM@SOURCE per link in order and
     --allow-recursion for the client network. @steerd: the binary (default $STEERD or
-    build/src/daemon/steerd); @args: more options."""
+    build/src/daemon/steerd); @args: more options.
+
+    @config: run from a YAML file instead (the configuration contract's `forward:` section,
+    see steerd_yaml()); a dict of steerd_yaml()'s keyword arguments, e.g.
+    {"cache": "{ max-size: 16M }"}. @zones: {origin: zone text} served as well (quick mode:
+    --zone, config: zones:)."""
 
     kind = "steerd"
 
-    def argv(self) -> list[str]:
+    def binary(self) -> str:
         root = Path(__file__).resolve().parents[2]
-        binary = self.opts.get("steerd") or os.environ.get("STEERD") or \
-            str(root / "build" / "src" / "daemon" / "steerd")
-        argv = [os.path.abspath(binary), "--listen", f"{SERVICE}:53", "--workers", "1"]
+        return os.path.abspath(self.opts.get("steerd") or os.environ.get("STEERD") or
+                               str(root / "build" / "src" / "daemon" / "steerd"))
+
+    def steerctl(self) -> str:
+        """$STEERCTL, else the steerctl of the build that holds the steerd binary."""
+        return os.path.abspath(os.environ.get("STEERCTL") or
+                               Path(self.binary()).resolve().parents[2] / "tools" / "steerctl")
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "steerd.sock"
+
+    def zone_files(self) -> dict[str, Path]:
+        out = {}
+        for origin, text in (self.opts.get("zones") or {}).items():
+            path = self.dir / f"{origin.strip('.')}.zone"
+            path.write_text(text)
+            out[origin.strip(".")] = path
+        return out
+
+    def argv(self) -> list[str]:
+        zones = self.zone_files()
+        if self.opts.get("config") is not None:
+            conf = self.dir / "steerd.yaml"
+            conf.write_text(steerd_yaml(self.lab, control_socket=self.socket, zones=zones,
+                                        **self.opts["config"]))
+            return [self.binary(), "-c", str(conf)] + list(self.opts.get("args", []))
+        argv = [self.binary(), "--listen", f"{SERVICE}:53", "--workers", "1"]
         for n in self.lab.up:
             argv += ["--forward", f"{upstream_addr(n)}@{link_source(n)}"]
-        argv += ["--allow-recursion", CLIENT_NET, "--control-socket", str(self.dir / "steerd.sock")]
+        for origin, path in zones.items():
+            argv += ["--zone", f"{origin}={path}"]
+        argv += ["--allow-recursion", CLIENT_NET, "--control-socket", str(self.socket)]
         return argv + list(self.opts.get("args", []))
+
+    def ctl(self, *args: str, timeout: float = 10) -> dict:
+        """`steerctl --json ARGS` against this steerd: the reply's "data"."""
+        res = subprocess.run([self.steerctl(), "-s", str(self.socket), "--json", "-t",
+                              str(timeout), *args], capture_output=True, text=True,
+                             timeout=timeout + 5)
+        if res.returncode != 0:
+            raise RuntimeError(f"steerctl {' '.join(args)}: exit {res.returncode}: "
+                               f"{res.stderr.strip() or res.stdout.strip()}")
+        doc = json.loads(res.stdout)
+        if not doc.get("ok"):
+            raise RuntimeError(f"steerctl {' '.join(args)}: {doc}")
+        return doc["data"]
+
+    # Every upstream state change is logged once: "upstream NAME (ADDR): FROM -> TO: reason".
+    STATE_LINE = re.compile(r"^(\S+) steerd\[\w+\]: upstream \S+ \(([^)]+)\): (\S+) -> (\S+): ")
+
+    def state_changes(self, addr: str) -> list[tuple[float, str, str]]:
+        """(wall-clock time, from, to) of every state change steerd logged for the upstream
+        at @addr ("10.53.1.53"), oldest first."""
+        out = []
+        for line in self.full_log().splitlines():
+            m = self.STATE_LINE.match(line)
+            if m and m.group(2).split(":")[0] == addr:  # "10.53.1.53" or "10.53.1.53:53"
+                out.append((datetime.datetime.fromisoformat(m.group(1)).timestamp(),
+                            m.group(3), m.group(4)))
+        return out
+
+    def full_log(self) -> str:
+        try:
+            return self.proc.log_path.read_text(errors="replace")
+        except (OSError, AttributeError):
+            return ""
+
+    def stop_checked(self) -> list[str]:
+        """Stop (SIGTERM) and say what was wrong: a crash before the stop, an exit status
+        other than 0, a sanitizer report in the log. Empty: a clean run."""
+        problems = []
+        if self.proc and not self.proc.alive():
+            problems.append(f"steerd exited on its own ({self.proc.proc.returncode})")
+        self.stop()
+        if self.proc and self.proc.proc.returncode not in (0, None) and not problems:
+            problems.append(f"steerd exit status {self.proc.proc.returncode}")
+        log = self.full_log()
+        problems += [f"sanitizer: {m}" for m in SANITIZER_MARKERS if m in log]
+        if problems:
+            problems.append(log[-3000:])
+        return problems
+
+
+def steerd_yaml(lab: Lab, *, control_socket: Path, zones: dict[str, Path] | None = None,
+                cache: str | None = None, probe: str | None = None,
+                retry_timeout: str | None = None, policy: str = "ordered",
+                allow: list[str] | None = None, extra: str = "") -> str:
+    """A steerd configuration per the forwarder's configuration contract: SERVICE:53, one
+    worker, `forward:` with allow-recursion (@allow, default the client network), one group
+    "." with the links' upstreams in order (name linkN, address, source), and the flow-style
+    mappings @cache and @probe as written (e.g. "{ max-size: 16M }"), @retry_timeout
+    ("400ms"). @zones: {origin: file}."""
+    allow = [CLIENT_NET] if allow is None else allow
+    lines = ["server:", f"  listen: [\"{SERVICE}:53\"]", "  workers: 1", "  tcp-workers: 1",
+             f"  control-socket: {control_socket}"]
+    if zones:
+        lines.append("zones:")
+        for origin, path in zones.items():
+            lines += [f"  - domain: {origin}", f"    file: {path}"]
+    lines += ["forward:", f"  allow-recursion: [{', '.join(allow)}]"]
+    if cache:
+        lines.append(f"  cache: {cache}")
+    lines += ["  groups:", "    - domain: .", f"      policy: {policy}", "      upstreams:"]
+    lines += [f"        - {{ name: link{n}, address: {upstream_addr(n)}, "
+              f"source: {link_source(n)} }}" for n in lab.up]
+    if probe:
+        lines.append(f"      probe: {probe}")
+    if retry_timeout:
+        lines.append(f"      retry-timeout: {retry_timeout}")
+    return "\n".join(lines) + "\n" + extra
 
 
 KINDS: dict[str, type[Forwarder]] = {"dnsdist": Dnsdist, "unbound": UnboundForwarder,

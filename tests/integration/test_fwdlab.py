@@ -15,6 +15,8 @@ import fwdlab
 import fwdload
 from fwdlab import CLIENT, SERVICE, ZONE, answers, link_source, upstream_addr, which_link
 
+pytestmark = pytest.mark.lab
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network "
                                 "namespaces)")
 
