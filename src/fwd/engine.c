@@ -20,6 +20,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "dns/dname.h"
+#include "dns/wire.h"
 #include "fwd/engine_int.h"
 
 uint64_t fwd_eng_now_ms(void)
@@ -63,6 +64,47 @@ bool fwd_eng_local_error(int err)
 	       err == STEER_ENOENT || err == STEER_ESPACE || err == STEER_EINVAL;
 }
 
+static bool recent_seen(const fwd_recent_t *r, uint16_t v)
+{
+	return (r->bits[v / 64] >> (v % 64)) & 1;
+}
+
+static void recent_add(fwd_recent_t *r, uint16_t v)
+{
+	uint32_t slot = r->n % FWD_RECENT;
+	if (r->n >= FWD_RECENT) {
+		uint16_t old = r->ring[slot];
+		r->bits[old / 64] &= ~(UINT64_C(1) << (old % 64));
+	}
+	r->ring[slot] = v;
+	r->bits[v / 64] |= UINT64_C(1) << (v % 64);
+	r->n++;
+}
+
+void fwd_eng_fresh_id(fwd_engine_t *e, uint8_t *msg, fwd_wire_pending_t *p)
+{
+	uint16_t id = p->id;
+	while (recent_seen(&e->recent_ids, id))
+		id = (uint16_t)fwd_rng_u32(&e->rng);
+	wire_write_u16(msg, id);
+	p->id = id;
+	recent_add(&e->recent_ids, id);
+}
+
+/* A random source port of the wide range, not excluded and not among the recent ones. */
+static int fresh_port(fwd_engine_t *e)
+{
+	int port = STEER_ENOENT;
+	/* One draw in 60 is recent: 16 draws leave a chance below 10^-28 of giving up. */
+	for (int draw = 0; draw < 16; draw++) {
+		port = fwd_wire_port_pick(&e->rng, FWD_WIRE_PORT_MIN, FWD_WIRE_PORT_MAX,
+		                          (const uint16_t(*)[2])e->port_exclude, e->n_port_exclude);
+		if (port < 0 || !recent_seen(&e->recent_ports, (uint16_t)port))
+			return port;
+	}
+	return port;
+}
+
 int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id)
 {
 	const fwd_eup_t *u = &e->eup[id];
@@ -79,9 +121,7 @@ int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id)
 	}
 	int ret = STEER_ENOENT;
 	for (int i = 0; i < FWD_BIND_TRIES; i++) {
-		int port =
-		    fwd_wire_port_pick(&e->rng, FWD_WIRE_PORT_MIN, FWD_WIRE_PORT_MAX,
-		                       (const uint16_t(*)[2])e->port_exclude, e->n_port_exclude);
+		int port = fresh_port(e);
 		if (port < 0) {
 			ret = port;
 			break;
@@ -91,6 +131,7 @@ int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id)
 		else
 			local.sin6.sin6_port = htons((uint16_t)port);
 		if (bind(fd, &local.sa, steer_sockaddr_len(&local)) == 0) {
+			recent_add(&e->recent_ports, (uint16_t)port);
 			ret = 0;
 			break;
 		}

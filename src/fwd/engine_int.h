@@ -26,6 +26,22 @@
 /* Largest DNS message plus the TCP length prefix. */
 #define FWD_TCP_BUF (2 + DNS_MSG_MAXLEN)
 
+/* Upstream IDs and source ports are not reused within this many queries (see fwd_recent_t). */
+#define FWD_RECENT 1024
+
+/*
+ * The last FWD_RECENT values of a 16-bit field (query IDs, source ports) as a ring and a
+ * bitmap. Fresh values are drawn at random as before, and one seen this recently is drawn
+ * again: a late reply to an earlier query can never match a new one, and a window of 500
+ * queries never repeats a port or an ID. The guessing odds of a blind spoofer move from
+ * 1/65536 to at most 1/64512.
+ */
+typedef struct {
+	uint64_t bits[65536 / 64];
+	uint16_t ring[FWD_RECENT];
+	uint32_t n; /* values added so far */
+} fwd_recent_t;
+
 typedef enum {
 	FWD_NODE_REQ,
 	FWD_NODE_FLUSH,
@@ -163,6 +179,7 @@ struct fwd_engine {
 	fwd_egroup_t *groups;
 	size_t n_groups;
 	fwd_rng_t rng;
+	fwd_recent_t recent_ids, recent_ports;
 
 	/* Taken by the engine thread around calls that change the upstream set and to
 	 * publish its counters, by the control thread to copy them. */
@@ -190,10 +207,16 @@ bool fwd_eng_local_error(int err);
 
 /**
  * Open a non-blocking UDP socket for upstream @p id: bound to its source address (or the
- * wildcard of its family) and a random port of the wide range minus the excluded ones,
- * connected to the upstream. Returns the fd or a negative steer_err.
+ * wildcard of its family) and a random port of the wide range minus the excluded ones and
+ * the recently used ones, connected to the upstream. Returns the fd or a negative steer_err.
  */
 int fwd_eng_udp_open(fwd_engine_t *e, uint32_t id) STEER_NONNULL(1);
+
+/**
+ * Give the query just built in @p msg (its pending state @p p) an ID not used by the last
+ * FWD_RECENT queries, and remember it.
+ */
+void fwd_eng_fresh_id(fwd_engine_t *e, uint8_t *msg, fwd_wire_pending_t *p) STEER_NONNULL(1, 2, 3);
 
 /* Requests (engine_req.c). @p r is on the engine's list; start it (or end it at once). */
 void fwd_eng_req_start(fwd_engine_t *e, fwd_req_t *r) STEER_NONNULL(1, 2);

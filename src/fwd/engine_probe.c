@@ -132,6 +132,7 @@ static int leg_send(fwd_probe_run_t *run, fwd_probe_leg_t *l, const char *nonce)
 	                            &l->pend);
 	if (qlen < 0)
 		return qlen;
+	fwd_eng_fresh_id(e, q, &l->pend);
 	int fd = fwd_eng_udp_open(e, run->p.upstream);
 	if (fd < 0) {
 		e->st.socket_errors++;

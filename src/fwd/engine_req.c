@@ -176,6 +176,7 @@ static int att_send(fwd_req_t *r, uint32_t id)
 	int qlen = fwd_wire_query_build(&r->q, &o, &e->rng, q, sizeof(q), &a->pend);
 	if (qlen < 0)
 		return qlen;
+	fwd_eng_fresh_id(e, q, &a->pend);
 	int fd = fwd_eng_udp_open(e, id);
 	if (fd < 0) {
 		e->st.socket_errors++;
@@ -332,6 +333,7 @@ static int tcp_start(fwd_req_t *r, fwd_att_t *a)
 	    fwd_wire_query_build(&r->q, &o, &e->rng, a->tcp_buf + 2, FWD_TCP_BUF - 2, &a->pend);
 	if (qlen < 0)
 		return qlen;
+	fwd_eng_fresh_id(e, a->tcp_buf + 2, &a->pend);
 	wire_write_u16(a->tcp_buf, (uint16_t)qlen);
 	a->tcp_len = 2 + (size_t)qlen;
 	a->tcp_off = 0;
@@ -377,6 +379,7 @@ static int resend_plain(fwd_req_t *r, fwd_att_t *a)
 	int qlen = fwd_wire_query_build(&r->q, &o, &e->rng, q, sizeof(q), &a->pend);
 	if (qlen < 0)
 		return qlen;
+	fwd_eng_fresh_id(e, q, &a->pend);
 	/* The builder puts exactly one record, the OPT, after the question. */
 	size_t plain = DNS_HEADER_LEN + (size_t)a->pend.qname_len + 4;
 	if ((size_t)qlen > plain && wire_read_u16(q + 10) == 1) {
