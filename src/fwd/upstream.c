@@ -638,6 +638,10 @@ int fwd_upstream_link_state(fwd_upstreams_t *set, const char *link, bool up, uin
 			u->next_due_ms = now_ms;
 			set_fault(set, u, FWD_FAULT_UPSTREAM_DOWN, now_ms,
 			          "link %s up, upstream not yet proven", link);
+			/* Probe at the fast interval until proven: the routes over a link that
+			 * just came back may lag its carrier, and a first probe lost to that must
+			 * not cost a whole interval of the failback. */
+			u->suspect = true;
 			changed++;
 		}
 	}

@@ -264,7 +264,8 @@ int fwd_upstream_probe_result(fwd_upstreams_t *set, uint32_t id, uint32_t seq,
 /**
  * The engine saw device @p link go down (carrier or oper state) or come back. Down: every
  * upstream on it is LINK_DOWN at once. Up: they become UPSTREAM_DOWN until probes prove
- * them (rise + hold-down), with a probe due now. Returns how many upstreams changed.
+ * them (rise + hold-down), with a probe due now and fast probes (they are suspect) until
+ * then. Returns how many upstreams changed.
  */
 int fwd_upstream_link_state(fwd_upstreams_t *set, const char *link, bool up, uint64_t now_ms)
     STEER_NONNULL(1, 2);

@@ -652,6 +652,30 @@ static void scenario_hold_down_end(void)
 	sim_free(s);
 }
 
+/* The link is back but its path not yet: fast probes find the path soon after it is there. */
+static void scenario_link_up_before_path(void)
+{
+	fwd_group_def_t def = group(".", FWD_POLICY_ORDERED, 2, links);
+	sim_t *s = sim_new(&def, 1, 8);
+	sim_run(s, 10000);
+	sim_link(s, 0, "eth1", false);
+	sim_run(s, 12000);
+	s->up[0].alive = false;
+	sim_link(s, 0, "eth1", true);
+	sim_run(s, 12300);
+	s->up[0].alive = true;
+	sim_run(s, 30000);
+	int up = sim_find(s, 0, FWD_FAULT_NONE, 12000);
+	uint64_t back = up >= 0 ? s->log[up].at_ms - 12300 : 0;
+	/* The probe lost to the missing path ends at its timeout; the next one goes out at
+	 * the fast interval, not a whole interval later. */
+	CHECK(up >= 0 && back >= FWD_PROBE_HOLD_DOWN_MS &&
+	          back <= FWD_PROBE_HOLD_DOWN_MS + FWD_PROBE_TIMEOUT_MS + 50,
+	      "back hold-down + one probe timeout after the path (took %llu)",
+	      (unsigned long long)back);
+	sim_free(s);
+}
+
 /* Alive but cut off from the hierarchy: degraded, a last resort only. */
 static void scenario_degraded(bool hangs)
 {
@@ -850,6 +874,7 @@ int main(void)
 	scenario_preferred_dies(true);
 	scenario_link_down();
 	scenario_hold_down_end();
+	scenario_link_up_before_path();
 	scenario_degraded(false);
 	scenario_degraded(true);
 	for (uint64_t seed = 1; seed <= 5; seed++)
