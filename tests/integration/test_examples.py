@@ -74,6 +74,7 @@ def test_example_config_gslb_block_checks(tmp_path):
     """The commented-out GSLB and monitor block of examples/steer.yaml is valid when enabled."""
     text = (ROOT / "examples" / "steer.yaml").read_text()
     head, block = text.split("# GSLB (docs/configuration.md", 1)
+    block = block.split("\n# Caching forwarder", 1)[0]
     enabled = [line[2:] for line in block.splitlines()[4:] if line.startswith("# ")]
     conf = tmp_path / "steer.yaml"
     conf.write_text(head.replace("zones/example.test.zone",
@@ -83,6 +84,21 @@ def test_example_config_gslb_block_checks(tmp_path):
     res = run_steerd("-c", str(conf), "--check-config")
     assert res.returncode == 0, res.stderr
     assert "1 GSLB service(s), 1 map(s), 1 whoami name(s)" in res.stdout + res.stderr, res
+
+
+def test_example_config_forward_block_checks(tmp_path):
+    """The commented-out forward section of examples/steer.yaml is valid when enabled."""
+    text = (ROOT / "examples" / "steer.yaml").read_text()
+    head = text.split("# GSLB (docs/configuration.md", 1)[0]
+    block = "# forward:" + text.split("\n# forward:", 1)[1]
+    enabled = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(head.replace("zones/example.test.zone",
+                                 str(ROOT / "examples" / "zones" / "example.test.zone"))
+                    + "\n".join(enabled) + "\n")
+    res = run_steerd("-c", str(conf), "--check-config")
+    assert res.returncode == 0, res.stderr
+    assert "1 forward group(s) with 2 upstream(s)" in res.stdout + res.stderr, res
 
 
 # --- logging --------------------------------------------------------------------------------
