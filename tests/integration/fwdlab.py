@@ -120,6 +120,23 @@ def missing_tools() -> list[str]:
     return [k for k, v in need.items() if not v or not os.path.exists(v)]
 
 
+def lab_for_tests(tmp_path_factory, links: int = 2):
+    """A built lab for a module-scoped pytest fixture (`yield from` it): skipped without
+    root, an error when a program is missing, closed (namespaces removed) at the end."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (network namespaces)")
+    missing = missing_tools()
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)} (scripts/setup-deps.sh test installs them)")
+    lab = Lab(links=links, workdir=tmp_path_factory.mktemp("fwdlab"))
+    try:
+        lab.build()
+        yield lab
+    finally:
+        lab.close()
+
+
 def run(*argv: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
     res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
@@ -238,7 +255,7 @@ ns.{ZONE}. A {ZONE_ADDR}
 
 
 def leaf_zone() -> str:
-    lines = [f"$TTL 3600", f"{ZONE}. SOA ns.{ZONE}. hostmaster.{ZONE}. 1 {SOA}",
+    lines = ["$TTL 3600", f"{ZONE}. SOA ns.{ZONE}. hostmaster.{ZONE}. 1 {SOA}",
              f"{ZONE}. NS ns.{ZONE}.", f"ns.{ZONE}. A {ZONE_ADDR}", f"www.{ZONE}. A 192.0.2.80"]
     lines += [f"{n}. 3600 A 192.0.2.{i % 250 + 1}" for i, n in enumerate(CACHED_NAMES)]
     lines += [f"{n}. 5 A 198.51.100.{i % 250 + 1}" for i, n in enumerate(TTL5_NAMES)]

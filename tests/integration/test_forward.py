@@ -6,13 +6,8 @@ The failover lab with namespaces and several links is tests/integration/test_fwd
 """
 
 import os
-import shutil
-import signal
 import socket
-import struct
-import subprocess
 import time
-from pathlib import Path
 
 import dns.flags
 import dns.message
@@ -21,79 +16,27 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 
-from conftest import free_port, query, tcp_frame, tcp_read_message, wait_for
-
-UNBOUND = shutil.which("unbound") or "/usr/sbin/unbound"
+from conftest import free_port, query, tcp_frame, tcp_read_message
+from unbound_support import UNBOUND, LocalUnbound
 
 pytestmark = pytest.mark.skipif(not os.path.exists(UNBOUND), reason="needs unbound")
 
 BIG_TXT = " ".join(f'"{"x" * 200}-{i}"' for i in range(15))  # ~3 kB: TC=1 over UDP
 
-UPSTREAM_CONF = """server:
-  interface: 127.0.0.1@{port}
-  access-control: 127.0.0.0/8 allow
-  do-daemonize: no
-  chroot: ""
-  username: ""
-  directory: "{dir}"
-  pidfile: "{dir}/unbound.pid"
-  use-syslog: no
-  logfile: "{dir}/unbound.log"
-  verbosity: 1
-  num-threads: 1
-  do-ip6: no
-  module-config: "iterator"
-  local-zone: "test." nodefault
-  local-zone: "fwd.test." static
-  local-data: "fwd.test. 300 IN SOA ns.fwd.test. host.fwd.test. 1 3600 600 86400 60"
-  local-data: "www.fwd.test. 300 IN A 198.51.100.1"
-  local-data: "mail.fwd.test. 300 IN A 198.51.100.2"
-  local-data: "short.fwd.test. 1 IN A 198.51.100.3"
-  local-data: 'big.fwd.test. 300 IN TXT {big}'
-"""
-
-
-class Upstream:
-    """One Unbound answering fwd.test from local data on 127.0.0.1:port."""
-
-    def __init__(self, workdir: Path):
-        self.dir = workdir / "unbound"
-        self.dir.mkdir(exist_ok=True)
-        self.port = free_port()
-        conf = self.dir / "unbound.conf"
-        conf.write_text(UPSTREAM_CONF.format(port=self.port, dir=self.dir, big=BIG_TXT))
-        self.log = open(self.dir / "stdout.log", "ab")
-        self.proc = subprocess.Popen([UNBOUND, "-d", "-c", str(conf)], stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_for(self._answers, 10, what="unbound answering")
-
-    def _answers(self) -> bool:
-        try:
-            r = dns.query.udp(query("www.fwd.test", "A"), "127.0.0.1", port=self.port,
-                              timeout=0.3)
-            return r.rcode() == dns.rcode.NOERROR
-        except Exception:
-            return False
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if not self.log.closed:
-            self.log.close()
+LOCAL = [
+    'local-zone: "test." nodefault',
+    'local-zone: "fwd.test." static',
+    'local-data: "fwd.test. 300 IN SOA ns.fwd.test. host.fwd.test. 1 3600 600 86400 60"',
+    'local-data: "www.fwd.test. 300 IN A 198.51.100.1"',
+    'local-data: "mail.fwd.test. 300 IN A 198.51.100.2"',
+    'local-data: "short.fwd.test. 1 IN A 198.51.100.3"',
+    f"local-data: 'big.fwd.test. 300 IN TXT {BIG_TXT}'",
+]
 
 
 @pytest.fixture
 def upstream(tmp_path):
-    u = Upstream(tmp_path)
+    u = LocalUnbound(tmp_path, LOCAL, "www.fwd.test")
     yield u
     u.stop()
 
@@ -254,7 +197,7 @@ def test_stale_answer_when_no_upstream_answers(steerd, upstream):
 
 def test_forwarded_reply_leaves_from_the_address_asked(steerd, upstream):
     port = free_port()
-    srv = forwarder(steerd, [upstream.addr], listen=[("0.0.0.0", port)])
+    forwarder(steerd, [upstream.addr], listen=[("0.0.0.0", port)])
     for host in ("127.0.0.1", "127.0.0.3"):
         # dnspython checks the reply's source address against where it sent the query.
         r = dns.query.udp(rq("www.fwd.test" if host == "127.0.0.1" else "mail.fwd.test"),

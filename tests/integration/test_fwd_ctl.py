@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -24,76 +23,27 @@ import pytest
 
 from conftest import STEERCTL, assert_no_sanitizer_report, free_port, query, run_steerd, \
     wait_for
-
-UNBOUND = shutil.which("unbound") or "/usr/sbin/unbound"
+from unbound_support import UNBOUND, LocalUnbound
 
 NAME = "www.example.lab"
 SECOND = "second.example.lab"
 ADDR = "192.0.2.80"
 
-UNBOUND_CONF = """server:
-  interface: 127.0.0.1
-  port: {port}
-  access-control: 127.0.0.0/8 allow
-  do-daemonize: no
-  chroot: ""
-  username: ""
-  directory: "{dir}"
-  pidfile: "{dir}/unbound.pid"
-  use-syslog: no
-  logfile: "{dir}/unbound.log"
-  verbosity: 1
-  num-threads: 1
-  do-ip6: no
-  module-config: "iterator"
-  # Everything is answered here: the names below, NXDOMAIN (with an SOA, so it is cacheable)
-  # for the rest, which includes the probes' <nonce>. names: a probe "resolves".
-  local-zone: "." static
-  local-data: ". 3600 IN SOA ns.lab. host.lab. 1 3600 600 86400 60"
-  local-data: "{name}. 300 IN A {addr}"
-  local-data: "{second}. 300 IN A 192.0.2.81"
-remote-control:
-  control-enable: no
-"""
-
-
-class Unbound:
-    def __init__(self, workdir: Path):
-        self.dir = workdir / "unbound"
-        self.dir.mkdir()
-        self.port = free_port()
-        conf = self.dir / "unbound.conf"
-        conf.write_text(UNBOUND_CONF.format(port=self.port, dir=self.dir, name=NAME, addr=ADDR,
-                                            second=SECOND))
-        self.log = open(self.dir / "stdout.log", "wb")
-        self.proc = subprocess.Popen([UNBOUND, "-d", "-c", str(conf)], stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-        def up():
-            try:
-                r = dns.query.udp(query(NAME, "A"), "127.0.0.1", port=self.port, timeout=0.3)
-                return r.rcode() == dns.rcode.NOERROR
-            except (dns.exception.Timeout, OSError):
-                return False
-
-        wait_for(up, 20, what=f"unbound on 127.0.0.1:{self.port}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+LOCAL = [
+    # Everything is answered here: the names below, NXDOMAIN (with an SOA, so it is
+    # cacheable) for the rest, which includes the probes' <nonce>. names: a probe "resolves".
+    'local-zone: "." static',
+    'local-data: ". 3600 IN SOA ns.lab. host.lab. 1 3600 600 86400 60"',
+    f'local-data: "{NAME}. 300 IN A {ADDR}"',
+    f'local-data: "{SECOND}. 300 IN A 192.0.2.81"',
+]
 
 
 @pytest.fixture(scope="module")
 def unbound(tmp_path_factory):
     if not Path(UNBOUND).exists():
         pytest.skip("unbound is not installed (scripts/setup-deps.sh test)")
-    ub = Unbound(tmp_path_factory.mktemp("fwdctl"))
+    ub = LocalUnbound(tmp_path_factory.mktemp("fwdctl"), LOCAL, NAME)
     yield ub
     ub.stop()
 

@@ -47,15 +47,7 @@ FWDLOAD = Path(__file__).resolve().parent / "fwdload.py"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (network namespaces)")
-    missing = fwdlab.missing_tools()
-    if missing:
-        pytest.fail(f"missing {', '.join(missing)} (scripts/setup-deps.sh test installs them)")
-    lab = fwdlab.Lab(links=2, workdir=tmp_path_factory.mktemp("fwdlab"))
-    lab.build()
-    yield lab
-    lab.close()
+    yield from fwdlab.lab_for_tests(tmp_path_factory)
 
 
 def start_steerd(lab):
