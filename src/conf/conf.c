@@ -674,6 +674,36 @@ int conf_fail(conf_loader_t *ld, size_t line, const char *fmt, ...)
 	return STEER_ECONF;
 }
 
+int conf_load_mapping_list(conf_loader_t *ld, const char *what, const char *shape,
+                           const yaml_node_t *node, bool allow_empty, conf_item_load_cb load,
+                           void *owner)
+{
+	if (conf_is_null(node) ||
+	    (node->type == YAML_SEQUENCE_NODE &&
+	     node->data.sequence.items.start == node->data.sequence.items.top)) {
+		if (allow_empty)
+			return 0;
+		return conf_fail(ld, conf_node_line(node), "%s: needs at least one entry", what);
+	}
+	if (node->type != YAML_SEQUENCE_NODE)
+		return conf_fail(ld, conf_node_line(node),
+		                 "%s: expected a list of mappings (%s), got %s", what, shape,
+		                 conf_kind_name(node));
+	for (const yaml_node_item_t *it = node->data.sequence.items.start;
+	     it < node->data.sequence.items.top; it++) {
+		const yaml_node_t *item = conf_node(ld, *it);
+		if (item->type != YAML_MAPPING_NODE)
+			return conf_fail(ld, conf_node_line(item),
+			                 "%s: each entry must be a mapping (%s), "
+			                 "got %s",
+			                 what, shape, conf_kind_name(item));
+		int ret = load(ld, item, owner);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 const char *conf_kind_name(const yaml_node_t *node)
 {
 	switch (node->type) {

@@ -159,38 +159,6 @@ static long find_domain(const conf_forward_t *fwd, const uint8_t *wire, size_t b
 
 /* ---- the YAML section ---------------------------------------------------------------------- */
 
-typedef int (*item_load_cb)(conf_loader_t *ld, const yaml_node_t *item, void *owner);
-
-/* A list of mappings (null or empty: allowed when @p allow_empty). */
-static int load_mapping_list(conf_loader_t *ld, const char *what, const char *shape,
-                             const yaml_node_t *node, bool allow_empty, item_load_cb load,
-                             void *owner)
-{
-	if (conf_is_null(node) ||
-	    (node->type == YAML_SEQUENCE_NODE &&
-	     node->data.sequence.items.start == node->data.sequence.items.top)) {
-		if (allow_empty)
-			return 0;
-		return conf_fail(ld, conf_node_line(node), "%s: needs at least one entry", what);
-	}
-	if (node->type != YAML_SEQUENCE_NODE)
-		return conf_fail(ld, conf_node_line(node),
-		                 "%s: expected a list of mappings (%s), got %s", what, shape,
-		                 conf_kind_name(node));
-	for (const yaml_node_item_t *it = node->data.sequence.items.start;
-	     it < node->data.sequence.items.top; it++) {
-		const yaml_node_t *item = conf_node(ld, *it);
-		if (item->type != YAML_MAPPING_NODE)
-			return conf_fail(ld, conf_node_line(item),
-			                 "%s: each entry must be a mapping (%s), got %s", what,
-			                 shape, conf_kind_name(item));
-		int ret = load(ld, item, owner);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
-}
-
 /* A nested mapping of table keys (`cache`, `probe`); null keeps the defaults. */
 static int load_nested(conf_loader_t *ld, const conf_key_t *key, const char *section, void *base,
                        const yaml_node_t *value)
@@ -262,8 +230,8 @@ static int group_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	if (strcmp(key->name, "probe") == 0)
 		return load_nested(ld, key, "forward.groups.probe", g, value);
 	STEER_ASSERT(strcmp(key->name, "upstreams") == 0);
-	return load_mapping_list(ld, "forward.groups.upstreams", "name: NAME, address: IP", value,
-	                         false, load_upstream, g);
+	return conf_load_mapping_list(ld, "forward.groups.upstreams", "name: NAME, address: IP",
+	                              value, false, load_upstream, g);
 }
 
 /* The probe's timing and name: values the engine takes without a second look. */
@@ -329,8 +297,8 @@ static int forward_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	if (strcmp(key->name, "cache") == 0)
 		return load_nested(ld, key, "forward.cache", fwd, value);
 	STEER_ASSERT(strcmp(key->name, "groups") == 0);
-	return load_mapping_list(ld, "forward.groups", "domain: NAME, upstreams: [...]", value,
-	                         true, load_group, fwd);
+	return conf_load_mapping_list(ld, "forward.groups", "domain: NAME, upstreams: [...]", value,
+	                              true, load_group, fwd);
 }
 
 int conf_forward_load(conf_loader_t *ld, const yaml_node_t *node)

@@ -390,39 +390,6 @@ static int nets_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	return parse_dclist(ld, key, value, &nets->datacenters, false);
 }
 
-/* Each item of a list of mappings: @p load fills the slot appended to the array. */
-typedef int (*item_load_cb)(conf_loader_t *ld, const yaml_node_t *item, void *owner);
-
-static int load_mapping_list(conf_loader_t *ld, const char *what, const char *shape,
-                             const yaml_node_t *node, bool allow_empty, item_load_cb load,
-                             void *owner)
-{
-	if (conf_is_null(node) ||
-	    (node->type == YAML_SEQUENCE_NODE &&
-	     node->data.sequence.items.start == node->data.sequence.items.top)) {
-		if (allow_empty)
-			return 0;
-		return conf_fail(ld, conf_node_line(node), "%s: needs at least one entry", what);
-	}
-	if (node->type != YAML_SEQUENCE_NODE)
-		return conf_fail(ld, conf_node_line(node),
-		                 "%s: expected a list of mappings (%s), got %s", what, shape,
-		                 conf_kind_name(node));
-	for (const yaml_node_item_t *it = node->data.sequence.items.start;
-	     it < node->data.sequence.items.top; it++) {
-		const yaml_node_t *item = conf_node(ld, *it);
-		if (item->type != YAML_MAPPING_NODE)
-			return conf_fail(ld, conf_node_line(item),
-			                 "%s: each entry must be a mapping (%s), "
-			                 "got %s",
-			                 what, shape, conf_kind_name(item));
-		int ret = load(ld, item, owner);
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
-}
-
 static int load_nets_item(conf_loader_t *ld, const yaml_node_t *item, void *owner)
 {
 	conf_map_t *map = owner;
@@ -460,8 +427,8 @@ static int geoip_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 {
 	(void)ctx;
 	(void)key; /* rules: the only structured key */
-	return load_mapping_list(ld, "maps.geoip.rules", "match: AS/CN, datacenters: [...]", value,
-	                         true, load_rule_item, base);
+	return conf_load_mapping_list(ld, "maps.geoip.rules", "match: AS/CN, datacenters: [...]",
+	                              value, true, load_rule_item, base);
 }
 
 /* min-prefix-length: [IPv4 length, IPv6 length], like services.persist-prefix. */
@@ -511,9 +478,9 @@ static int map_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	(void)ctx;
 	conf_map_t *map = base;
 	if (strcmp(key->name, "nets") == 0)
-		return load_mapping_list(ld, "maps.nets",
-		                         "file: PATH or cidr: [...], datacenters: [...]", value,
-		                         true, load_nets_item, map);
+		return conf_load_mapping_list(ld, "maps.nets",
+		                              "file: PATH or cidr: [...], datacenters: [...]",
+		                              value, true, load_nets_item, map);
 	if (strcmp(key->name, "default") == 0)
 		return parse_dclist(ld, key, value, &map->default_dcs, true);
 	if (strcmp(key->name, "min-prefix-length") == 0)
@@ -831,8 +798,8 @@ int conf_gslb_load_services(conf_loader_t *ld, const yaml_node_t *node)
 		    ld, conf_node_line(node),
 		    "section 'services' must be a list of services (- name: NAME), got %s",
 		    conf_kind_name(node));
-	return load_mapping_list(ld, "services", "name: NAME, policy: ..., datacenters: {...}",
-	                         node, true, load_service_item, ld->conf);
+	return conf_load_mapping_list(ld, "services", "name: NAME, policy: ..., datacenters: {...}",
+	                              node, true, load_service_item, ld->conf);
 }
 
 /* ---- whoami and gslb ---------------------------------------------------------------------- */
@@ -878,8 +845,8 @@ static int gslb_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 {
 	(void)ctx;
 	(void)key; /* overrides: the only structured key */
-	return load_mapping_list(ld, "gslb.overrides", "pattern: GLOB, state: up|down", value, true,
-	                         load_override_item, base);
+	return conf_load_mapping_list(ld, "gslb.overrides", "pattern: GLOB, state: up|down", value,
+	                              true, load_override_item, base);
 }
 
 int conf_gslb_load_gslb(conf_loader_t *ld, const yaml_node_t *node)

@@ -110,6 +110,18 @@ size_t conf_node_line(const yaml_node_t *node) STEER_NONNULL(1);
 /** "a mapping", "a list", "a single value": for type errors. */
 const char *conf_kind_name(const yaml_node_t *node) STEER_NONNULL(1);
 
+/* Each item of a list of mappings: @p load fills the slot appended to @p owner's array. */
+typedef int (*conf_item_load_cb)(conf_loader_t *ld, const yaml_node_t *item, void *owner);
+
+/**
+ * Load the list of mappings @p node (`what` names it in errors, `shape` shows an entry) by
+ * calling @p load for each item; null or empty is allowed only with @p allow_empty. Returns
+ * 0 or the first error (conf_fail()).
+ */
+int conf_load_mapping_list(conf_loader_t *ld, const char *what, const char *shape,
+                           const yaml_node_t *node, bool allow_empty, conf_item_load_cb load,
+                           void *owner) STEER_NONNULL(1, 2, 3, 4, 6);
+
 /** True for a plain empty, "~" or "null" scalar. */
 bool conf_is_null(const yaml_node_t *node) STEER_NONNULL(1);
 
