@@ -243,7 +243,7 @@ def throughput(args, data, prefixes, ecs):
         s.stop()
         run.RUNNING.remove(s)
     table = run.summarize(results)
-    print_table("GSLB q/s: %s CIDRs, %s ECS subnets, %d round(s) x %g s"
+    run.print_rows("GSLB q/s: %s CIDRs, %s ECS subnets, %d round(s) x %g s"
                 % (format(len(prefixes), ","), format(len(ecs), ","), args.rounds,
                    args.duration), [r.name for r in rows], table)
 
@@ -264,25 +264,6 @@ def throughput(args, data, prefixes, ecs):
               % (a, b, med, paired, "" if goal is None else
                  "  goal >= %.1fx: %s" % (goal, "met" if med >= goal else "MISSED")))
     return table, out
-
-
-def print_table(title, names, rows):
-    print("\n" + title)
-    print("%-16s %11s %9s %9s %8s %8s %7s %7s %5s  %s" % (
-        "row", "median q/s", "min", "max", "srv cpu", "lg idle", "other", "lost", "bad", "rcodes"))
-    for name in names:
-        r = rows[name]
-        total = sum(r["rcodes"].values()) or 1
-        mix = " ".join("%s %.1f%%" % (k, 100.0 * v / total) for k, v in r["rcodes"].items())
-        print("%-16s %11.0f %9.0f %9.0f %7.0f%% %7.0f%% %6.0f%% %7d %5d  %s"
-              % (name, r["median"], r["min"], r["max"], r["server_cpu"] * 100,
-                 r["loadgen_idle"] * 100, r["other_cpu"] * 100, r["lost"], r["bad"], mix))
-        if r["server_cpu"] < 0.9:
-            print("warning: %s: the server was busy only %.0f%% of the time"
-                  % (name, r["server_cpu"] * 100))
-        if r["other_cpu"] > 0.1:
-            print("warning: %s: other processes used %.0f%% of a CPU"
-                  % (name, r["other_cpu"] * 100))
 
 
 # ---- map load -----------------------------------------------------------------------------------

@@ -431,6 +431,34 @@ def summarize(results):
     return rows
 
 
+def print_rows(title, names, rows, expect_rcodes=None):
+    """One line per row of @rows (dicts of median/min/max q/s, CPU shares, lost, bad and an
+    rcode count), in @names order, with a warning for each figure that makes a row doubtful:
+    a server not busy all the time, other processes on the CPUs, and, when @expect_rcodes is
+    given, lost answers or rcodes outside it."""
+    width = max([len("row")] + [len(n) for n in names])
+    print("\n" + title)
+    print("%-*s %11s %9s %9s %8s %8s %7s %7s %5s  %s" % (
+        width, "row", "median q/s", "min", "max", "srv cpu", "lg idle", "other", "lost", "bad",
+        "rcodes"))
+    for name in names:
+        r = rows[name]
+        total = sum(r["rcodes"].values()) or 1
+        mix = " ".join("%s %.1f%%" % (k, 100.0 * v / total) for k, v in r["rcodes"].items())
+        print("%-*s %11.0f %9.0f %9.0f %7.0f%% %7.0f%% %6.0f%% %7d %5d  %s"
+              % (width, name, r["median"], r["min"], r["max"], r["server_cpu"] * 100,
+                 r["loadgen_idle"] * 100, r["other_cpu"] * 100, r["lost"], r["bad"], mix))
+        if r["server_cpu"] < 0.9:
+            print("warning: %s: the server was busy only %.0f%% of the time"
+                  % (name, r["server_cpu"] * 100))
+        if r["other_cpu"] > 0.1:
+            print("warning: %s: other processes used %.0f%% of a CPU"
+                  % (name, r["other_cpu"] * 100))
+        if expect_rcodes is not None and (r["lost"] or set(r["rcodes"]) - set(expect_rcodes)):
+            print("warning: %s: lost answers or rcodes other than %s"
+                  % (name, ", ".join(sorted(expect_rcodes))))
+
+
 def print_table(title, rows):
     print("\n" + title)
     print("%-8s %11s %9s %9s %8s %8s %7s %7s %5s %5s  %s" % ("server", "median q/s", "min", "max",

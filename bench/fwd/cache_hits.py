@@ -42,7 +42,6 @@ import signal
 import socket
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,32 +74,6 @@ def write_zone(path, origin, wildcard):
     if wildcard:
         lines.append("*.miss A 203.0.113.7")
     run.write(path, "\n".join(lines) + "\n")
-
-
-def knotd_argv(d, port, zone_file):
-    os.makedirs(os.path.join(d, "db"))
-    conf = os.path.join(d, "knot.conf")
-    run.write(conf, f"""server:
-    rundir: "{d}"
-    listen: 127.0.0.1@{port}
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "{d}/db"
-log:
-  - target: stderr
-    any: warning
-template:
-  - id: default
-    storage: "{d}"
-    zonefile-sync: -1
-    journal-content: none
-zone:
-  - domain: {HIT_ZONE}
-    file: "{zone_file}"
-""")
-    return ["/usr/sbin/knotd", "-c", conf]
 
 
 def steerd_argv(binary, upstream_port):
@@ -337,27 +310,6 @@ def parse_args():
     return a
 
 
-def print_table(title, names, rows):
-    print("\n" + title)
-    print("%-12s %11s %9s %9s %8s %8s %7s %7s %5s  %s" % (
-        "row", "median q/s", "min", "max", "srv cpu", "lg idle", "other", "lost", "bad", "rcodes"))
-    for name in names:
-        r = rows[name]
-        total = sum(r["rcodes"].values()) or 1
-        mix = " ".join("%s %.1f%%" % (k, 100.0 * v / total) for k, v in r["rcodes"].items())
-        print("%-12s %11.0f %9.0f %9.0f %7.0f%% %7.0f%% %6.0f%% %7d %5d  %s"
-              % (name, r["median"], r["min"], r["max"], r["server_cpu"] * 100,
-                 r["loadgen_idle"] * 100, r["other_cpu"] * 100, r["lost"], r["bad"], mix))
-        if r["server_cpu"] < 0.9:
-            print("warning: %s: the server was busy only %.0f%% of the time"
-                  % (name, r["server_cpu"] * 100))
-        if r["other_cpu"] > 0.1:
-            print("warning: %s: other processes used %.0f%% of a CPU"
-                  % (name, r["other_cpu"] * 100))
-        if r["lost"] or set(r["rcodes"]) - {"NOERROR"}:
-            print("warning: %s: lost or non-NOERROR answers: not all cache hits" % name)
-
-
 def main():
     args = parse_args()
     signal.signal(signal.SIGTERM, run.on_term)
@@ -371,7 +323,7 @@ def main():
         write_zone(zone, HIT_ZONE, True)
         ud = tempfile.mkdtemp(prefix="knotd-", dir=args.workdir)
         uport = run.free_port()
-        upstream = run.Server("knotd", knotd_argv(ud, uport, zone), ud, uport, args.loadgen_cpu)
+        upstream = run.Server("knotd", run.knotd_argv(ud, uport, HIT_ZONE, zone), ud, uport, args.loadgen_cpu)
         run.RUNNING.append(upstream)
         upstream.start()
         wait_answering(upstream, "h1." + HIT_ZONE)
@@ -433,8 +385,9 @@ def main():
                                              res["server_cpu"] * 100, res["other_cpu"] * 100,
                                              res["lost"], res["bad"]))
         table = run.summarize(results)
-        print_table("cache hits, one worker: %d round(s) x %g s, %d names, RD=1, no EDNS"
-                    % (args.rounds, args.duration, HOSTS), [r.name for r in rows], table)
+        run.print_rows("cache hits, one worker: %d round(s) x %g s, %d names, RD=1, no EDNS"
+                    % (args.rounds, args.duration, HOSTS), [r.name for r in rows], table,
+                       expect_rcodes={"NOERROR"})
         record["qps"] = table
 
         def ratio(a, b):
