@@ -16,9 +16,11 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).
 # The forwarder failover lab (tests/integration/fwdlab.py): unbound per link, knot for the
 # hierarchy, nftables for the drop and loss faults, dnsdist as a peer forwarder.
+# The cluster lab (tests/integration/clusterlab.py): BIRD 2 and FRR as routers and node
+# speakers, keepalived for the VRRP pair.
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
 	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
-	unbound nginx-light openssl nftables dnsdist"
+	unbound nginx-light openssl nftables dnsdist bird2 frr keepalived"
 
 level=${1:-}
 case "$level" in
