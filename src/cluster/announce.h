@@ -33,8 +33,8 @@ int announcer_new(const conf_cluster_t *cc, announcer_t **out, char *err, size_t
  * or a negative steer_err with the reason in @p err (the state is then unknown; the caller
  * retries).
  */
-int announcer_apply(announcer_t *a, bool announce, char *err, size_t errlen) STEER_NONNULL(1, 3)
-    STEER_WUR;
+int announcer_apply(announcer_t *a, bool announce, char *err, size_t errlen)
+    STEER_NONNULL(1, 3) STEER_WUR;
 
 /** The method's name ("interface", "bird", ...). */
 const char *announcer_method_name(conf_announce_t method);
