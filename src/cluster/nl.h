@@ -13,6 +13,12 @@
 #include "base/compiler.h"
 #include "base/sockaddr.h"
 
+/*
+ * The route protocol number (rtm_protocol) of the routes Steer adds, so that `ip route show
+ * proto 53` lists them and a routing daemon's filter can pick them; no daemon uses 53.
+ */
+#define NL_RTPROT_STEER 53
+
 /**
  * Make sure the interface @p ifname exists: create it as a `dummy` link, or as an `ifb` link
  * when this kernel has no dummy driver (never assumes a type for an existing one). Sets
@@ -23,8 +29,8 @@ int nl_link_ensure(const char *ifname, bool *created, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /** Set @p ifname admin up or down. Returns 0 or a negative steer_err with @p err. */
-int nl_link_set_up(const char *ifname, bool up, char *err, size_t errlen) STEER_NONNULL(1, 3)
-    STEER_WUR;
+int nl_link_set_up(const char *ifname, bool up, char *err, size_t errlen)
+    STEER_NONNULL(1, 3) STEER_WUR;
 
 /**
  * Whether @p ifname is admin up: 1 up, 0 down, or a negative steer_err (no such device) with
@@ -54,5 +60,5 @@ int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table
  * NULL, whether the main table holds a default route of @p family whose device is up. Returns
  * 1 yes, 0 no (the reason in @p why), or a negative steer_err when the lookup itself failed.
  */
-int nl_route_check(int family, const steer_sockaddr_t *dst, const steer_sockaddr_t *src,
-                   char *why, size_t whylen) STEER_NONNULL(4) STEER_WUR;
+int nl_route_check(int family, const steer_sockaddr_t *dst, const steer_sockaddr_t *src, char *why,
+                   size_t whylen) STEER_NONNULL(4) STEER_WUR;
