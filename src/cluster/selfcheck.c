@@ -81,12 +81,12 @@ static bool drain_round(cluster_selfcheck_t *sc, uint64_t now_ms, bool quiet)
 	if (!quiet)
 		sc->quiet_since_ms = now_ms;
 	if (now_ms - sc->quiet_since_ms >= sc->conf.drain_quiet_ms)
-		return set_state(sc, CLUSTER_DRAINED, "drained: no client query for %llu ms",
+		return set_state(sc, CLUSTER_DRAINED, "no client query for %llu ms",
 		                 (unsigned long long)(now_ms - sc->quiet_since_ms));
 	if (now_ms >= sc->drain_deadline_ms) {
 		sc->drain_timed_out = true;
 		return set_state(sc, CLUSTER_DRAINED,
-		                 "drain timeout after %llu ms: client queries still arriving",
+		                 "timeout after %llu ms: client queries still arriving",
 		                 (unsigned long long)(now_ms - sc->drain_start_ms));
 	}
 	return false;

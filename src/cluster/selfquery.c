@@ -336,6 +336,18 @@ static bool addr_is_local(const steer_sockaddr_t *addr)
 	return local;
 }
 
+/* The address alone when it uses the DNS port, as operators write it in the config. */
+static const char *addr_str(const steer_sockaddr_t *a, char *buf, size_t size)
+{
+	if (steer_sockaddr_port(a) != SELFQUERY_PORT)
+		return steer_sockaddr_str(a, buf, size);
+	const void *raw = a->sa.sa_family == AF_INET ? (const void *)&a->sin.sin_addr
+	                                             : (const void *)&a->sin6.sin6_addr;
+	if (!inet_ntop(a->sa.sa_family, raw, buf, (socklen_t)size))
+		snprintf(buf, size, "?");
+	return buf;
+}
+
 static steer_sockaddr_t with_port(const steer_sockaddr_t *addr)
 {
 	steer_sockaddr_t a = *addr;
@@ -394,7 +406,7 @@ static bool dst_taken(const cluster_selfquery_t *sq, size_t n, const steer_socka
 
 /* Open the query for service address @p i; the slot is left unused (fd -1, not done) when
  * there is nothing to ask or its destination is asked already. */
-static void target_open(cluster_selfquery_t *sq, size_t i, bool withdrawn)
+static void target_open(cluster_selfquery_t *sq, size_t i, bool holder_down)
 {
 	const conf_cluster_t *cc = sq->cc;
 	target_t *t = &sq->targets[i];
@@ -402,9 +414,11 @@ static void target_open(cluster_selfquery_t *sq, size_t i, bool withdrawn)
 	const steer_sockaddr_t *uni = unicast_of(cc, service.sa.sa_family);
 	char ubuf[STEER_SOCKADDR_STRLEN];
 	*t = (target_t){.sq = sq, .fd = -1, .dst = service};
-	steer_sockaddr_str(&service, t->service, sizeof(t->service));
-	if (uni)
-		steer_sockaddr_str(uni, ubuf, sizeof(ubuf));
+	addr_str(&service, t->service, sizeof(t->service));
+	if (uni) {
+		steer_sockaddr_t u = with_port(uni);
+		addr_str(&u, ubuf, sizeof(ubuf));
+	}
 	if (!addr_is_local(&service)) {
 		if (!uni) {
 			detail_set(t->note, sizeof(t->note),
@@ -418,8 +432,24 @@ static void target_open(cluster_selfquery_t *sq, size_t i, bool withdrawn)
 	if (dst_taken(sq, i, &t->dst))
 		return;
 	const char *step;
-	int fd = open_to(cc, &t->dst, &step);
-	if (fd < 0 && withdrawn && uni && !t->note[0] && unreachable(fd)) {
+	int fd;
+	if (holder_down && service.sa.sa_family == AF_INET6 && uni && !t->note[0]) {
+		/* The kernel drops an IPv6 address's local route while its device is down (the
+		 * address itself stays, keep_addr_on_down): a query to it would leave by the
+		 * default route. IPv4 keeps its local route, so only IPv6 goes elsewhere. */
+		detail_set(t->note, sizeof(t->note),
+		           "%s has no local route while withdrawn: asked %s", t->service, ubuf);
+		t->dst = with_port(uni);
+		if (dst_taken(sq, i, &t->dst))
+			return;
+	} else if (holder_down && service.sa.sa_family == AF_INET6 && !t->note[0]) {
+		detail_set(t->note, sizeof(t->note),
+		           "%s not asked: no local route while withdrawn, no unicast address",
+		           t->service);
+		return;
+	}
+	fd = open_to(cc, &t->dst, &step);
+	if (fd < 0 && holder_down && uni && !t->note[0] && unreachable(fd)) {
 		detail_set(t->note, sizeof(t->note),
 		           "%s unreachable while withdrawn (%s): asked %s", t->service,
 		           strerror(-fd), ubuf);
@@ -459,7 +489,7 @@ static void target_send(cluster_selfquery_t *sq, target_t *t)
 }
 
 unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,
-                                 const char *apex_text, bool withdrawn, unsigned timeout_ms)
+                                 const char *apex_text, bool holder_down, unsigned timeout_ms)
 {
 	STEER_ASSERT(!sq->busy);
 	cluster_question_t q = {.qtype = DNS_TYPE_SOA, .qclass = DNS_CLASS_IN};
@@ -481,7 +511,7 @@ unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,
 	sq->n_targets = sq->cc->n_service;
 	unsigned sent = 0;
 	for (size_t i = 0; i < sq->n_targets; i++) {
-		target_open(sq, i, withdrawn);
+		target_open(sq, i, holder_down);
 		target_t *t = &sq->targets[i];
 		uint16_t id = t->q.id;
 		t->q = q;
