@@ -13,6 +13,12 @@
 #include "base/compiler.h"
 #include "base/sockaddr.h"
 
+/*
+ * The route protocol number (rtm_protocol) of the routes Steer adds, so that `ip route show
+ * proto 53` lists them and a routing daemon's filter can pick them; no daemon uses 53.
+ */
+#define NL_RTPROT_STEER 53
+
 /**
  * Make sure the interface @p ifname exists: create it as a `dummy` link, or as an `ifb` link
  * when this kernel has no dummy driver (never assumes a type for an existing one). Sets
