@@ -146,6 +146,22 @@ static void test_direct(void)
 
 	CHECK(cluster_keeper_send(k, true, "up again") == 0, "send announce");
 	CHECK(wait_link("skpk0", true, 1000) >= 0, "up");
+	/* set down by hand behind the keeper's back: put right within a verify period */
+	while (cluster_keeper_recv(k, &r) == 0)
+		;
+	CHECK(ct_sh("ip link set skpk0 down") == 0, "down by hand");
+	int64_t end = ct_now_us() + 1500000;
+	double back = -1;
+	t0 = ct_now_us();
+	while (ct_now_us() < end && back < 0) {
+		(void)cluster_keeper_send(k, true, NULL);
+		back = wait_link("skpk0", true, 50);
+	}
+	back = back < 0 ? -1 : (double)(ct_now_us() - t0) / 1000.0;
+	CHECK(back >= 0 && back < 1200, "drift undone in %.0f ms", back);
+	ret = next_report(k, &r, 100);
+	CHECK(ret == 0 && r.announced && strstr(r.message, "again"), "drift reported: %d %s", ret,
+	      r.message);
 	cluster_keeper_shutdown(k);
 	CHECK(nl_link_is_up("skpk0", err, sizeof(err)) == 0, "shutdown withdrew");
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH, "keeper gone and reaped");
