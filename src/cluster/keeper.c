@@ -296,6 +296,9 @@ static void keeper_detach(int fd)
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
+		if (fcntl(2, F_GETFD) < 0)
+			dup2(null,
+			     2); /* started without stderr: logs go nowhere, not into a socket */
 		if (null > 2 && null != KEEPER_FD)
 			close(null);
 	}
@@ -320,6 +323,17 @@ static void keeper_detach(int fd)
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_SETMASK, &block, NULL);
 	prctl(PR_SET_NAME, "steer-keeper", 0, 0, 0);
+	/*
+	 * The process that withdraws for a dead steerd must outlive it: out of memory, the kernel
+	 * kills steerd (the keeper then withdraws), never the small keeper. Best effort: it needs
+	 * the privilege the keeper keeps anyway.
+	 */
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom >= 0) {
+		if (write(oom, "-1000\n", 6) != 6)
+			log_debug("cluster keeper: oom_score_adj: %s", strerror(errno));
+		close(oom);
+	}
 }
 
 static STEER_NORETURN void keeper_main(int fd, const conf_cluster_t *cc)

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 
 #include "base/err.h"
@@ -103,6 +104,11 @@ static void test_direct(void)
 	CHECK(!strcmp(ct_sh_out(path), "steer-keeper\n"), "named steer-keeper: %s",
 	      ct_sh_out(path));
 	CHECK(count_fds(pid) == 4, "keeper holds stdio and its socket only: %d", count_fds(pid));
+	snprintf(path, sizeof(path), "cat /proc/%d/oom_score_adj", (int)pid);
+	/* lowering it takes CAP_SYS_RESOURCE, which some containers do not grant */
+	if (prctl(PR_CAPBSET_READ, CAP_SYS_RESOURCE, 0, 0, 0) == 1)
+		CHECK(!strcmp(ct_sh_out(path), "-1000\n"), "never the OOM killer's pick: %s",
+		      ct_sh_out(path));
 	CHECK(nl_link_is_up("skpk0", err, sizeof(err)) == 0, "spawned withdrawn");
 
 	cluster_keeper_report_t r;
