@@ -59,6 +59,16 @@ void announcer_free(announcer_t *a)
 	free(a);
 }
 
+static int announcer_addrs(const announcer_t *a, char *err, size_t errlen)
+{
+	for (size_t i = 0; a->ifname && i < a->n_addrs; i++) {
+		int ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* Create the holder, put the addresses on it and set it up or down. */
 static int announcer_holder(const announcer_t *a, bool up, char *err, size_t errlen)
 {
@@ -68,12 +78,8 @@ static int announcer_holder(const announcer_t *a, bool up, char *err, size_t err
 		return ret;
 	if (created)
 		log_info("cluster: created the holder interface %s", a->ifname);
-	for (size_t i = 0; i < a->n_addrs; i++) {
-		ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
-		if (ret < 0)
-			return ret;
-	}
-	return nl_link_set_up(a->ifname, up, err, errlen);
+	ret = announcer_addrs(a, err, errlen);
+	return ret < 0 ? ret : nl_link_set_up(a->ifname, up, err, errlen);
 }
 
 static int track_fill_cb(FILE *f, void *ctx)
@@ -124,11 +130,69 @@ int announcer_apply(announcer_t *a, bool announce, char *err, size_t errlen)
 		return nl_link_set_up(a->ifname, announce, err, errlen);
 	case CONF_ANNOUNCE_BIRD:
 		return bird_protocol_set(a->bird_socket, a->bird_protocol, announce,
-		                         BIRD_TIMEOUT_MS, err, errlen);
+		                         BIRD_TIMEOUT_MS, NULL, err, errlen);
 	case CONF_ANNOUNCE_FRR:
 		return announcer_routes(a, announce, err, errlen);
 	case CONF_ANNOUNCE_KEEPALIVED:
 		return announcer_track_file(a, announce, err, errlen);
+	}
+	snprintf(err, errlen, "unknown announcement method %d", (int)a->method);
+	return STEER_EINVAL;
+}
+
+/* Whether the holder is @p up; puts it right (and says so in @p drifted) when it is not. */
+static int announcer_link_verify(const announcer_t *a, bool up, bool *drifted, char *err,
+                                 size_t errlen)
+{
+	int ret = nl_link_is_up(a->ifname, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (ret == (int)up)
+		return 0;
+	*drifted = true;
+	return nl_link_set_up(a->ifname, up, err, errlen);
+}
+
+static int announcer_track_verify(const announcer_t *a, bool healthy, bool *drifted, char *err,
+                                  size_t errlen)
+{
+	char buf[8] = "";
+	FILE *f = fopen(a->track_file, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	if (!strcmp(buf, healthy ? "0\n" : "1\n"))
+		return 0;
+	*drifted = true;
+	return announcer_track_file(a, healthy, err, errlen);
+}
+
+int announcer_verify(announcer_t *a, bool announce, bool *drifted, char *err, size_t errlen)
+{
+	*drifted = false;
+	int ret = announcer_addrs(a, err, errlen);
+	if (ret < 0)
+		return ret;
+	switch (a->method) {
+	case CONF_ANNOUNCE_INTERFACE:
+		return announcer_link_verify(a, announce, drifted, err, errlen);
+	case CONF_ANNOUNCE_BIRD:
+		ret = announcer_link_verify(a, true, drifted, err, errlen);
+		if (ret == 0) {
+			bool changed = false;
+			ret = bird_protocol_set(a->bird_socket, a->bird_protocol, announce,
+			                        BIRD_TIMEOUT_MS, &changed, err, errlen);
+			*drifted = *drifted || changed;
+		}
+		return ret;
+	case CONF_ANNOUNCE_FRR:
+		ret = announcer_link_verify(a, true, drifted, err, errlen);
+		return ret < 0 ? ret : announcer_routes(a, announce, err, errlen);
+	case CONF_ANNOUNCE_KEEPALIVED:
+		ret = a->ifname ? announcer_link_verify(a, true, drifted, err, errlen) : 0;
+		return ret < 0 ? ret : announcer_track_verify(a, announce, drifted, err, errlen);
 	}
 	snprintf(err, errlen, "unknown announcement method %d", (int)a->method);
 	return STEER_EINVAL;

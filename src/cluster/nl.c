@@ -109,6 +109,16 @@ static void nl_attrs_parse(struct rtattr *rta, int len, struct rtattr **tb, unsi
 	}
 }
 
+/* A 32-bit attribute, or @p dflt when it is missing or short. */
+static uint32_t nl_attr_u32(const struct rtattr *rta, uint32_t dflt)
+{
+	uint32_t v;
+	if (!rta || RTA_PAYLOAD(rta) < sizeof(v))
+		return dflt;
+	memcpy(&v, RTA_DATA(rta), sizeof(v));
+	return v;
+}
+
 static int nl_open(char *err, size_t errlen)
 {
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -553,10 +563,9 @@ static int nl_route_cb(const struct nlmsghdr *h, void *ctx)
 	const struct rtmsg *rtm = NLMSG_DATA(h);
 	struct rtattr *tb[RTA_MAX + 1];
 	nl_attrs_parse(RTM_RTA(rtm), (int)RTM_PAYLOAD(h), tb, RTA_MAX);
-	uint32_t metric = tb[RTA_PRIORITY] ? *(uint32_t *)RTA_DATA(tb[RTA_PRIORITY]) : 0;
+	uint32_t metric = nl_attr_u32(tb[RTA_PRIORITY], 0);
 	if (ri->want_default) {
-		unsigned table =
-		    tb[RTA_TABLE] ? *(uint32_t *)RTA_DATA(tb[RTA_TABLE]) : rtm->rtm_table;
+		unsigned table = nl_attr_u32(tb[RTA_TABLE], rtm->rtm_table);
 		if (rtm->rtm_dst_len != 0 || table != RT_TABLE_MAIN)
 			return 0;
 		/* The kernel takes the lowest metric and skips dead routes; so does the check. */
@@ -571,7 +580,7 @@ static int nl_route_cb(const struct nlmsghdr *h, void *ctx)
 	ri->found = true;
 	ri->type = rtm->rtm_type;
 	ri->flags = rtm->rtm_flags;
-	ri->oif = tb[RTA_OIF] ? *(int *)RTA_DATA(tb[RTA_OIF]) : 0;
+	ri->oif = (int)nl_attr_u32(tb[RTA_OIF], 0);
 	ri->n_oifs = 0;
 	if (tb[RTA_MULTIPATH])
 		nl_route_nexthops(ri, tb[RTA_MULTIPATH]);

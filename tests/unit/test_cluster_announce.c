@@ -37,6 +37,17 @@ static void test_interface(void)
 	out = ct_sh_out("ip addr show dev skpi0");
 	CHECK(strstr(out, "192.0.2.53/32") && strstr(out, "2001:db8::53/128"),
 	      "addresses kept while withdrawn: %s", out);
+
+	/* verify: nothing changed, then a hand-made change is undone */
+	bool drifted = true;
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && !drifted,
+	      "verify, no drift: %s", err);
+	CHECK(ct_sh("ip link set skpi0 up && ip addr del 192.0.2.53/32 dev skpi0") == 0, "by hand");
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && drifted,
+	      "verify sees the drift: %s", err);
+	CHECK(nl_link_is_up("skpi0", err, sizeof(err)) == 0, "down again");
+	CHECK(strstr(ct_sh_out("ip addr show dev skpi0"), "192.0.2.53/32") != NULL,
+	      "address restored");
 	announcer_free(a);
 
 	/* an existing holder that was up is put down: the node starts withdrawn */
@@ -66,8 +77,10 @@ static void test_frr(void)
 	if (ret < 0)
 		return;
 	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 1, "frr holder up");
-	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "starts withdrawn: no v4 route");
-	CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0', "starts withdrawn: no v6 route");
+	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0',
+	      "starts withdrawn: no v4 route");
+	CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0',
+	      "starts withdrawn: no v6 route");
 	for (int i = 0; i < 2; i++) {
 		CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
 		const char *out = ct_sh_out("ip route show table 53 proto 53");
@@ -78,9 +91,18 @@ static void test_frr(void)
 	for (int i = 0; i < 2; i++) {
 		CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
 		CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "v4 route gone");
-		CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0', "v6 route gone");
+		CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0',
+		      "v6 route gone");
 	}
 	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 1, "frr holder stays up");
+	CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+	CHECK(ct_sh("ip route del 192.0.2.53/32 table 53") == 0, "route removed by hand");
+	bool drifted;
+	CHECK(announcer_verify(a, true, &drifted, err, sizeof(err)) == 0, "verify: %s", err);
+	CHECK(strstr(ct_sh_out("ip route show table 53 proto 53"), "192.0.2.53 dev skpf0") != NULL,
+	      "route restored");
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0, "verify: %s", err);
+	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "routes removed");
 	announcer_free(a);
 
 	/* the default table is main */
@@ -157,6 +179,17 @@ static void test_keepalived(void)
 	CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
 	CHECK(!strcmp(file_text(c.track_file), "1\n"), "withdrawn: fault (1)");
 	CHECK(stray_files(dir) == 0, "no temporary file left in %s", dir);
+	bool drifted = true;
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && !drifted,
+	      "verify, no drift: %s", err);
+	FILE *f = fopen(c.track_file, "w");
+	if (f) {
+		fputs("0\n", f);
+		fclose(f);
+	}
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && drifted,
+	      "verify sees the hand-written file: %s", err);
+	CHECK(!strcmp(file_text(c.track_file), "1\n"), "fault (1) again");
 	CHECK(atoi(ct_sh_out("ip -o link show | wc -l")) == links,
 	      "no holder without an interface");
 	announcer_free(a);
