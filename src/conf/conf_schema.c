@@ -1112,7 +1112,8 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_RESTART,
      .doc = "The node's own address that queries and probes to this upstream leave from, "
             "which picks the exit link (source routing); the same family as `address`. "
-            "Each query gets a fresh random source port. Unset: the kernel's choice."},
+            "Each query gets a fresh random source port. Unset: `cluster.unicast` of the "
+            "upstream's family when set, else the kernel's choice."},
     {.section = "forward.groups.upstreams",
      .name = "link",
      .type = CONF_TYPE_STRING,
