@@ -267,6 +267,8 @@ typedef struct {
 	char *group;               /* and this group; NULL = the user's primary group */
 	char *control_socket;      /* UNIX socket path for steerctl */
 	char *pid_file;            /* NULL = none */
+	char *identity;            /* server.identity as configured, NULL = unset: see
+	                            * conf_identity() for the value in force */
 
 	/* log: */
 	log_target_t log_target;
@@ -356,6 +358,13 @@ const conf_zone_t *conf_find_zone(const conf_t *conf, const char *domain) STEER_
  */
 void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
     STEER_NONNULL(1, 2, 3);
+
+/**
+ * The identity this server answers with (CH TXT id.server and hostname.bind, NSID):
+ * server.identity, else cluster.node-id when a cluster section is present, else NULL (none).
+ * Borrowed from @p conf.
+ */
+const char *conf_identity(const conf_t *conf) STEER_NONNULL(1);
 
 /** Write the configuration reference (Markdown) generated from the schema table. */
 void conf_write_reference(FILE *out) STEER_NONNULL(1);

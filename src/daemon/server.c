@@ -244,6 +244,9 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.zones = zones;
 	view->auth.gslb = gslb != NULL && gslb_has_names(gslb) ? gslb : NULL;
 	view->auth.udp_max_payload = conf->udp_max_payload;
+	view->auth.identity = conf_identity(conf);
+	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
+	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
