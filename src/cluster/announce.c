@@ -59,10 +59,17 @@ void announcer_free(announcer_t *a)
 	free(a);
 }
 
+/*
+ * The addresses on the holder, and for IPv6 a local route through lo as well: the kernel
+ * drops an IPv6 address's local route while its interface is down, and a withdrawn node
+ * must still answer the queries already on their way (IPv4 keeps its local routes).
+ */
 static int announcer_addrs(const announcer_t *a, char *err, size_t errlen)
 {
 	for (size_t i = 0; a->ifname && i < a->n_addrs; i++) {
 		int ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
+		if (ret == 0 && a->addrs[i].sa.sa_family == AF_INET6)
+			ret = nl_local_route_set(&a->addrs[i], true, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -116,7 +123,7 @@ static int announcer_track_file(const announcer_t *a, bool healthy, char *err, s
 static int announcer_routes(const announcer_t *a, bool present, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < a->n_addrs; i++) {
-		int ret = nl_route_set(&a->addrs[i], a->ifname, a->table, present, err, errlen);
+		int ret = nl_route_set(&a->addrs[i], "lo", a->table, present, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -188,7 +195,7 @@ int announcer_verify(announcer_t *a, bool announce, bool *drifted, char *err, si
 		}
 		return ret;
 	case CONF_ANNOUNCE_FRR:
-		ret = announcer_link_verify(a, true, drifted, err, errlen);
+		ret = announcer_link_verify(a, false, drifted, err, errlen);
 		return ret < 0 ? ret : announcer_routes(a, announce, err, errlen);
 	case CONF_ANNOUNCE_KEEPALIVED:
 		ret = a->ifname ? announcer_link_verify(a, true, drifted, err, errlen) : 0;
@@ -241,7 +248,9 @@ int announcer_new(const conf_cluster_t *cc, announcer_t **out, char *err, size_t
 		ret = announcer_holder(a, false, err, errlen);
 		break;
 	case CONF_ANNOUNCE_FRR:
-		ret = announcer_holder(a, true, err, errlen);
+		/* Down for good: zebra would prefer the holder's connected routes to the kernel
+		 * routes it redistributes, and hide them. The addresses stay local. */
+		ret = announcer_holder(a, false, err, errlen);
 		if (ret == 0)
 			ret = announcer_routes(a, false, err, errlen);
 		break;

@@ -6,8 +6,9 @@
  *   interface   the holder interface admin up (announced) or down (withdrawn); the addresses
  *               stay on it, so in-flight queries are still answered after a withdraw
  *   bird        `enable`/`disable` of a named protocol over BIRD's control socket
- *   frr         kernel host routes to the service addresses, added or removed; FRR (zebra)
- *               redistributes them
+ *   frr         kernel host routes to the service addresses through lo (main table, or
+ *               frr.table), added or removed; FRR's zebra redistributes them. The holder
+ *               stays down: zebra would prefer its connected routes and hide the kernel ones
  *   keepalived  the track file holds 0 (healthy) or 1 (fault), written atomically
  */
 #pragma once

@@ -55,6 +55,16 @@ int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table
                  char *err, size_t errlen) STEER_NONNULL(1, 2, 5) STEER_WUR;
 
 /**
+ * Add (@p present) or remove a `local` route to @p addr through lo in the local table (metric
+ * 1024, Steer's route protocol), so that the node keeps accepting packets to @p addr while
+ * the interface holding it is down. IPv4 keeps the local routes of a down interface's
+ * addresses by itself; IPv6 removes them even with keep_addr_on_down. Idempotent. Returns 0
+ * or a negative steer_err with @p err.
+ */
+int nl_local_route_set(const steer_sockaddr_t *addr, bool present, char *err, size_t errlen)
+    STEER_NONNULL(1, 3) STEER_WUR;
+
+/**
  * Whether a reply from @p src (family 0 = any source) to @p dst can leave the node: the
  * kernel's route lookup (RTM_GETROUTE) finds a unicast route whose device is up. With @p dst
  * NULL, whether the main table holds a default route of @p family whose device is up. Returns

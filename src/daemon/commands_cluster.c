@@ -5,6 +5,7 @@
  */
 #include "daemon/commands.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,14 @@ static int no_cluster(const server_t *s, char *err, size_t errlen)
 static json_t *addresses_json(const steer_sockaddr_t *a, size_t n)
 {
 	json_t *list = json_array();
-	char text[STEER_SOCKADDR_STRLEN];
+	char text[INET6_ADDRSTRLEN];
 	for (size_t i = 0; i < n; i++) {
-		if (a[i].sa.sa_family == 0)
-			continue;
-		steer_sockaddr_str(&a[i], text, sizeof(text));
 		/* The configuration's addresses have no port; neither does their display. */
-		char *colon = a[i].sa.sa_family == AF_INET ? strrchr(text, ':') : NULL;
-		if (colon != NULL)
-			*colon = '\0';
-		json_array_append_new(list, json_string(text));
+		const void *raw = a[i].sa.sa_family == AF_INET ? (const void *)&a[i].sin.sin_addr
+		                                               : (const void *)&a[i].sin6.sin6_addr;
+		if (a[i].sa.sa_family != 0 &&
+		    inet_ntop(a[i].sa.sa_family, raw, text, sizeof(text)) != NULL)
+			json_array_append_new(list, json_string(text));
 	}
 	return list;
 }

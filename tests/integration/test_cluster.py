@@ -16,17 +16,20 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import dns.flags
 import dns.message
+import dns.query
 import dns.rcode
 import pytest
 
-from conftest import STEERCTL, STEERD, assert_no_sanitizer_report
-from fwdlab import Proc, query, run
+from conftest import STEERCTL, STEERD, assert_no_sanitizer_report, free_port
+from fwdlab import Proc, ns_socket, query, run
 
 SERVICE4, SERVICE6 = "192.0.2.53", "2001:db8::53"
 UNICAST, ROUTER = "10.53.0.11", "10.53.0.1"
@@ -169,7 +172,7 @@ cluster:
 
     def stop(self):
         self.proc.stop()
-        assert_no_sanitizer_report(self.proc.log())
+        assert_no_sanitizer_report(self.proc.log_path.read_text(errors="replace"))
         assert self.proc.proc.returncode == 0, self.proc.log()
 
 
@@ -195,6 +198,18 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def chaos_txt(ns: str, server: str, name: str) -> dns.message.Message:
+    """A CH TXT query from namespace @ns to @server."""
+    q = dns.message.make_query(name, "TXT", rdclass="CH")
+    s = ns_socket(ns, family=socket.AF_INET6 if ":" in server else socket.AF_INET)
+    try:
+        s.connect((server, 53))
+        s.setblocking(False)
+        return dns.query.udp(q, server, timeout=1.0, sock=s)
+    finally:
+        s.close()
+
+
 def txt(r: dns.message.Message) -> list[str]:
     return [b"".join(rd.strings).decode() for rrset in r.answer for rd in rrset]
 
@@ -218,7 +233,7 @@ def test_announced_and_identity_through_the_service_address(lab, node):
     assert checks["reload"]["ok"] and not checks["forwarder"]["enabled"]
     # From the router, the way clients come: the node's identity and its data.
     for server in (SERVICE4, SERVICE6):
-        r = query(lab.router, server, "id.server", "TXT")
+        r = chaos_txt(lab.router, server, "id.server")
         assert r.rcode() == dns.rcode.NOERROR and txt(r) == ["n1"]
     r = query(lab.router, SERVICE4, "www.example.test")
     assert r.flags & dns.flags.AA and r.answer[0][0].address == "192.0.2.80"
@@ -355,21 +370,28 @@ def test_bird_method_drives_a_real_bird(lab):
             lab.procs.remove(p)
 
 
-def test_frr_method_kernel_routes_seen_by_zebra(lab, tmp_path):
+def test_frr_method_kernel_routes_seen_by_zebra(lab):
     n = Node(lab, "n3", "  announce: frr\n")
-    run_dir = tmp_path / "frr"
-    run_dir.mkdir()
-    os.chmod(run_dir, 0o777)
+    # zebra drops to the user frr: its files live in a folder frr owns and can reach (the
+    # test's own tmp_path is private to root).
+    run_dir = Path(tempfile.mkdtemp(prefix="steer-frr-"))
+    shutil.chown(run_dir, "frr", "frr")
+    os.chmod(run_dir, 0o755)
+    empty = run_dir / "empty.conf"
+    empty.write_text("")
     zebra = lab.start("zebra", [ZEBRA, "-i", str(run_dir / "zebra.pid"), "-z",
                                 str(run_dir / "zserv.api"), "--vty_socket", str(run_dir),
-                                "-u", "root", "-g", "root", "-f", "/dev/null"])
+                                "-f", str(empty), "-P", "0"])
     try:
         n.wait_state("announced", timeout=15)
+        assert lab.link_up() is False  # the holder stays down: zebra would prefer it
 
         def kernel_routes() -> str:
-            return lab.ip(lab.node, "route", "show", "dev", "vip0").stdout
+            return lab.ip(lab.node, "route", "show", "dev", "lo").stdout
 
         assert SERVICE4 in kernel_routes()
+        # IPv6 is still answered with the holder down (a local route through lo)
+        assert txt(chaos_txt(lab.router, SERVICE6, "id.server")) == ["n3"]
 
         def zebra_sees() -> bool:
             res = subprocess.run(["ip", "netns", "exec", lab.node, VTYSH, "--vty_socket",
@@ -385,6 +407,7 @@ def test_frr_method_kernel_routes_seen_by_zebra(lab, tmp_path):
         n.proc.stop()
         zebra.stop()
         lab.procs.remove(zebra)
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def test_keepalived_track_file(lab):
@@ -407,7 +430,8 @@ def test_not_a_cluster_node(tmp_path):
     zone = tmp_path / "z.zone"
     zone.write_text(ZONE)
     ctl = tmp_path / "ctl.sock"
-    p = subprocess.Popen([STEERD, "--listen", "127.0.0.1:0", "--zone", f"example.test={zone}",
+    p = subprocess.Popen([STEERD, "--listen", f"127.0.0.1:{free_port()}", "--zone",
+                          f"example.test={zone}",
                           "--control-socket", str(ctl)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT)
     try:
