@@ -52,7 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clusterload  # noqa: E402
 import fwdlab  # noqa: E402
-from fwdlab import Proc, ns_socket, run, wait_for  # noqa: E402,F401
+from fwdlab import Proc, run, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cluster"
@@ -216,6 +216,7 @@ class Node:
         self.zone_path = self.dir / f"{ZONE}.zone"
         self.track_file = self.dir / "vrrp-track"
         self.stopped = False  # SIGSTOPped
+        self.frr_dir: Path | None = None
 
     # ---- paths -----------------------------------------------------------------------------
 
@@ -269,28 +270,47 @@ class Node:
         return run(BIRDC, "-s", str(self.bird_socket), *args, check=check)
 
     def _start_frr(self, method: str) -> None:
-        conf = self.dir / "frr.conf"
+        # FRR's daemons drop to the user frr (this build insists the vty group be frrvty,
+        # which root is not in): their files go to a folder of their own that frr owns.
+        if self.frr_dir is None:
+            self.frr_dir = Path(tempfile.mkdtemp(prefix=f"{self.ns}-frr-"))
+            shutil.chown(self.frr_dir, "frr", "frr")
+            os.chmod(self.frr_dir, 0o755)
+        d = self.frr_dir
+        conf = d / "frr.conf"
         conf.write_text(render(example("frr.conf"), "frr" if method == "frr" else "interface",
                                self.subst()).replace("log syslog informational",
                                                      "log stdout informational"))
-        vty = self.dir / "vty"
+        (self.dir / "frr.conf").write_text(conf.read_text())
+        vty = d / "vty"
         vty.mkdir(exist_ok=True)
-        zserv = self.dir / "zserv.api"
-        common = ["-u", "root", "-g", "root", "--vty_socket", str(vty), "-z", str(zserv),
-                  "-f", str(conf), "-P", "0", "--log", "stdout"]
+        shutil.chown(vty, "frr", "frr")
+        zserv = d / "zserv.api"
+        # Each daemon starts empty; vtysh then hands every line of the integrated file to
+        # the daemons it belongs to (given to each daemon with -f, a foreign block's `exit`
+        # would end that daemon's configuration early).
+        empty = d / "empty.conf"
+        empty.write_text("")
+        common = ["--vty_socket", str(vty), "-z", str(zserv), "-f", str(empty), "-P", "0",
+                  "--log", "stdout"]
         self.speaker = []
-        for d in ("zebra", "bfdd", "bgpd"):
-            extra = ["--bfdctl", str(self.dir / "bfdd.sock")] if d == "bfdd" else []
-            self.speaker.append(Proc(f"{d} {self.id}", [str(FRR_DIR / d), *common, "-i",
-                                                         str(self.dir / f"{d}.pid"), *extra],
-                                     self.ns, self.dir / f"{d}.log"))
-            if d == "zebra":
+        for name in ("zebra", "bfdd", "bgpd"):
+            extra = ["--bfdctl", str(d / "bfdd.sock")] if name == "bfdd" else []
+            self.speaker.append(Proc(f"{name} {self.id}",
+                                     [str(FRR_DIR / name), *common, "-i",
+                                      str(d / f"{name}.pid"), *extra],
+                                     self.ns, self.dir / f"{name}.log"))
+            if name == "zebra":
                 wait_for(f"zebra on {self.id}", lambda: self._alive_and(zserv.exists))
         wait_for(f"bgpd on {self.id}", lambda: self._alive_and(
             lambda: self.vtysh("show bgp summary", check=False).returncode == 0))
+        res = run("ip", "netns", "exec", self.ns, VTYSH, "--vty_socket", str(vty), "-f",
+                  str(conf), check=False)
+        if res.returncode != 0:
+            raise RuntimeError(f"vtysh -f {conf} on {self.id}: {res.stdout}{res.stderr}")
 
     def vtysh(self, *cmds: str, check: bool = True) -> subprocess.CompletedProcess:
-        argv = [VTYSH, "--vty_socket", str(self.dir / "vty")]
+        argv = [VTYSH, "--vty_socket", str(self.frr_dir / "vty")]
         for c in cmds:
             argv += ["-c", c]
         return run("ip", "netns", "exec", self.ns, *argv, check=check)
@@ -322,6 +342,17 @@ class Node:
         for p in reversed(self.speaker):
             p.stop()
         self.speaker = []
+
+    def close(self) -> None:
+        """Stop steerd and the speaker; remove FRR's folder."""
+        if self.stopped and self.steerd_alive():
+            self.sigcont()
+        if self.steerd:
+            self.steerd.stop()
+        self.stop_speaker()
+        if self.frr_dir:
+            shutil.rmtree(self.frr_dir, ignore_errors=True)
+            self.frr_dir = None
 
     # ---- steerd ----------------------------------------------------------------------------
 
@@ -425,10 +456,12 @@ class Node:
         if self.method == "bird":
             self.birdc("enable" if on else "disable", "vip")
         elif self.method == "frr":
-            self.ip("route", "replace" if on else "del", f"{SERVICE}/32", "dev", "vip0",
+            # zebra prefers a connected route over any other, so with vip0 up its /32 would
+            # hide the kernel route from redistribution: vip0 stays down (the address stays
+            # local) and the host route goes through lo.
+            self.ip("link", "set", "vip0", "down")
+            self.ip("route", "replace" if on else "del", f"{SERVICE}/32", "dev", "lo",
                     "proto", "250", check=on)
-            if on:
-                self.ip("link", "set", "vip0", "up")
         else:
             self.ip("link", "set", "vip0", "up" if on else "down")
         if self.lab.variant == "vrrp":
@@ -493,11 +526,7 @@ class Lab:
         if self.monitor:
             self.monitor.stop()
         for node in self.nodes.values():
-            if node.stopped and node.steerd and node.steerd.alive():
-                node.sigcont()
-            if node.steerd:
-                node.steerd.stop()
-            node.stop_speaker()
+            node.close()
         if self.router_bird:
             self.router_bird.stop()
         for ns in reversed(self.namespaces):
@@ -644,8 +673,11 @@ class Lab:
 
     def wait_all(self, timeout: float = 30) -> None:
         if self.variant == "vrrp":
-            wait_for("n1 VRRP master", lambda: self.vrrp_master() == "n1" and
-                     self.next_hops() == {"n1"}, timeout, 0.05)
+            # the router learns the master's MAC from the first query (a gratuitous ARP
+            # updates an entry, it does not make one)
+            wait_for("n1 VRRP master", lambda: self.vrrp_master() == "n1" and fwdlab.answers(
+                self.client, SERVICE, WHOAMI, "TXT", timeout=0.3) == "NOERROR" and
+                self.next_hops() == {"n1"}, timeout, 0.05)
         else:
             self.wait_next_hops(self.all_ids(), timeout)
 
