@@ -833,13 +833,15 @@ def identity_of(lab: Lab) -> str:
 
 def scenario(lab: Lab, kind: str, n: int = 1, *, rate: float = 1000, fault_at: float = 1.5,
              hold: float = 2.0, rejoin: float = 4.0, sockets: int = 128,
-             keep: Path | None = None) -> dict:
+             keep: Path | None = None, during=None) -> dict:
     """One trial: the client load at @rate q/s from @sockets source ports; @kind applied to
     node @n @fault_at s into the run (lab.fault(); a drain blocks until drained and
     stopped); healed @hold s later (or when the fault call returned, if later); the load goes
     on @rejoin s after the heal so the node's return is seen. Returns clusterload.analyse()'s
     figures for node @n plus t_fault, t_fault_done, t_heal, t_healed (s into the run) and the
-    scenario; @keep: a folder for the load's records (else removed)."""
+    scenario; @keep: a folder for the load's records (else removed); @during(lab, node),
+    called while the fault lasts (after @hold / 2), returns what goes into the result as
+    "during_check" (steerctl's view of the node, say)."""
     node = lab.nodes[n]
     duration = fault_at + hold + rejoin
     if kind == "spread":
@@ -850,13 +852,16 @@ def scenario(lab: Lab, kind: str, n: int = 1, *, rate: float = 1000, fault_at: f
                              "--rate", str(rate), "--duration", str(duration), "--sockets",
                              str(sockets), "--identity", identity_of(lab), "--start-at",
                              repr(start), "--out", str(out)])
-    t_fault = t_fault_done = t_heal = t_healed = None
+    t_fault = t_fault_done = t_heal = t_healed = checked = None
     try:
         time.sleep(max(0.0, start + fault_at - time.monotonic()))
         if kind != "spread":
             t_fault = time.monotonic() - start
             lab.fault(kind, n)
             t_fault_done = time.monotonic() - start
+            if during is not None:
+                time.sleep(max(0.0, start + t_fault + hold / 2 - time.monotonic()))
+                checked = during(lab, node)
             time.sleep(max(0.0, start + t_fault + hold - time.monotonic()))
             t_heal = time.monotonic() - start
             lab.heal(n)
@@ -880,7 +885,8 @@ def scenario(lab: Lab, kind: str, n: int = 1, *, rate: float = 1000, fault_at: f
     else:
         m = clusterload.analyse(records, node.id, t_fault, t_heal)
     m.update(scenario=kind, node=node.id, rate=rate, t_fault=t_fault,
-             t_fault_done=t_fault_done, t_heal=t_heal, t_healed=t_healed)
+             t_fault_done=t_fault_done, t_heal=t_heal, t_healed=t_healed,
+             during_check=checked)
     return m
 
 

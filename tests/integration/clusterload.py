@@ -25,7 +25,6 @@ import argparse
 import collections
 import json
 import select
-import socket
 import struct
 import sys
 import time
