@@ -51,9 +51,13 @@ def built(tmp_path_factory, variant, speaker="bird", method=None):
         pytest.skip("the cluster lab needs root (network namespaces)")
     if not clusterlab.cluster_supported():
         pytest.fail(f"{clusterlab.steerd_binary()} has no cluster: section")
-    for lab in clusterlab.lab_for_tests(tmp_path_factory, variant, speaker):
+    labs = clusterlab.lab_for_tests(tmp_path_factory, variant, speaker)
+    lab = next(labs)
+    try:
         lab.start_nodes(method=method)
         yield lab
+    finally:
+        labs.close()  # the lab's own finally: processes stopped, namespaces removed
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +83,9 @@ def vrrp(tmp_path_factory):
 def trial(lab, kind, rejoin=REJOIN_HOLD_DOWN, **kw):
     lab.wait_all()
     m = clusterlab.scenario(lab, kind, 1, rate=RATE, rejoin=rejoin, **kw)
+    print(f"{lab.variant}/{lab.speaker} {kind}: gone {m['gone']} lost {m['lost']} "
+          f"rejoin lost {m['lost_heal']} back {m['back']} before {m['before']} "
+          f"during {m['during']}")
     lab.wait_all()
     return m
 
@@ -159,6 +166,18 @@ def test_drain_then_stop_loses_nothing_and_rejoin_neither(bgp):
     assert m["back"] is not None, m
 
 
+def test_bird_method_sigstop(bgp):
+    """announce: bird: the keeper disables BIRD's static protocol vip over its socket."""
+    try:
+        clusterlab.restart_node(bgp, 1, "bird")
+        assert cluster_state(bgp, bgp.nodes[1])["method"] == "bird"
+        m = trial(bgp, "stop")
+    finally:
+        clusterlab.restart_node(bgp, 1, "interface")
+    assert m["gone"] is not None and m["gone"] <= GONE_STEERD, m
+    assert rejoined(m), m
+
+
 def test_anchor_external_monitor(bgp):
     """The comparison: steerd without a cluster section behind BIRD and a 200 ms x 3
     external monitor, steerd hung. It leaves too, later than Steer's own (the bench compares
@@ -188,6 +207,21 @@ def test_frr_spread_and_kill(frr):
     m = trial(frr, "spread")
     assert m["lost"] == 0 and fair(m, frr.all_ids()), m
     m = trial(frr, "kill", rejoin=REJOIN_RESTART)
+    assert m["gone"] is not None and m["gone"] <= GONE_STEERD, m
+    assert rejoined(m), m
+
+
+def test_frr_kernel_route_method(frr):
+    """announce: frr: the keeper's kernel host routes to the service address, redistributed
+    by FRR (`redistribute kernel`, examples/cluster/frr.conf). zebra prefers a connected
+    route over a kernel one and redistributes only the route it prefers: while the holder
+    interface is up with the service address on it, its connected /32 hides the kernel
+    route, so the node must never be announced that way."""
+    try:
+        clusterlab.restart_node(frr, 1, "frr")
+        m = trial(frr, "stop")
+    finally:
+        clusterlab.restart_node(frr, 1, "interface")
     assert m["gone"] is not None and m["gone"] <= GONE_STEERD, m
     assert rejoined(m), m
 
