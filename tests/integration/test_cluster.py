@@ -244,6 +244,7 @@ def test_failed_reload_withdraws_until_a_good_one(lab, node):
     node.zone.write_text(ZONE + "broken IN A not-an-address\n")
     assert node.ctl("reload", check=False).returncode == 1
     took = wait_until(lambda: lab.link_up() is False, 2.0)
+    down_at = time.monotonic()
     st = node.wait_state("withdrawn")
     assert "reload" in st["reason"], st
     assert took < 0.6, f"withdrawn {took:.3f} s after the failed reload"
@@ -253,8 +254,9 @@ def test_failed_reload_withdraws_until_a_good_one(lab, node):
     assert query(lab.router, SERVICE4, "www.example.test").rcode() == dns.rcode.NOERROR
     node.zone.write_text(ZONE.replace(" 1 3600", " 2 3600"))
     node.ctl("reload")
-    back = wait_until(lambda: lab.link_up() is True, 5.0)
-    assert back >= 0.9, f"announced again after {back:.2f} s, inside the 1 s hold-down"
+    wait_until(lambda: lab.link_up() is True, 5.0)
+    back = time.monotonic() - down_at
+    assert back >= 0.9, f"announced again {back:.2f} s after the withdraw, inside the hold-down"
     node.wait_state("announced")
 
 
