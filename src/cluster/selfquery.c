@@ -148,30 +148,11 @@ static void txt_text(const uint8_t *rdata, size_t rdlen, char *out, size_t size)
 	out[got] = '\0';
 }
 
-/* Position after the question when @p pkt answers @p q (id, QR, opcode, same question). */
-static bool is_reply(const cluster_question_t *q, const uint8_t *pkt, size_t len, size_t *pos)
-{
-	if (len < DNS_HEADER_LEN || wire_read_u16(pkt) != q->id)
-		return false;
-	uint16_t flags = wire_read_u16(pkt + 2);
-	if (!(flags & DNS_FLAG_QR) || (flags & DNS_OPCODE_MASK) != 0 || wire_read_u16(pkt + 4) != 1)
-		return false;
-	uint8_t qname[DNS_DNAME_MAXLEN];
-	*pos = DNS_HEADER_LEN;
-	if (dname_unpack(pkt, len, pos, qname) < 0 || *pos + 4 > len)
-		return false;
-	if (!dname_equal(qname, q->qname) || wire_read_u16(pkt + *pos) != q->qtype ||
-	    wire_read_u16(pkt + *pos + 2) != q->qclass)
-		return false;
-	*pos += 4;
-	return true;
-}
-
 int cluster_question_judge(const cluster_question_t *q, const uint8_t *pkt, size_t len, char *why,
                            size_t whylen)
 {
 	size_t pos;
-	if (!is_reply(q, pkt, len, &pos))
+	if (!dns_reply_matches(pkt, len, q->id, q->qname, q->qtype, q->qclass, &pos))
 		return -1;
 	uint16_t flags = wire_read_u16(pkt + 2);
 	unsigned rcode = flags & DNS_RCODE_MASK;

@@ -151,3 +151,22 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 		return DNS_QUERY_NOTIMP;
 	return DNS_QUERY_OK;
 }
+
+bool dns_reply_matches(const uint8_t *pkt, size_t len, uint16_t id, const uint8_t *qname,
+                       uint16_t qtype, uint16_t qclass, size_t *pos)
+{
+	if (len < DNS_HEADER_LEN || wire_read_u16(pkt) != id)
+		return false;
+	uint16_t flags = wire_read_u16(pkt + 2);
+	if (!(flags & DNS_FLAG_QR) || (flags & DNS_OPCODE_MASK) != 0 || wire_read_u16(pkt + 4) != 1)
+		return false;
+	uint8_t name[DNS_DNAME_MAXLEN];
+	*pos = DNS_HEADER_LEN;
+	if (dname_unpack(pkt, len, pos, name) < 0 || *pos + 4 > len)
+		return false;
+	if (!dname_equal(name, qname) || wire_read_u16(pkt + *pos) != qtype ||
+	    wire_read_u16(pkt + *pos + 2) != qclass)
+		return false;
+	*pos += 4;
+	return true;
+}

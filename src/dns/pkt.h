@@ -50,3 +50,12 @@ typedef struct {
  */
 dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *q)
     STEER_NONNULL(1, 3);
+
+/**
+ * Whether @p pkt (@p len bytes) is the reply to our query @p id asking @p qname (wire form)
+ * @p qtype @p qclass: the ID, QR set, opcode QUERY, one question and that very question
+ * (names compared case-insensitively). When it is, @p pos is the offset after the question.
+ * For the self-made queries of probes and checks; any thread.
+ */
+bool dns_reply_matches(const uint8_t *pkt, size_t len, uint16_t id, const uint8_t *qname,
+                       uint16_t qtype, uint16_t qclass, size_t *pos) STEER_NONNULL(1, 4, 7);

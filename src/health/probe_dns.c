@@ -254,25 +254,6 @@ static bool read_rr(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *type,
 	return true;
 }
 
-/* True when @p pkt answers our query: id, QR, opcode and the very same question. */
-static bool reply_matches(const dns_probe_t *p, const uint8_t *pkt, size_t len, size_t *pos)
-{
-	if (len < DNS_HEADER_LEN || wire_read_u16(pkt) != p->id)
-		return false;
-	uint16_t flags = wire_read_u16(pkt + 2);
-	if (!(flags & DNS_FLAG_QR) || (flags & DNS_OPCODE_MASK) != 0 || wire_read_u16(pkt + 4) != 1)
-		return false;
-	uint8_t qname[DNS_DNAME_MAXLEN];
-	*pos = DNS_HEADER_LEN;
-	if (dname_unpack(pkt, len, pos, qname) < 0 || *pos + 4 > len)
-		return false;
-	if (!dname_equal(qname, p->qname) || wire_read_u16(pkt + *pos) != p->spec->qtype ||
-	    wire_read_u16(pkt + *pos + 2) != DNS_CLASS_IN)
-		return false;
-	*pos += 4;
-	return true;
-}
-
 /* Walks the sections after the question: expected answer, extended rcode. */
 static void reply_parse(const dns_probe_t *p, const uint8_t *pkt, size_t len, size_t pos,
                         reply_t *r)
@@ -342,7 +323,7 @@ static void judge(dns_probe_t *p, const reply_t *r)
 static bool handle_datagram(dns_probe_t *p, const uint8_t *pkt, size_t len)
 {
 	size_t pos;
-	if (!reply_matches(p, pkt, len, &pos)) {
+	if (!dns_reply_matches(pkt, len, p->id, p->qname, p->spec->qtype, DNS_CLASS_IN, &pos)) {
 		p->ignored++;
 		return false;
 	}
