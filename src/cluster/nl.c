@@ -194,7 +194,7 @@ static int nl_recv_replies(int fd, uint32_t seq, nl_reply_cb cb, void *ctx, cons
 		}
 		if (from.nl_pid != 0)
 			continue;
-		int len = (int)n;
+		size_t len = (size_t)n;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, len);
 		     h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_seq != seq)

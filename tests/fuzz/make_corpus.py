@@ -246,6 +246,22 @@ def fwd_cache_seeds():
     return seeds
 
 
+def bird_reply_seeds():
+    return {
+        "greeting-ok": b"0001 BIRD 2.0.12 ready.\n0000 \n",
+        "disabled": b"0001 BIRD 2.0.12 ready.\nvip: disabled\n0000 \n",
+        "multi": b"0001 BIRD ready.\n2002-Name       Proto      Table      State  Since\n"
+                 b"1002-vip        Direct     ---        up     01:02:03\n continued\n0000 \n",
+        "no-match": b"0001 BIRD ready.\n8003 No protocols match\n",
+        "syntax": b"0001 BIRD ready.\n9001 syntax error, unexpected CF_SYM_UNDEFINED\n",
+        "notice": b"+0016 async notice\n0001 BIRD ready.\n0000 \n",
+        "continuation-first": b" orphan\n0000 \n",
+        "garbage": b"HTTP/1.1 200 OK\r\n\r\n",
+        "long-line": b"0001 " + b"x" * 5000 + b"\n0000 \n",
+        "no-newline": b"0001 BIRD ready.",
+    }
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -263,6 +279,7 @@ def main():
     write("probe_reply", probe_reply_seeds())
     write("fwd_reply", fwd_reply_seeds())
     write("fwd_cache", fwd_cache_seeds())
+    write("bird_reply", bird_reply_seeds())
 
 
 if __name__ == "__main__":
