@@ -74,7 +74,8 @@ struct cluster {
 	bool running, stopping, stopped;
 	zone_t *zones;
 	size_t n_zones, zone_next;
-	bool announced; /* the keeper's last report */
+	bool announced;             /* the keeper's last report */
+	bool keeper_self_withdrawn; /* ... said it withdrew on its own */
 	bool keeper_alive;
 	char keeper_message[200];
 	double last_transition;
@@ -206,7 +207,10 @@ static void keeper_report(cluster_t *c, const cluster_keeper_report_t *r)
 	bool new_message = strcmp(c->keeper_message, r->message) != 0;
 	c->announced = r->announced;
 	snprintf(c->keeper_message, sizeof(c->keeper_message), "%s", r->message);
-	if (r->self_withdraw) {
+	/* Every report says so until the keeper hears from us again: act on the first. */
+	bool first = r->self_withdraw && !c->keeper_self_withdrawn;
+	c->keeper_self_withdrawn = r->self_withdraw;
+	if (first) {
 		cluster_state_t old = c->sc.state;
 		changed = cluster_selfcheck_keeper_withdrew(&c->sc, mono_ms(), r->message);
 		if (changed)
@@ -216,7 +220,7 @@ static void keeper_report(cluster_t *c, const cluster_keeper_report_t *r)
 	pthread_mutex_unlock(&c->lock);
 	if (r->error && new_message)
 		log_warn("cluster: keeper: %s", r->message);
-	else if (r->self_withdraw && !changed && new_message)
+	else if (first && !changed && new_message)
 		log_warn("cluster: keeper: %s", r->message);
 	if (want_before != want_after)
 		send_state(c);

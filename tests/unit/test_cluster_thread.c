@@ -468,6 +468,41 @@ static void phase_selfquery(void)
 	ev_loop_destroy(loop);
 }
 
+/* A second node with return paths instead of default routes: only its routes check is
+ * looked at (its holder and service address are its own; nothing answers there). */
+static void phase_return_paths(cluster_keeper_t *k2, const conf_cluster_t *base)
+{
+	conf_cluster_t cc = *base;
+	steer_sockaddr_t service, paths[2];
+	CHECK(steer_sockaddr_parse("192.0.2.54", 0, &service) == 0, "parse");
+	CHECK(steer_sockaddr_parse("203.0.113.9", 0, &paths[0]) == 0, "parse");
+	CHECK(steer_sockaddr_parse("2001:db8:2::9", 0, &paths[1]) == 0, "parse");
+	cc.service = &service;
+	cc.n_service = 1;
+	cc.interface = "vip1";
+	cc.return_path = paths;
+	cc.n_return_path = 2;
+	cluster_inputs_t in = {0};
+	cluster_t *c = cluster_new(&cc, k2, &in);
+	CHECK(cluster_start(c) == 0, "second node started");
+	sleep_ms(250);
+	cluster_status_t st;
+	status_of(c, &st);
+	printf("return paths: %s\n", st.checks[2].detail);
+	CHECK(st.checks[2].ok && strcmp(st.checks[2].detail, "2 return paths routable") == 0,
+	      "return paths: %s", st.checks[2].detail);
+	sh("ip -6 route add prohibit 2001:db8:2::9");
+	sleep_ms(250);
+	status_of(c, &st);
+	printf("return paths: %s\n", st.checks[2].detail);
+	CHECK(!st.checks[2].ok && strstr(st.checks[2].detail, "2001:db8:2::9") &&
+	          strstr(st.checks[2].detail, "from 2001:db8:1::11") && st.checks[2].failures >= 1,
+	      "prohibited return path: %s (%u failures)", st.checks[2].detail,
+	      st.checks[2].failures);
+	sh("ip -6 route del prohibit 2001:db8:2::9");
+	cluster_free(c);
+}
+
 static int setup_namespace(void)
 {
 	if (geteuid() != 0) {
@@ -532,6 +567,17 @@ int main(void)
 	if (ret != 0)
 		return unit_finish("cluster_thread");
 	CHECK(holder_up() == 0, "the keeper starts withdrawn");
+	conf_cluster_t cc2 = cc;
+	steer_sockaddr_t service2;
+	CHECK(steer_sockaddr_parse("192.0.2.54", 0, &service2) == 0, "parse");
+	cc2.service = &service2;
+	cc2.n_service = 1;
+	cc2.interface = "vip1";
+	cluster_keeper_t *k2 = NULL;
+	ret = cluster_keeper_spawn(&cc2, &k2, err, sizeof(err));
+	CHECK(ret == 0, "second keeper spawn: %s", err);
+	if (ret != 0)
+		return unit_finish("cluster_thread");
 
 	int fds[N_BIND];
 	for (int i = 0; i < N_BIND; i++) {
@@ -569,6 +615,7 @@ int main(void)
 	      "answer detail: %s", st.checks[0].detail);
 
 	phase_selfquery();
+	phase_return_paths(k2, &cc);
 	phase_withdraw(c, "answer", &answering, "answer: 192.0.2.53: timeout after 80 ms");
 	phase_withdraw(c, "threads", &threads_good, "threads: query thread 1 made no progress");
 	phase_withdraw(c, "reload", &reload_good, "reload: zone example.test: example.test.zone:3");
