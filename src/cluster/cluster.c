@@ -48,6 +48,7 @@ typedef struct {
 
 struct cluster {
 	conf_cluster_t cc; /* the fields the thread reads, owned */
+	char *identity;    /* what id.server must answer, owned */
 	cluster_keeper_t *keeper;
 	pid_t keeper_pid;
 	cluster_inputs_t in;
@@ -445,6 +446,8 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	c->keeper_pid = cluster_keeper_pid(keeper);
 	c->keeper_alive = true;
 	c->in = *in;
+	c->identity = xstrdup(in->identity ? in->identity : cc->node_id);
+	c->in.identity = c->identity;
 	pthread_mutex_init(&c->lock, NULL);
 	cluster_selfcheck_conf_t scc = {.fall = c->cc.check_fall,
 	                                .rise = c->cc.check_rise,
@@ -467,7 +470,7 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	}
 	c->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	STEER_ASSERT(c->loop != NULL);
-	c->sq = cluster_selfquery_new(c->loop, &c->cc, on_answer, c);
+	c->sq = cluster_selfquery_new(c->loop, &c->cc, c->identity, on_answer, c);
 	double interval = c->cc.check_interval / 1000.0;
 	ev_timer_init(&c->round_timer, on_round, 0., interval);
 	c->round_timer.data = c;
@@ -646,5 +649,6 @@ void cluster_free(cluster_t *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->zones);
 	conf_release(&c->cc);
+	free(c->identity);
 	free(c);
 }

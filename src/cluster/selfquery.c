@@ -49,6 +49,7 @@ typedef struct {
 struct cluster_selfquery {
 	struct ev_loop *loop;
 	const conf_cluster_t *cc;
+	const char *identity;
 	cluster_selfquery_cb cb;
 	void *arg;
 	target_t *targets; /* cc->n_service slots */
@@ -501,7 +502,7 @@ unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,
 		STEER_ASSERT(len > 0);
 		q.qtype = DNS_TYPE_TXT;
 		q.qclass = DNS_CLASS_CH;
-		q.txt = sq->cc->node_id;
+		q.txt = sq->identity;
 		snprintf(sq->what, sizeof(sq->what), "id.server");
 	}
 	clock_gettime(CLOCK_MONOTONIC, &sq->start);
@@ -533,11 +534,12 @@ bool cluster_selfquery_busy(const cluster_selfquery_t *sq)
 }
 
 cluster_selfquery_t *cluster_selfquery_new(struct ev_loop *loop, const conf_cluster_t *cc,
-                                           cluster_selfquery_cb cb, void *arg)
+                                           const char *identity, cluster_selfquery_cb cb, void *arg)
 {
 	cluster_selfquery_t *sq = xcalloc(1, sizeof(*sq));
 	sq->loop = loop;
 	sq->cc = cc;
+	sq->identity = identity;
 	sq->cb = cb;
 	sq->arg = arg;
 	sq->targets = xcalloc(cc->n_service ? cc->n_service : 1, sizeof(*sq->targets));

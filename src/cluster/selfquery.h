@@ -56,12 +56,13 @@ int cluster_question_judge(const cluster_question_t *q, const uint8_t *pkt, size
                            size_t whylen) STEER_NONNULL(1, 2, 4);
 
 /**
- * The answer check for @p cc (borrowed: must outlive the object) on @p loop; @p cb gets each
- * round's result, from the loop. Aborts on out-of-memory.
+ * The answer check for @p cc on @p loop, expecting id.server to answer @p identity (NULL =
+ * any text); both borrowed, they must outlive the object. @p cb gets each round's result,
+ * from the loop. Aborts on out-of-memory.
  */
 cluster_selfquery_t *cluster_selfquery_new(struct ev_loop *loop, const conf_cluster_t *cc,
-                                           cluster_selfquery_cb cb, void *arg)
-    STEER_NONNULL(1, 2, 3) STEER_WUR;
+                                           const char *identity, cluster_selfquery_cb cb, void *arg)
+    STEER_NONNULL(1, 2, 4) STEER_WUR;
 
 /**
  * Start a round asking for the SOA of @p apex (wire form; its text @p apex_text for the

@@ -402,6 +402,7 @@ typedef struct {
 	bool unicast;
 	bool want_ok;
 	const char *detail;
+	const char *identity;
 } sq_row_t;
 
 static const sq_row_t sq_rows[] = {
@@ -409,27 +410,44 @@ static const sq_row_t sq_rows[] = {
      {"192.0.2.99", "2001:db8::53"},
      true,
      true,
-     "id.server from 2 addresses"},
+     "id.server from 2 addresses",
+     "n1"},
     {"  ... and the detail says so",
      {"192.0.2.99", NULL},
      true,
      true,
-     "192.0.2.99 not on this node: asked 10.53.0.11"},
+     "192.0.2.99 not on this node: asked 10.53.0.11",
+     "n1"},
     {"two VIPs elsewhere ask the unicast address once",
      {"192.0.2.98", "192.0.2.99"},
      true,
      true,
-     "id.server from 1 address in"},
+     "id.server from 1 address in",
+     "n1"},
     {"nothing listening: refused at once",
      {"192.0.2.53:5399", NULL},
      true,
      false,
-     "192.0.2.53:5399: connection refused"},
+     "192.0.2.53:5399: connection refused",
+     NULL},
     {"no local address and no unicast address: nothing to ask",
      {"192.0.2.99", NULL},
      false,
      false,
-     "nothing to ask; 192.0.2.99 not on this node, no unicast address"},
+     "nothing to ask; 192.0.2.99 not on this node, no unicast address",
+     NULL},
+    {"id.server must answer the identity in force",
+     {"192.0.2.53", NULL},
+     true,
+     false,
+     "192.0.2.53: id.server: answers \"n1\", not this node's \"dns-a\"",
+     "dns-a"},
+    {"any identity when none is expected",
+     {"192.0.2.53", NULL},
+     true,
+     true,
+     "from 1 address",
+     NULL},
 };
 
 static void phase_selfquery(void)
@@ -452,7 +470,8 @@ static void phase_selfquery(void)
 			      "parse");
 		}
 		sq_result_t r = {0};
-		cluster_selfquery_t *sq = cluster_selfquery_new(loop, &cc, sq_cb, &r);
+		cluster_selfquery_t *sq =
+		    cluster_selfquery_new(loop, &cc, row->identity, sq_cb, &r);
 		cluster_selfquery_start(sq, NULL, NULL, false, 80);
 		CHECK(!r.done, "%s: no result from within the start", row->name);
 		double start = now_ms();
