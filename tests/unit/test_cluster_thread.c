@@ -477,7 +477,7 @@ static void phase_selfquery(void)
 		double start = now_ms();
 		while (!r.done && now_ms() - start < 1000)
 			ev_run(loop, EVRUN_ONCE);
-		printf("selfquery: %s: %s %s\n", row->name, r.ok ? "ok" : "FAIL", r.detail);
+		printf("selfquery: %s: %s %s\n", row->name, r.ok ? "ok" : "fails", r.detail);
 		CHECK(r.done && r.ok == row->want_ok, "%s: ok %d, want %d (%s)", row->name, r.ok,
 		      row->want_ok, r.detail);
 		CHECK(strstr(r.detail, row->detail) != NULL, "%s: detail '%s' lacks '%s'",
