@@ -5,6 +5,13 @@
  * The holder interface keeps the service addresses in every method that has one, so the
  * node always accepts queries to them: a withdraw only stops new traffic from being routed
  * here, and in-flight queries are still answered.
+ *
+ *   interface   holder up = announced, down = withdrawn
+ *   bird        holder always up; the BIRD protocol (static route or direct on the holder)
+ *               enabled = announced
+ *   frr         holder always down (see ANNOUNCER_FRR_DEV); host routes through lo in
+ *               frr.table = announced, for `redistribute kernel`
+ *   keepalived  holder (only with an interface) always up; track file 0 = announced
  */
 #include "cluster/announce.h"
 
@@ -20,6 +27,14 @@
 #include "base/log.h"
 #include "cluster/bird.h"
 #include "cluster/nl.h"
+
+/*
+ * The device of the frr method's routes. Not the holder: zebra turns the holder's addresses
+ * into connected routes while it is up, and a connected route always beats a kernel route to
+ * the same prefix, so the kernel route would never be redistributed. The holder stays down
+ * (the node still accepts its addresses, see announcer_addrs()) and the routes go through lo.
+ */
+#define ANNOUNCER_FRR_DEV "lo"
 
 struct announcer {
 	conf_announce_t method;
@@ -59,10 +74,17 @@ void announcer_free(announcer_t *a)
 	free(a);
 }
 
+/*
+ * The addresses on the holder, and for IPv6 a local route of ours: IPv6 drops a down
+ * holder's local routes, and without one the node would stop accepting in-flight queries
+ * (and its own self-check) to its IPv6 service addresses the moment it withdraws.
+ */
 static int announcer_addrs(const announcer_t *a, char *err, size_t errlen)
 {
 	for (size_t i = 0; a->ifname && i < a->n_addrs; i++) {
 		int ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
+		if (ret == 0 && a->addrs[i].sa.sa_family == AF_INET6)
+			ret = nl_local_route_set(&a->addrs[i], true, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -116,7 +138,8 @@ static int announcer_track_file(const announcer_t *a, bool healthy, char *err, s
 static int announcer_routes(const announcer_t *a, bool present, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < a->n_addrs; i++) {
-		int ret = nl_route_set(&a->addrs[i], a->ifname, a->table, present, err, errlen);
+		int ret =
+		    nl_route_set(&a->addrs[i], ANNOUNCER_FRR_DEV, a->table, present, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -188,7 +211,7 @@ int announcer_verify(announcer_t *a, bool announce, bool *drifted, char *err, si
 		}
 		return ret;
 	case CONF_ANNOUNCE_FRR:
-		ret = announcer_link_verify(a, true, drifted, err, errlen);
+		ret = announcer_link_verify(a, false, drifted, err, errlen);
 		return ret < 0 ? ret : announcer_routes(a, announce, err, errlen);
 	case CONF_ANNOUNCE_KEEPALIVED:
 		ret = a->ifname ? announcer_link_verify(a, true, drifted, err, errlen) : 0;
@@ -241,7 +264,7 @@ int announcer_new(const conf_cluster_t *cc, announcer_t **out, char *err, size_t
 		ret = announcer_holder(a, false, err, errlen);
 		break;
 	case CONF_ANNOUNCE_FRR:
-		ret = announcer_holder(a, true, err, errlen);
+		ret = announcer_holder(a, false, err, errlen);
 		if (ret == 0)
 			ret = announcer_routes(a, false, err, errlen);
 		break;
