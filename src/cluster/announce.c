@@ -5,6 +5,13 @@
  * The holder interface keeps the service addresses in every method that has one, so the
  * node always accepts queries to them: a withdraw only stops new traffic from being routed
  * here, and in-flight queries are still answered.
+ *
+ *   interface   holder up = announced, down = withdrawn
+ *   bird        holder always up; the BIRD protocol (static route or direct on the holder)
+ *               enabled = announced
+ *   frr         holder always down (see ANNOUNCER_FRR_DEV); host routes through lo in
+ *               frr.table = announced, for `redistribute kernel`
+ *   keepalived  holder (only with an interface) always up; track file 0 = announced
  */
 #include "cluster/announce.h"
 
@@ -20,6 +27,14 @@
 #include "base/log.h"
 #include "cluster/bird.h"
 #include "cluster/nl.h"
+
+/*
+ * The device of the frr method's routes. Not the holder: zebra turns the holder's addresses
+ * into connected routes while it is up, and a connected route always beats a kernel route to
+ * the same prefix, so the kernel route would never be redistributed. The holder stays down
+ * (the node still accepts its addresses, see announcer_addrs()) and the routes go through lo.
+ */
+#define ANNOUNCER_FRR_DEV "lo"
 
 struct announcer {
 	conf_announce_t method;
@@ -59,6 +74,23 @@ void announcer_free(announcer_t *a)
 	free(a);
 }
 
+/*
+ * The addresses on the holder, and for IPv6 a local route of ours: IPv6 drops a down
+ * holder's local routes, and without one the node would stop accepting in-flight queries
+ * (and its own self-check) to its IPv6 service addresses the moment it withdraws.
+ */
+static int announcer_addrs(const announcer_t *a, char *err, size_t errlen)
+{
+	for (size_t i = 0; a->ifname && i < a->n_addrs; i++) {
+		int ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
+		if (ret == 0 && a->addrs[i].sa.sa_family == AF_INET6)
+			ret = nl_local_route_set(&a->addrs[i], true, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* Create the holder, put the addresses on it and set it up or down. */
 static int announcer_holder(const announcer_t *a, bool up, char *err, size_t errlen)
 {
@@ -68,12 +100,8 @@ static int announcer_holder(const announcer_t *a, bool up, char *err, size_t err
 		return ret;
 	if (created)
 		log_info("cluster: created the holder interface %s", a->ifname);
-	for (size_t i = 0; i < a->n_addrs; i++) {
-		ret = nl_addr_ensure(a->ifname, &a->addrs[i], err, errlen);
-		if (ret < 0)
-			return ret;
-	}
-	return nl_link_set_up(a->ifname, up, err, errlen);
+	ret = announcer_addrs(a, err, errlen);
+	return ret < 0 ? ret : nl_link_set_up(a->ifname, up, err, errlen);
 }
 
 static int track_fill_cb(FILE *f, void *ctx)
@@ -110,7 +138,8 @@ static int announcer_track_file(const announcer_t *a, bool healthy, char *err, s
 static int announcer_routes(const announcer_t *a, bool present, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < a->n_addrs; i++) {
-		int ret = nl_route_set(&a->addrs[i], a->ifname, a->table, present, err, errlen);
+		int ret =
+		    nl_route_set(&a->addrs[i], ANNOUNCER_FRR_DEV, a->table, present, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -124,11 +153,69 @@ int announcer_apply(announcer_t *a, bool announce, char *err, size_t errlen)
 		return nl_link_set_up(a->ifname, announce, err, errlen);
 	case CONF_ANNOUNCE_BIRD:
 		return bird_protocol_set(a->bird_socket, a->bird_protocol, announce,
-		                         BIRD_TIMEOUT_MS, err, errlen);
+		                         BIRD_TIMEOUT_MS, NULL, err, errlen);
 	case CONF_ANNOUNCE_FRR:
 		return announcer_routes(a, announce, err, errlen);
 	case CONF_ANNOUNCE_KEEPALIVED:
 		return announcer_track_file(a, announce, err, errlen);
+	}
+	snprintf(err, errlen, "unknown announcement method %d", (int)a->method);
+	return STEER_EINVAL;
+}
+
+/* Whether the holder is @p up; puts it right (and says so in @p drifted) when it is not. */
+static int announcer_link_verify(const announcer_t *a, bool up, bool *drifted, char *err,
+                                 size_t errlen)
+{
+	int ret = nl_link_is_up(a->ifname, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (ret == (int)up)
+		return 0;
+	*drifted = true;
+	return nl_link_set_up(a->ifname, up, err, errlen);
+}
+
+static int announcer_track_verify(const announcer_t *a, bool healthy, bool *drifted, char *err,
+                                  size_t errlen)
+{
+	char buf[8] = "";
+	FILE *f = fopen(a->track_file, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	if (!strcmp(buf, healthy ? "0\n" : "1\n"))
+		return 0;
+	*drifted = true;
+	return announcer_track_file(a, healthy, err, errlen);
+}
+
+int announcer_verify(announcer_t *a, bool announce, bool *drifted, char *err, size_t errlen)
+{
+	*drifted = false;
+	int ret = announcer_addrs(a, err, errlen);
+	if (ret < 0)
+		return ret;
+	switch (a->method) {
+	case CONF_ANNOUNCE_INTERFACE:
+		return announcer_link_verify(a, announce, drifted, err, errlen);
+	case CONF_ANNOUNCE_BIRD:
+		ret = announcer_link_verify(a, true, drifted, err, errlen);
+		if (ret == 0) {
+			bool changed = false;
+			ret = bird_protocol_set(a->bird_socket, a->bird_protocol, announce,
+			                        BIRD_TIMEOUT_MS, &changed, err, errlen);
+			*drifted = *drifted || changed;
+		}
+		return ret;
+	case CONF_ANNOUNCE_FRR:
+		ret = announcer_link_verify(a, false, drifted, err, errlen);
+		return ret < 0 ? ret : announcer_routes(a, announce, err, errlen);
+	case CONF_ANNOUNCE_KEEPALIVED:
+		ret = a->ifname ? announcer_link_verify(a, true, drifted, err, errlen) : 0;
+		return ret < 0 ? ret : announcer_track_verify(a, announce, drifted, err, errlen);
 	}
 	snprintf(err, errlen, "unknown announcement method %d", (int)a->method);
 	return STEER_EINVAL;
@@ -177,7 +264,7 @@ int announcer_new(const conf_cluster_t *cc, announcer_t **out, char *err, size_t
 		ret = announcer_holder(a, false, err, errlen);
 		break;
 	case CONF_ANNOUNCE_FRR:
-		ret = announcer_holder(a, true, err, errlen);
+		ret = announcer_holder(a, false, err, errlen);
 		if (ret == 0)
 			ret = announcer_routes(a, false, err, errlen);
 		break;

@@ -301,9 +301,18 @@ static bool bird_name_ok(const char *name)
 	return true;
 }
 
-int bird_protocol_set(const char *socket_path, const char *protocol, bool enable,
-                      unsigned timeout_ms, char *err, size_t errlen)
+/* "0009 disabled" and "0011 enabled" changed something; 0008/0010 "already" did not. */
+static void bird_changed_cb(int code, const char *text, void *ctx)
 {
+	(void)text;
+	if (code == 9 || code == 11)
+		*(bool *)ctx = true;
+}
+
+int bird_protocol_set(const char *socket_path, const char *protocol, bool enable,
+                      unsigned timeout_ms, bool *changed, char *err, size_t errlen)
+{
+	bool did = false;
 	char cmd[96];
 	if (!bird_name_ok(protocol)) {
 		snprintf(err, errlen, "bad BIRD protocol name \"%.64s\"", protocol);
@@ -311,7 +320,10 @@ int bird_protocol_set(const char *socket_path, const char *protocol, bool enable
 	}
 	/* Quoted, the name is a pattern: an unknown one gets "No protocols match" (8003). */
 	snprintf(cmd, sizeof(cmd), "%s \"%s\"", enable ? "enable" : "disable", protocol);
-	return bird_command(socket_path, cmd, timeout_ms, NULL, 0, err, errlen);
+	int ret = bird_run(socket_path, cmd, timeout_ms, bird_changed_cb, &did, err, errlen);
+	if (changed)
+		*changed = ret == 0 && did;
+	return ret;
 }
 
 typedef struct {

@@ -33,13 +33,14 @@ int bird_command(const char *socket_path, const char *command, unsigned timeout_
 
 /**
  * `enable` or `disable` the protocol named @p protocol. Doing it again is not an error
- * ("already enabled"). The name must be a plain BIRD name (letters, digits, '_', '-', '.'):
- * it is sent quoted, so an unknown one is BIRD's "No protocols match" (STEER_ENOENT) rather
- * than a syntax error. Returns as bird_command(), STEER_EINVAL for a bad name.
+ * ("already enabled"); @p changed (may be NULL) tells whether BIRD changed anything. The name
+ * must be a plain BIRD name (letters, digits, '_', '-', '.'): it is sent quoted, so an
+ * unknown one is BIRD's "No protocols match" (STEER_ENOENT) rather than a syntax error.
+ * Returns as bird_command(), STEER_EINVAL for a bad name.
  */
 int bird_protocol_set(const char *socket_path, const char *protocol, bool enable,
-                      unsigned timeout_ms, char *err, size_t errlen)
-    STEER_NONNULL(1, 2, 5) STEER_WUR;
+                      unsigned timeout_ms, bool *changed, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 6) STEER_WUR;
 
 /**
  * The state column of `show protocols "@p protocol"` ("up", "down", "start", ...) into

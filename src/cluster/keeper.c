@@ -42,6 +42,12 @@
 #define KEEPER_EXIT_TIMEOUT_MS 2000
 /* A failed apply is retried at most this often: a broken method must not spin the CPU. */
 #define KEEPER_RETRY_MS 100
+/*
+ * What is in force is checked this often: a BIRD restart puts its protocol back to its
+ * configured state, and someone may set the holder up or down by hand. One BIRD command or
+ * netlink request a second costs nothing.
+ */
+#define KEEPER_VERIFY_MS 1000
 /* The keeper's socket descriptor after it closed everything else (0-2 are stdio). */
 #define KEEPER_FD 3
 
@@ -115,6 +121,18 @@ static void keeper_report(keeper_t *k, int kind, int error, const char *fmt, ...
 	(void)send(k->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+static void keeper_failed(keeper_t *k, bool target, int ret, const char *err)
+{
+	k->applied = -1;
+	if (strcmp(err, k->last_fail)) {
+		log_warn("cluster keeper: %s (%s) failed: %s; retrying",
+		         target ? "announce" : "withdraw", k->method, err);
+		snprintf(k->last_fail, sizeof(k->last_fail), "%s", err);
+	}
+	keeper_report(k, KEEPER_REPORT_APPLY, ret, "%s failed: %s",
+	              target ? "announce" : "withdraw", err);
+}
+
 static void keeper_apply(keeper_t *k, bool target, const char *why)
 {
 	char err[200];
@@ -124,14 +142,7 @@ static void keeper_apply(keeper_t *k, bool target, const char *why)
 	int ret = announcer_apply(k->an, target, err, sizeof(err));
 	unsigned us = (unsigned)((keeper_now_ns() - t0) / 1000);
 	if (ret < 0) {
-		k->applied = -1;
-		if (strcmp(err, k->last_fail)) {
-			log_warn("cluster keeper: %s (%s) failed: %s; retrying",
-			         target ? "announce" : "withdraw", k->method, err);
-			snprintf(k->last_fail, sizeof(k->last_fail), "%s", err);
-		}
-		keeper_report(k, KEEPER_REPORT_APPLY, ret, "%s failed: %s",
-		              target ? "announce" : "withdraw", err);
+		keeper_failed(k, target, ret, err);
 		return;
 	}
 	k->applied = target;
@@ -139,6 +150,28 @@ static void keeper_apply(keeper_t *k, bool target, const char *why)
 	log_info("cluster keeper: %s (%s, %u us): %s", target ? "announced" : "withdrawn",
 	         k->method, us, why);
 	keeper_report(k, KEEPER_REPORT_APPLY, 0, "%s: %s", target ? "announced" : "withdrawn", why);
+}
+
+/* The state in force, checked again: a restarted BIRD or a hand-made change is put right. */
+static void keeper_verify(keeper_t *k, bool target)
+{
+	char err[200];
+	bool drifted = false;
+	k->last_attempt_ns = keeper_now_ns();
+	int ret = announcer_verify(k->an, target, &drifted, err, sizeof(err));
+	if (ret < 0) {
+		keeper_failed(k, target, ret, err);
+		return;
+	}
+	if (drifted) {
+		const char *state = target ? "announced" : "withdrawn";
+		log_warn(
+		    "cluster keeper: %s state changed behind the keeper's back (%s restarted, or "
+		    "changed by hand): %s again",
+		    k->method, k->method, state);
+		keeper_report(k, KEEPER_REPORT_APPLY, 0, "%s again: the %s state had been changed",
+		              state, k->method);
+	}
 }
 
 /* Withdraw on the way out (steerd gone, asked to exit, or a signal) and leave. */
@@ -186,7 +219,7 @@ static bool keeper_read(keeper_t *k, char *why, size_t whylen)
 	}
 }
 
-/* Decide and apply; returns the ns until something is due (INT64_MAX: wait for a message). */
+/* Decide, apply or verify; returns the ns until something is due. */
 static int64_t keeper_step(keeper_t *k)
 {
 	int64_t now = keeper_now_ns();
@@ -204,10 +237,11 @@ static int64_t keeper_step(keeper_t *k)
 		if (k->attempted != (int)target ||
 		    now - k->last_attempt_ns >= KEEPER_RETRY_MS * 1000000LL)
 			keeper_apply(k, target, k->reason);
+	} else if (now - k->last_attempt_ns >= KEEPER_VERIFY_MS * 1000000LL) {
+		keeper_verify(k, target);
 	}
-	int64_t due = INT64_MAX;
-	if (k->applied != (int)target)
-		due = k->last_attempt_ns + KEEPER_RETRY_MS * 1000000LL - now;
+	int64_t due = k->last_attempt_ns - now;
+	due += (k->applied != (int)target ? KEEPER_RETRY_MS : KEEPER_VERIFY_MS) * 1000000LL;
 	if (k->wanted && !k->self_withdrawn) {
 		int64_t live = k->last_msg_ns + k->liveness_ns - now;
 		due = live < due ? live : due;
@@ -223,7 +257,7 @@ static void keeper_loop(keeper_t *k)
 		int64_t due = keeper_step(k);
 		struct timespec ts = {.tv_sec = due / 1000000000, .tv_nsec = due % 1000000000};
 		struct pollfd pfd = {.fd = k->fd, .events = POLLIN};
-		int n = ppoll(&pfd, 1, due == INT64_MAX ? NULL : &ts, &none);
+		int n = ppoll(&pfd, 1, &ts, &none);
 		if (keeper_signal) {
 			char why[48];
 			snprintf(why, sizeof(why), "signal %d", (int)keeper_signal);
@@ -262,6 +296,9 @@ static void keeper_detach(int fd)
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
+		if (fcntl(2, F_GETFD) < 0)
+			dup2(null,
+			     2); /* started without stderr: logs go nowhere, not into a socket */
 		if (null > 2 && null != KEEPER_FD)
 			close(null);
 	}
@@ -286,6 +323,17 @@ static void keeper_detach(int fd)
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_SETMASK, &block, NULL);
 	prctl(PR_SET_NAME, "steer-keeper", 0, 0, 0);
+	/*
+	 * The process that withdraws for a dead steerd must outlive it: out of memory, the kernel
+	 * kills steerd (the keeper then withdraws), never the small keeper. Best effort: it needs
+	 * the privilege the keeper keeps anyway.
+	 */
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom >= 0) {
+		if (write(oom, "-1000\n", 6) != 6)
+			log_debug("cluster keeper: oom_score_adj: %s", strerror(errno));
+		close(oom);
+	}
 }
 
 static STEER_NORETURN void keeper_main(int fd, const conf_cluster_t *cc)

@@ -109,6 +109,16 @@ static void nl_attrs_parse(struct rtattr *rta, int len, struct rtattr **tb, unsi
 	}
 }
 
+/* A 32-bit attribute, or @p dflt when it is missing or short. */
+static uint32_t nl_attr_u32(const struct rtattr *rta, uint32_t dflt)
+{
+	uint32_t v;
+	if (!rta || RTA_PAYLOAD(rta) < sizeof(v))
+		return dflt;
+	memcpy(&v, RTA_DATA(rta), sizeof(v));
+	return v;
+}
+
 static int nl_open(char *err, size_t errlen)
 {
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -477,25 +487,22 @@ int nl_addr_ensure(const char *ifname, const steer_sockaddr_t *addr, char *err, 
 	return ret;
 }
 
-int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table, bool present,
-                 char *err, size_t errlen)
+/* Add or remove a route of ours (proto NL_RTPROT_STEER) to the host @p dst through @p ifname. */
+static int nl_route_write(const steer_sockaddr_t *dst, const char *ifname, unsigned table,
+                          unsigned char type, bool present, char *err, size_t errlen)
 {
 	nl_link_info_t li;
 	int ret = nl_ifname_check(ifname, err, errlen);
 	if (ret == 0)
 		ret = nl_family_check(dst, err, errlen);
-	if (ret == 0 && (table == 0 || table == RT_TABLE_LOCAL)) {
-		nl_seterr(err, errlen, "route table %s is not for announced routes",
-		          table ? "255 (local)" : "0");
-		ret = STEER_EINVAL;
-	}
 	if (ret == 0)
 		ret = nl_link_get(ifname, 0, &li, err, errlen);
 	if (ret < 0)
 		return ret;
 	char astr[INET6_ADDRSTRLEN + 8], what[128];
-	snprintf(what, sizeof(what), "%s route %s dev %s table %u", present ? "add" : "delete",
-	         nl_sa_str(dst, astr, sizeof(astr)), ifname, table);
+	snprintf(what, sizeof(what), "%s %sroute %s dev %s table %u", present ? "add" : "delete",
+	         type == RTN_LOCAL ? "local " : "", nl_sa_str(dst, astr, sizeof(astr)), ifname,
+	         table);
 	nl_req_t req;
 	nl_msg_t m;
 	nl_msg_init(&m, &req, present ? RTM_NEWROUTE : RTM_DELROUTE,
@@ -507,16 +514,36 @@ int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table
 	rtm->rtm_dst_len = (unsigned char)(alen * 8);
 	rtm->rtm_table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
 	rtm->rtm_protocol = NL_RTPROT_STEER;
-	rtm->rtm_scope = present ? RT_SCOPE_LINK : RT_SCOPE_NOWHERE;
-	rtm->rtm_type = RTN_UNICAST;
+	if (!present)
+		rtm->rtm_scope = RT_SCOPE_NOWHERE;
+	else
+		rtm->rtm_scope = type == RTN_LOCAL ? RT_SCOPE_HOST : RT_SCOPE_LINK;
+	rtm->rtm_type = type;
 	nl_attr_put(&m, RTA_DST, raw, alen);
 	nl_attr_put_u32(&m, RTA_TABLE, table);
 	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)li.index);
+	/* deletes match the protocol too, so another daemon's route to @p dst is never ours */
 	ret = nl_talk(&m, NULL, NULL, what, err, errlen);
 	/* EEXIST: the route is there; ESRCH: it is gone. Either is the state asked for. */
 	if ((present && ret == -EEXIST) || (!present && ret == -ESRCH))
 		ret = 0;
 	return ret;
+}
+
+int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table, bool present,
+                 char *err, size_t errlen)
+{
+	if (table == 0 || table == RT_TABLE_LOCAL) {
+		nl_seterr(err, errlen, "route table %s is not for announced routes",
+		          table ? "255 (local)" : "0");
+		return STEER_EINVAL;
+	}
+	return nl_route_write(dst, ifname, table, RTN_UNICAST, present, err, errlen);
+}
+
+int nl_local_route_set(const steer_sockaddr_t *addr, bool present, char *err, size_t errlen)
+{
+	return nl_route_write(addr, "lo", RT_TABLE_LOCAL, RTN_LOCAL, present, err, errlen);
 }
 
 /* ---- route checks ------------------------------------------------------------------------- */
@@ -553,10 +580,9 @@ static int nl_route_cb(const struct nlmsghdr *h, void *ctx)
 	const struct rtmsg *rtm = NLMSG_DATA(h);
 	struct rtattr *tb[RTA_MAX + 1];
 	nl_attrs_parse(RTM_RTA(rtm), (int)RTM_PAYLOAD(h), tb, RTA_MAX);
-	uint32_t metric = tb[RTA_PRIORITY] ? *(uint32_t *)RTA_DATA(tb[RTA_PRIORITY]) : 0;
+	uint32_t metric = nl_attr_u32(tb[RTA_PRIORITY], 0);
 	if (ri->want_default) {
-		unsigned table =
-		    tb[RTA_TABLE] ? *(uint32_t *)RTA_DATA(tb[RTA_TABLE]) : rtm->rtm_table;
+		unsigned table = nl_attr_u32(tb[RTA_TABLE], rtm->rtm_table);
 		if (rtm->rtm_dst_len != 0 || table != RT_TABLE_MAIN)
 			return 0;
 		/* The kernel takes the lowest metric and skips dead routes; so does the check. */
@@ -571,7 +597,7 @@ static int nl_route_cb(const struct nlmsghdr *h, void *ctx)
 	ri->found = true;
 	ri->type = rtm->rtm_type;
 	ri->flags = rtm->rtm_flags;
-	ri->oif = tb[RTA_OIF] ? *(int *)RTA_DATA(tb[RTA_OIF]) : 0;
+	ri->oif = (int)nl_attr_u32(tb[RTA_OIF], 0);
 	ri->n_oifs = 0;
 	if (tb[RTA_MULTIPATH])
 		nl_route_nexthops(ri, tb[RTA_MULTIPATH]);

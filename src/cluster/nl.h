@@ -55,6 +55,16 @@ int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table
                  char *err, size_t errlen) STEER_NONNULL(1, 2, 5) STEER_WUR;
 
 /**
+ * Add (@p present) or remove a local route for @p addr (table local, through `lo`, Steer's
+ * route protocol), so that the node accepts packets to @p addr as its own whatever the state
+ * of the interface that holds it: IPv6 drops a down link's local routes even when it keeps
+ * the addresses (IPv4 keeps them). Idempotent like nl_route_set(). Returns 0 or a negative
+ * steer_err with @p err.
+ */
+int nl_local_route_set(const steer_sockaddr_t *addr, bool present, char *err, size_t errlen)
+    STEER_NONNULL(1, 3) STEER_WUR;
+
+/**
  * Whether a reply from @p src (family 0 = any source) to @p dst can leave the node: the
  * kernel's route lookup (RTM_GETROUTE) finds a unicast route whose device is up. With @p dst
  * NULL, whether the main table holds a default route of @p family whose device is up. Returns

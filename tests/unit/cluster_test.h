@@ -176,7 +176,7 @@ typedef struct {
 	conf_cluster_t cc;
 	steer_sockaddr_t service[2];
 	char ifname[16];
-	char bird_socket[128];
+	char bird_socket[160];
 	char bird_protocol[32];
 	char track_file[160];
 } ct_cluster_t;

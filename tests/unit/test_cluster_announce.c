@@ -3,7 +3,9 @@
  * system, in the test's own network namespace (bird is in test_cluster_bird). The state is
  * read back independently with `ip` and stat(). Needs root; skipped (77) without it.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include "base/err.h"
@@ -11,6 +13,27 @@
 #include "cluster/nl.h"
 #include "cluster_test.h"
 #include "unit.h"
+
+/* Whether a datagram to @p text (port 5354, bound there) is delivered locally. */
+static bool delivered(const char *text)
+{
+	steer_sockaddr_t a = ct_addr(text);
+	a.sin.sin_port = htons(5354); /* same offset in sin6 */
+	int s = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int c = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok = false;
+	if (s >= 0 && c >= 0 && bind(s, &a.sa, steer_sockaddr_len(&a)) == 0 &&
+	    sendto(c, "q", 1, 0, &a.sa, steer_sockaddr_len(&a)) == 1) {
+		struct pollfd pfd = {.fd = s, .events = POLLIN};
+		char b;
+		ok = poll(&pfd, 1, 300) == 1 && recv(s, &b, 1, 0) == 1;
+	}
+	if (s >= 0)
+		close(s);
+	if (c >= 0)
+		close(c);
+	return ok;
+}
 
 static void test_interface(void)
 {
@@ -37,6 +60,24 @@ static void test_interface(void)
 	out = ct_sh_out("ip addr show dev skpi0");
 	CHECK(strstr(out, "192.0.2.53/32") && strstr(out, "2001:db8::53/128"),
 	      "addresses kept while withdrawn: %s", out);
+	/* withdrawn, the node still takes queries to its addresses (the in-flight ones) */
+	CHECK(delivered("192.0.2.53"), "v4 delivered while withdrawn");
+	CHECK(delivered("2001:db8::53"), "v6 delivered while withdrawn");
+	CHECK(ct_sh("ip -6 route del local 2001:db8::53 table local proto 53") == 0,
+	      "our v6 local route removed by hand");
+	CHECK(!delivered("2001:db8::53"), "without it, IPv6 drops the down holder's address");
+
+	/* verify: nothing changed, then a hand-made change is undone */
+	bool drifted = true;
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && !drifted,
+	      "verify, no drift: %s", err);
+	CHECK(ct_sh("ip link set skpi0 up && ip addr del 192.0.2.53/32 dev skpi0") == 0, "by hand");
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && drifted,
+	      "verify sees the drift: %s", err);
+	CHECK(nl_link_is_up("skpi0", err, sizeof(err)) == 0, "down again");
+	CHECK(strstr(ct_sh_out("ip addr show dev skpi0"), "192.0.2.53/32") != NULL,
+	      "address restored");
+	CHECK(delivered("2001:db8::53") && delivered("192.0.2.53"), "delivered again");
 	announcer_free(a);
 
 	/* an existing holder that was up is put down: the node starts withdrawn */
@@ -65,33 +106,46 @@ static void test_frr(void)
 	CHECK(ret == 0, "frr announcer: %s", err);
 	if (ret < 0)
 		return;
-	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 1, "frr holder up");
-	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "starts withdrawn: no v4 route");
-	CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0', "starts withdrawn: no v6 route");
+	/* down: zebra would prefer the holder's connected routes to the kernel routes */
+	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 0, "frr holder down");
+	CHECK(delivered("192.0.2.53") && delivered("2001:db8::53"), "addresses still delivered");
+	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0',
+	      "starts withdrawn: no v4 route");
+	CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0',
+	      "starts withdrawn: no v6 route");
 	for (int i = 0; i < 2; i++) {
 		CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
 		const char *out = ct_sh_out("ip route show table 53 proto 53");
-		CHECK(strstr(out, "192.0.2.53 dev skpf0") != NULL, "v4 route: %s", out);
+		CHECK(strstr(out, "192.0.2.53 dev lo") != NULL, "v4 route: %s", out);
 		out = ct_sh_out("ip -6 route show table 53 proto 53");
-		CHECK(strstr(out, "2001:db8::53 dev skpf0") != NULL, "v6 route: %s", out);
+		CHECK(strstr(out, "2001:db8::53 dev lo") != NULL, "v6 route: %s", out);
 	}
 	for (int i = 0; i < 2; i++) {
 		CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
 		CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "v4 route gone");
-		CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0', "v6 route gone");
+		CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0',
+		      "v6 route gone");
 	}
-	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 1, "frr holder stays up");
+	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 0, "frr holder stays down");
+	CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+	CHECK(ct_sh("ip route del 192.0.2.53/32 table 53") == 0, "route removed by hand");
+	bool drifted;
+	CHECK(announcer_verify(a, true, &drifted, err, sizeof(err)) == 0, "verify: %s", err);
+	CHECK(strstr(ct_sh_out("ip route show table 53 proto 53"), "192.0.2.53 dev lo") != NULL,
+	      "route restored");
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0, "verify: %s", err);
+	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0', "routes removed");
 	announcer_free(a);
 
 	/* the default table is main */
 	ct_cluster_init(&c, CONF_ANNOUNCE_FRR, "skpf0");
 	ret = announcer_new(&c.cc, &a, err, sizeof(err));
 	CHECK(ret == 0 && announcer_apply(a, true, err, sizeof(err)) == 0, "main: %s", err);
-	CHECK(strstr(ct_sh_out("ip route show proto 53"), "192.0.2.53 dev skpf0") != NULL,
+	CHECK(strstr(ct_sh_out("ip route show proto 53"), "192.0.2.53 dev lo") != NULL,
 	      "route in main");
 	announcer_free(a);
 	/* free keeps the announcement: the keeper decides, not a destructor */
-	CHECK(strstr(ct_sh_out("ip route show proto 53"), "192.0.2.53 dev skpf0") != NULL,
+	CHECK(strstr(ct_sh_out("ip route show proto 53"), "192.0.2.53 dev lo") != NULL,
 	      "free does not withdraw");
 	ret = announcer_new(&c.cc, &a, err, sizeof(err));
 	CHECK(ret == 0 && strstr(ct_sh_out("ip route show proto 53"), "192.0.2.53") == NULL,
@@ -157,6 +211,17 @@ static void test_keepalived(void)
 	CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
 	CHECK(!strcmp(file_text(c.track_file), "1\n"), "withdrawn: fault (1)");
 	CHECK(stray_files(dir) == 0, "no temporary file left in %s", dir);
+	bool drifted = true;
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && !drifted,
+	      "verify, no drift: %s", err);
+	FILE *f = fopen(c.track_file, "w");
+	if (f) {
+		fputs("0\n", f);
+		fclose(f);
+	}
+	CHECK(announcer_verify(a, false, &drifted, err, sizeof(err)) == 0 && drifted,
+	      "verify sees the hand-written file: %s", err);
+	CHECK(!strcmp(file_text(c.track_file), "1\n"), "fault (1) again");
 	CHECK(atoi(ct_sh_out("ip -o link show | wc -l")) == links,
 	      "no holder without an interface");
 	announcer_free(a);

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "cluster/announce.h"
 #include "cluster/bird.h"
+#include "cluster/keeper.h"
 #include "cluster/nl.h"
 #include "cluster_test.h"
 #include "unit.h"
@@ -27,23 +28,27 @@ static void test_commands(const char *sock)
 	CHECK(!strcmp(state_of(sock), "up"), "vip starts up: %s", state_of(sock));
 	for (int i = 0; i < 2; i++) {
 		err[0] = '\0';
-		CHECK(bird_protocol_set(sock, "vip", false, 500, err, sizeof(err)) == 0,
+		bool changed = i == 0;
+		CHECK(bird_protocol_set(sock, "vip", false, 500, &changed, err, sizeof(err)) == 0,
 		      "disable #%d: %s", i, err);
+		CHECK(changed == (i == 0), "disable #%d changed: %d", i, changed);
 		CHECK(!strcmp(state_of(sock), "down"), "vip down: %s", state_of(sock));
 	}
 	for (int i = 0; i < 2; i++) {
-		CHECK(bird_protocol_set(sock, "vip", true, 500, err, sizeof(err)) == 0,
+		bool changed = i == 0;
+		CHECK(bird_protocol_set(sock, "vip", true, 500, &changed, err, sizeof(err)) == 0,
 		      "enable #%d: %s", i, err);
+		CHECK(changed == (i == 0), "enable #%d changed: %d", i, changed);
 		CHECK(!strcmp(state_of(sock), "up"), "vip up: %s", state_of(sock));
 	}
 
-	int ret = bird_protocol_set(sock, "nosuch", false, 500, err, sizeof(err));
+	int ret = bird_protocol_set(sock, "nosuch", false, 500, NULL, err, sizeof(err));
 	CHECK(ret == STEER_ENOENT, "unknown protocol: %d", ret);
 	CHECK(strstr(err, "No protocols match") && strstr(err, sock), "BIRD's words: %s", err);
-	ret = bird_protocol_set(sock, "vip\"; down", false, 500, err, sizeof(err));
+	ret = bird_protocol_set(sock, "vip\"; down", false, 500, NULL, err, sizeof(err));
 	CHECK(ret == STEER_EINVAL && strstr(err, "bad BIRD protocol name"), "bad name: %d %s", ret,
 	      err);
-	ret = bird_protocol_set(sock, "vi*", false, 500, err, sizeof(err));
+	ret = bird_protocol_set(sock, "vi*", false, 500, NULL, err, sizeof(err));
 	CHECK(ret == STEER_EINVAL, "a pattern is not a name: %d", ret);
 	CHECK(!strcmp(state_of(sock), "up"), "vip untouched by refused commands");
 
@@ -114,7 +119,7 @@ static void test_failures(void)
 	char err[300], path[160];
 	/* no socket at all */
 	snprintf(path, sizeof(path), "%s/missing.ctl", ct_tmpdir());
-	int ret = bird_protocol_set(path, "vip", true, 500, err, sizeof(err));
+	int ret = bird_protocol_set(path, "vip", true, 500, NULL, err, sizeof(err));
 	CHECK(ret == -ENOENT && strstr(err, "is BIRD running?"), "missing: %d %s", ret, err);
 
 	/* a socket file nobody listens on (BIRD died) */
@@ -122,7 +127,7 @@ static void test_failures(void)
 	int fd = silent_socket(path);
 	CHECK(fd >= 0, "dead socket made");
 	close(fd);
-	ret = bird_protocol_set(path, "vip", true, 500, err, sizeof(err));
+	ret = bird_protocol_set(path, "vip", true, 500, NULL, err, sizeof(err));
 	CHECK(ret == -ECONNREFUSED && strstr(err, "Connection refused"), "refused: %d %s", ret,
 	      err);
 
@@ -130,7 +135,7 @@ static void test_failures(void)
 	snprintf(path, sizeof(path), "%s/hung.ctl", ct_tmpdir());
 	fd = silent_socket(path);
 	int64_t t0 = ct_now_us();
-	ret = bird_protocol_set(path, "vip", true, 300, err, sizeof(err));
+	ret = bird_protocol_set(path, "vip", true, 300, NULL, err, sizeof(err));
 	int64_t ms = (ct_now_us() - t0) / 1000;
 	CHECK(ret == -ETIMEDOUT && strstr(err, "no complete answer"), "hung: %d %s", ret, err);
 	CHECK(ms >= 290 && ms < 600, "hung BIRD costs the timeout: %lld ms", (long long)ms);
@@ -148,7 +153,7 @@ static void test_failures(void)
 	}
 	close(fd);
 	t0 = ct_now_us();
-	ret = bird_protocol_set(path, "vip", false, 300, err, sizeof(err));
+	ret = bird_protocol_set(path, "vip", false, 300, NULL, err, sizeof(err));
 	ms = (ct_now_us() - t0) / 1000;
 	CHECK(ret == -ETIMEDOUT && strstr(err, "disable \"vip\""), "mute: %d %s", ret, err);
 	CHECK(ms >= 290 && ms < 600, "mute BIRD costs the timeout: %lld ms", (long long)ms);
@@ -166,11 +171,57 @@ static void test_failures(void)
 		_exit(0);
 	}
 	close(fd);
-	ret = bird_protocol_set(path, "vip", false, 300, err, sizeof(err));
+	ret = bird_protocol_set(path, "vip", false, 300, NULL, err, sizeof(err));
 	CHECK(ret == STEER_EMALF && strstr(err, "not BIRD's protocol"), "not bird: %d %s", ret,
 	      err);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+/*
+ * The keeper on top of BIRD: announce and withdraw through it, and a BIRD restart (which
+ * brings the protocol back up, as configured) is undone within a verify period.
+ */
+static pid_t test_keeper(pid_t bird, char *sock, size_t socklen)
+{
+	char err[300];
+	ct_cluster_t c;
+	ct_cluster_init(&c, CONF_ANNOUNCE_BIRD, "skpb3");
+	snprintf(c.bird_socket, sizeof(c.bird_socket), "%s", sock);
+	cluster_keeper_t *k = NULL;
+	int ret = cluster_keeper_spawn(&c.cc, &k, err, sizeof(err));
+	CHECK(ret == 0, "keeper with bird: %d %s", ret, err);
+	if (ret < 0)
+		return bird;
+	CHECK(!strcmp(state_of(sock), "down"), "keeper starts withdrawn");
+	(void)cluster_keeper_send(k, true, "test");
+	int64_t end = ct_now_us() + 1000000;
+	while (strcmp(state_of(sock), "up") && ct_now_us() < end)
+		ct_sleep_ms(5);
+	CHECK(!strcmp(state_of(sock), "up"), "announced through BIRD");
+	(void)cluster_keeper_send(k, false, "test");
+	end = ct_now_us() + 1000000;
+	while (strcmp(state_of(sock), "down") && ct_now_us() < end)
+		ct_sleep_ms(5);
+	CHECK(!strcmp(state_of(sock), "down"), "withdrawn through BIRD");
+
+	ct_bird_stop(bird);
+	bird = ct_bird_start(sock, socklen);
+	CHECK(bird > 0, "BIRD restarted");
+	int64_t t0 = ct_now_us();
+	bool seen_up = !strcmp(state_of(sock), "up");
+	end = t0 + 2500000;
+	while (strcmp(state_of(sock), "down") && ct_now_us() < end) {
+		(void)cluster_keeper_send(k, false, "test");
+		ct_sleep_ms(20);
+	}
+	double ms = (double)(ct_now_us() - t0) / 1000.0;
+	CHECK(!strcmp(state_of(sock), "down"), "restart undone (protocol down again)");
+	printf("BIRD restarted with vip %s: the keeper disabled it again after %.0f ms\n",
+	       seen_up ? "up" : "?", ms);
+	CHECK(ms < 1300, "within a verify period: %.0f ms", ms);
+	cluster_keeper_shutdown(k);
+	return bird;
 }
 
 int main(void)
@@ -188,10 +239,11 @@ int main(void)
 	test_commands(sock);
 	test_announcer();
 	test_failures();
+	bird = test_keeper(bird, sock, sizeof(sock));
 	ct_bird_stop(bird);
 	/* BIRD gone: the same socket path now refuses or is missing */
 	char err[256];
-	int ret = bird_protocol_set(sock, "vip", true, 300, err, sizeof(err));
+	int ret = bird_protocol_set(sock, "vip", true, 300, NULL, err, sizeof(err));
 	CHECK(ret == -ENOENT || ret == -ECONNREFUSED, "after BIRD stopped: %d %s", ret, err);
 	ct_rmtmp();
 	return unit_finish("test_cluster_bird");

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 
 #include "base/err.h"
@@ -103,6 +104,11 @@ static void test_direct(void)
 	CHECK(!strcmp(ct_sh_out(path), "steer-keeper\n"), "named steer-keeper: %s",
 	      ct_sh_out(path));
 	CHECK(count_fds(pid) == 4, "keeper holds stdio and its socket only: %d", count_fds(pid));
+	snprintf(path, sizeof(path), "cat /proc/%d/oom_score_adj", (int)pid);
+	/* lowering it takes CAP_SYS_RESOURCE, which some containers do not grant */
+	if (prctl(PR_CAPBSET_READ, CAP_SYS_RESOURCE, 0, 0, 0) == 1)
+		CHECK(!strcmp(ct_sh_out(path), "-1000\n"), "never the OOM killer's pick: %s",
+		      ct_sh_out(path));
 	CHECK(nl_link_is_up("skpk0", err, sizeof(err)) == 0, "spawned withdrawn");
 
 	cluster_keeper_report_t r;
@@ -146,6 +152,22 @@ static void test_direct(void)
 
 	CHECK(cluster_keeper_send(k, true, "up again") == 0, "send announce");
 	CHECK(wait_link("skpk0", true, 1000) >= 0, "up");
+	/* set down by hand behind the keeper's back: put right within a verify period */
+	while (cluster_keeper_recv(k, &r) == 0)
+		;
+	CHECK(ct_sh("ip link set skpk0 down") == 0, "down by hand");
+	int64_t end = ct_now_us() + 1500000;
+	double back = -1;
+	t0 = ct_now_us();
+	while (ct_now_us() < end && back < 0) {
+		(void)cluster_keeper_send(k, true, NULL);
+		back = wait_link("skpk0", true, 50);
+	}
+	back = back < 0 ? -1 : (double)(ct_now_us() - t0) / 1000.0;
+	CHECK(back >= 0 && back < 1200, "drift undone in %.0f ms", back);
+	ret = next_report(k, &r, 100);
+	CHECK(ret == 0 && r.announced && strstr(r.message, "again"), "drift reported: %d %s", ret,
+	      r.message);
 	cluster_keeper_shutdown(k);
 	CHECK(nl_link_is_up("skpk0", err, sizeof(err)) == 0, "shutdown withdrew");
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH, "keeper gone and reaped");
