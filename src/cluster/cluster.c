@@ -48,6 +48,7 @@ typedef struct {
 
 struct cluster {
 	conf_cluster_t cc; /* the fields the thread reads, owned */
+	char *identity;    /* what id.server must answer, owned */
 	cluster_keeper_t *keeper;
 	pid_t keeper_pid;
 	cluster_inputs_t in;
@@ -74,7 +75,8 @@ struct cluster {
 	bool running, stopping, stopped;
 	zone_t *zones;
 	size_t n_zones, zone_next;
-	bool announced; /* the keeper's last report */
+	bool announced;             /* the keeper's last report */
+	bool keeper_self_withdrawn; /* ... said it withdrew on its own */
 	bool keeper_alive;
 	char keeper_message[200];
 	double last_transition;
@@ -206,7 +208,10 @@ static void keeper_report(cluster_t *c, const cluster_keeper_report_t *r)
 	bool new_message = strcmp(c->keeper_message, r->message) != 0;
 	c->announced = r->announced;
 	snprintf(c->keeper_message, sizeof(c->keeper_message), "%s", r->message);
-	if (r->self_withdraw) {
+	/* Every report says so until the keeper hears from us again: act on the first. */
+	bool first = r->self_withdraw && !c->keeper_self_withdrawn;
+	c->keeper_self_withdrawn = r->self_withdraw;
+	if (first) {
 		cluster_state_t old = c->sc.state;
 		changed = cluster_selfcheck_keeper_withdrew(&c->sc, mono_ms(), r->message);
 		if (changed)
@@ -216,7 +221,7 @@ static void keeper_report(cluster_t *c, const cluster_keeper_report_t *r)
 	pthread_mutex_unlock(&c->lock);
 	if (r->error && new_message)
 		log_warn("cluster: keeper: %s", r->message);
-	else if (r->self_withdraw && !changed && new_message)
+	else if (first && !changed && new_message)
 		log_warn("cluster: keeper: %s", r->message);
 	if (want_before != want_after)
 		send_state(c);
@@ -441,6 +446,8 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	c->keeper_pid = cluster_keeper_pid(keeper);
 	c->keeper_alive = true;
 	c->in = *in;
+	c->identity = xstrdup(in->identity ? in->identity : cc->node_id);
+	c->in.identity = c->identity;
 	pthread_mutex_init(&c->lock, NULL);
 	cluster_selfcheck_conf_t scc = {.fall = c->cc.check_fall,
 	                                .rise = c->cc.check_rise,
@@ -463,7 +470,7 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	}
 	c->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	STEER_ASSERT(c->loop != NULL);
-	c->sq = cluster_selfquery_new(c->loop, &c->cc, on_answer, c);
+	c->sq = cluster_selfquery_new(c->loop, &c->cc, c->identity, on_answer, c);
 	double interval = c->cc.check_interval / 1000.0;
 	ev_timer_init(&c->round_timer, on_round, 0., interval);
 	c->round_timer.data = c;
@@ -642,5 +649,6 @@ void cluster_free(cluster_t *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->zones);
 	conf_release(&c->cc);
+	free(c->identity);
 	free(c);
 }

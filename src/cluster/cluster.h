@@ -50,6 +50,9 @@ typedef struct {
 	bool (*forwarder_ok)(void *ctx, char *why, size_t whylen);
 	/* Client queries received so far over every transport (the self-check's own included). */
 	uint64_t (*queries)(void *ctx);
+	/* What id.server answers with (server.identity when it is set), copied by cluster_new();
+	 * NULL = cluster.node-id. The answer check expects it when no zone is served. */
+	const char *identity;
 } cluster_inputs_t;
 
 typedef enum {

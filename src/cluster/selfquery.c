@@ -11,12 +11,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +34,9 @@
 
 /* The DNS port, for service addresses configured without one. */
 #define SELFQUERY_PORT 53
+/* How long the kernel may take to answer a route lookup (it answers in microseconds; this
+ * only bounds a wedged netlink socket so the cluster thread keeps its heartbeat). */
+#define SELFQUERY_ROUTE_TIMEOUT_US 20000
 /* Datagrams read per wakeup, so junk cannot keep the loop busy. */
 #define SELFQUERY_RECV_BATCH 8
 
@@ -49,6 +55,7 @@ typedef struct {
 struct cluster_selfquery {
 	struct ev_loop *loop;
 	const conf_cluster_t *cc;
+	const char *identity;
 	cluster_selfquery_cb cb;
 	void *arg;
 	target_t *targets; /* cc->n_service slots */
@@ -329,6 +336,64 @@ static const char *addr_str(const steer_sockaddr_t *a, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * Whether the kernel delivers packets to @p addr locally: its route lookup gives a local
+ * route. 1 yes, 0 no (the packet would leave by another route), negative when the lookup
+ * failed. One RTM_GETROUTE on a fresh socket; nl.h's checks ask whether replies can leave,
+ * this asks whether queries stay.
+ */
+static int route_is_local(const steer_sockaddr_t *addr)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rtm;
+		struct rtattr rta;
+		uint8_t dst[16];
+	} req;
+	memset(&req, 0, sizeof(req));
+	bool v6 = addr->sa.sa_family == AF_INET6;
+	size_t alen = v6 ? 16 : 4;
+	memcpy(req.dst,
+	       v6 ? (const void *)&addr->sin6.sin6_addr : (const void *)&addr->sin.sin_addr, alen);
+	req.rta.rta_type = RTA_DST;
+	req.rta.rta_len = (unsigned short)RTA_LENGTH(alen);
+	req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.rtm)) + RTA_SPACE(alen));
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.nh.nlmsg_seq = 1;
+	req.rtm.rtm_family = (unsigned char)addr->sa.sa_family;
+	req.rtm.rtm_dst_len = (unsigned char)(alen * 8);
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = {0, SELFQUERY_ROUTE_TIMEOUT_US};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	union {
+		struct nlmsghdr nh;
+		uint8_t buf[1024];
+	} resp;
+	ssize_t n = -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 &&
+	    sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) >= 0)
+		n = recv(fd, &resp, sizeof(resp), 0);
+	int ret = n < 0 ? -errno : 0;
+	close(fd);
+	if (ret < 0)
+		return ret;
+	if (!NLMSG_OK(&resp.nh, (size_t)n))
+		return STEER_EMALF;
+	if (resp.nh.nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(&resp.nh);
+		/* no route at all: the packet would not stay either */
+		return e->error == -ENETUNREACH || e->error == -EHOSTUNREACH ? 0 : e->error;
+	}
+	if (resp.nh.nlmsg_type != RTM_NEWROUTE ||
+	    resp.nh.nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg)))
+		return STEER_EMALF;
+	const struct rtmsg *rtm = NLMSG_DATA(&resp.nh);
+	return rtm->rtm_type == RTN_LOCAL;
+}
+
 static steer_sockaddr_t with_port(const steer_sockaddr_t *addr)
 {
 	steer_sockaddr_t a = *addr;
@@ -414,20 +479,22 @@ static void target_open(cluster_selfquery_t *sq, size_t i, bool holder_down)
 		return;
 	const char *step;
 	int fd;
-	if (holder_down && service.sa.sa_family == AF_INET6 && uni && !t->note[0]) {
-		/* The kernel drops an IPv6 address's local route while its device is down (the
-		 * address itself stays, keep_addr_on_down): a query to it would leave by the
-		 * default route. IPv4 keeps its local route, so only IPv6 goes elsewhere. */
+	/* A withdrawn holder can take the local route with it (IPv6 drops a down link's local
+	 * routes, unless a local route through lo was added): the query would then leave the
+	 * node by another route, so the unicast address is asked instead. */
+	if (holder_down && !t->note[0] && route_is_local(&service) == 0) {
+		if (!uni) {
+			detail_set(
+			    t->note, sizeof(t->note),
+			    "%s not asked: no local route while withdrawn, no unicast address",
+			    t->service);
+			return;
+		}
 		detail_set(t->note, sizeof(t->note),
 		           "%s has no local route while withdrawn: asked %s", t->service, ubuf);
 		t->dst = with_port(uni);
 		if (dst_taken(sq, i, &t->dst))
 			return;
-	} else if (holder_down && service.sa.sa_family == AF_INET6 && !t->note[0]) {
-		detail_set(t->note, sizeof(t->note),
-		           "%s not asked: no local route while withdrawn, no unicast address",
-		           t->service);
-		return;
 	}
 	fd = open_to(cc, &t->dst, &step);
 	if (fd < 0 && holder_down && uni && !t->note[0] && unreachable(fd)) {
@@ -482,7 +549,7 @@ unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,
 		STEER_ASSERT(len > 0);
 		q.qtype = DNS_TYPE_TXT;
 		q.qclass = DNS_CLASS_CH;
-		q.txt = sq->cc->node_id;
+		q.txt = sq->identity;
 		snprintf(sq->what, sizeof(sq->what), "id.server");
 	}
 	clock_gettime(CLOCK_MONOTONIC, &sq->start);
@@ -514,11 +581,12 @@ bool cluster_selfquery_busy(const cluster_selfquery_t *sq)
 }
 
 cluster_selfquery_t *cluster_selfquery_new(struct ev_loop *loop, const conf_cluster_t *cc,
-                                           cluster_selfquery_cb cb, void *arg)
+                                           const char *identity, cluster_selfquery_cb cb, void *arg)
 {
 	cluster_selfquery_t *sq = xcalloc(1, sizeof(*sq));
 	sq->loop = loop;
 	sq->cc = cc;
+	sq->identity = identity;
 	sq->cb = cb;
 	sq->arg = arg;
 	sq->targets = xcalloc(cc->n_service ? cc->n_service : 1, sizeof(*sq->targets));

@@ -8,8 +8,9 @@
  *   - the service address itself, when it is configured on this node (bind() to it works);
  *   - the unicast address of its family instead when it is not (a keepalived VIP that the
  *     other node holds), or when the node is withdrawn by putting the holder interface down
- *     and the address cannot be reached then (an IPv6 address on an admin-down interface
- *     has no local route, an IPv4 one keeps it); the detail says so;
+ *     and the kernel would no longer deliver a query to the address locally (IPv6 drops a
+ *     down link's local routes unless one through lo was added; IPv4 keeps them) or cannot
+ *     reach it at all; the detail says so;
  *   - nowhere, when neither works: the round fails when no query at all could be asked.
  * Duplicate destinations are asked once.
  *
@@ -56,19 +57,20 @@ int cluster_question_judge(const cluster_question_t *q, const uint8_t *pkt, size
                            size_t whylen) STEER_NONNULL(1, 2, 4);
 
 /**
- * The answer check for @p cc (borrowed: must outlive the object) on @p loop; @p cb gets each
- * round's result, from the loop. Aborts on out-of-memory.
+ * The answer check for @p cc on @p loop, expecting id.server to answer @p identity (NULL =
+ * any text); both borrowed, they must outlive the object. @p cb gets each round's result,
+ * from the loop. Aborts on out-of-memory.
  */
 cluster_selfquery_t *cluster_selfquery_new(struct ev_loop *loop, const conf_cluster_t *cc,
-                                           cluster_selfquery_cb cb, void *arg)
-    STEER_NONNULL(1, 2, 3) STEER_WUR;
+                                           const char *identity, cluster_selfquery_cb cb, void *arg)
+    STEER_NONNULL(1, 2, 4) STEER_WUR;
 
 /**
  * Start a round asking for the SOA of @p apex (wire form; its text @p apex_text for the
  * details) or, with @p apex NULL, for id.server CH TXT. @p holder_down: the interface
  * holding the service addresses is admin down (the withdrawn state of the `interface`
- * method), so IPv6 service addresses, and any that cannot be reached, are asked through the
- * unicast address of their family instead. The result comes through the callback, never from within
+ * method), so a service address without a local route, or one that cannot be reached, is
+ * asked through the unicast address of its family instead. The result comes through the callback, never from within
  * this call. Returns the number of queries sent (the drain counts them out of the client queries).
  */
 unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,

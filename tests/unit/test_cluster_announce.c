@@ -3,7 +3,9 @@
  * system, in the test's own network namespace (bird is in test_cluster_bird). The state is
  * read back independently with `ip` and stat(). Needs root; skipped (77) without it.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include "base/err.h"
@@ -11,6 +13,27 @@
 #include "cluster/nl.h"
 #include "cluster_test.h"
 #include "unit.h"
+
+/* Whether a datagram to @p text (port 5354, bound there) is delivered locally. */
+static bool delivered(const char *text)
+{
+	steer_sockaddr_t a = ct_addr(text);
+	a.sin.sin_port = htons(5354); /* same offset in sin6 */
+	int s = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int c = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok = false;
+	if (s >= 0 && c >= 0 && bind(s, &a.sa, steer_sockaddr_len(&a)) == 0 &&
+	    sendto(c, "q", 1, 0, &a.sa, steer_sockaddr_len(&a)) == 1) {
+		struct pollfd pfd = {.fd = s, .events = POLLIN};
+		char b;
+		ok = poll(&pfd, 1, 300) == 1 && recv(s, &b, 1, 0) == 1;
+	}
+	if (s >= 0)
+		close(s);
+	if (c >= 0)
+		close(c);
+	return ok;
+}
 
 static void test_interface(void)
 {
@@ -37,6 +60,12 @@ static void test_interface(void)
 	out = ct_sh_out("ip addr show dev skpi0");
 	CHECK(strstr(out, "192.0.2.53/32") && strstr(out, "2001:db8::53/128"),
 	      "addresses kept while withdrawn: %s", out);
+	/* withdrawn, the node still takes queries to its addresses (the in-flight ones) */
+	CHECK(delivered("192.0.2.53"), "v4 delivered while withdrawn");
+	CHECK(delivered("2001:db8::53"), "v6 delivered while withdrawn");
+	CHECK(ct_sh("ip -6 route del local 2001:db8::53 table local proto 53") == 0,
+	      "our v6 local route removed by hand");
+	CHECK(!delivered("2001:db8::53"), "without it, IPv6 drops the down holder's address");
 
 	/* verify: nothing changed, then a hand-made change is undone */
 	bool drifted = true;
@@ -48,6 +77,7 @@ static void test_interface(void)
 	CHECK(nl_link_is_up("skpi0", err, sizeof(err)) == 0, "down again");
 	CHECK(strstr(ct_sh_out("ip addr show dev skpi0"), "192.0.2.53/32") != NULL,
 	      "address restored");
+	CHECK(delivered("2001:db8::53") && delivered("192.0.2.53"), "delivered again");
 	announcer_free(a);
 
 	/* an existing holder that was up is put down: the node starts withdrawn */
@@ -76,8 +106,9 @@ static void test_frr(void)
 	CHECK(ret == 0, "frr announcer: %s", err);
 	if (ret < 0)
 		return;
-	/* down for good: zebra would prefer the holder's connected routes */
+	/* down: zebra would prefer the holder's connected routes to the kernel routes */
 	CHECK(nl_link_is_up("skpf0", err, sizeof(err)) == 0, "frr holder down");
+	CHECK(delivered("192.0.2.53") && delivered("2001:db8::53"), "addresses still delivered");
 	CHECK(ct_sh_out("ip route show table 53 2>/dev/null")[0] == '\0',
 	      "starts withdrawn: no v4 route");
 	CHECK(ct_sh_out("ip -6 route show table 53 2>/dev/null")[0] == '\0',

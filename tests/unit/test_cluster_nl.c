@@ -39,6 +39,11 @@ static const char *sh_out(const char *cmd)
 	return buf;
 }
 
+static const char *local_routes(void)
+{
+	return sh_out("ip -6 route show table local");
+}
+
 static int sh(const char *cmd)
 {
 	return system(cmd);
@@ -129,6 +134,20 @@ static void test_routes(void)
 	      "foreign route kept");
 	CHECK(nl_route_set(&a4, "skp0", 255, true, err, sizeof(err)) == STEER_EINVAL,
 	      "local table refused");
+
+	/* local routes of ours, beside the kernel's own for the holder's address */
+	for (int i = 0; i < 2; i++)
+		CHECK(nl_local_route_set(&a6, true, err, sizeof(err)) == 0, "local v6: %s", err);
+	const char *loc = local_routes();
+	CHECK(strstr(loc, "local 2001:db8::53 dev lo proto 53") != NULL, "ours: %s", loc);
+	CHECK(strstr(loc, "local 2001:db8::53 dev skp0 proto kernel") != NULL, "kernel's: %s", loc);
+	for (int i = 0; i < 2; i++)
+		CHECK(nl_local_route_set(&a6, false, err, sizeof(err)) == 0, "del local v6: %s",
+		      err);
+	loc = local_routes();
+	CHECK(strstr(loc, "dev lo proto 53") == NULL, "ours gone: %s", loc);
+	CHECK(strstr(loc, "local 2001:db8::53 dev skp0 proto kernel") != NULL, "kernel's kept: %s",
+	      loc);
 }
 
 static void expect_check(int family, const char *dst, const char *src, int want,
