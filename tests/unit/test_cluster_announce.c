@@ -5,7 +5,9 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "base/err.h"
@@ -153,6 +155,110 @@ static void test_frr(void)
 	announcer_free(a);
 }
 
+/* zebra's view of the routes to 192.0.2.53/32 (`show ip route` lines), "" when none. */
+static const char *zebra_routes(const char *vtydir)
+{
+	static char out[1024];
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd),
+	         "vtysh --vty_socket %s -c 'show ip route' -c 'show ipv6 route' 2>/dev/null | "
+	         "grep -E '192.0.2.53/32|2001:db8::53/128'",
+	         vtydir);
+	snprintf(out, sizeof(out), "%s", ct_sh_out(cmd));
+	return out;
+}
+
+/* Wait up to 2 s for zebra's routes to contain (or not) @p text. */
+static bool zebra_wait(const char *vtydir, const char *text, bool present)
+{
+	int64_t end = ct_now_us() + 2000000;
+	while (ct_now_us() < end) {
+		if ((strstr(zebra_routes(vtydir), text) != NULL) == present)
+			return true;
+		ct_sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * A real zebra (FRR) in the namespace: the frr method's routes are what zebra selects, so
+ * `redistribute kernel` exports them, and a holder set up by hand (its connected routes beat
+ * the kernel routes) is put down again by verify.
+ */
+static void test_frr_zebra(void)
+{
+	char err[256], dir[160], conf[192], vty[192], pidf[192];
+	struct passwd *pw = getpwnam("frr");
+	if (access("/usr/lib/frr/zebra", X_OK) != 0 || !pw) {
+		printf("test_cluster_announce: no FRR zebra, zebra checks skipped\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/frr", ct_tmpdir());
+	snprintf(conf, sizeof(conf), "%s/zebra.conf", dir);
+	snprintf(vty, sizeof(vty), "%s/zebra.vty", dir);
+	snprintf(pidf, sizeof(pidf), "%s/zebra.pid", dir);
+	CHECK(chmod(ct_tmpdir(), 0755) == 0 && mkdir(dir, 0755) == 0 &&
+	          chown(dir, pw->pw_uid, pw->pw_gid) == 0,
+	      "zebra folder");
+	FILE *f = fopen(conf, "w");
+	if (f) {
+		fputs("hostname skp\n", f);
+		fclose(f);
+	}
+	/* the earlier tests' holders carry the same addresses: zebra would see them too */
+	(void)ct_sh("for i in skpi0 skpf0 skpk0; do ip link del $i 2>/dev/null; done");
+	pid_t zebra = fork();
+	if (zebra == 0) {
+		char zs[192];
+		snprintf(zs, sizeof(zs), "%s/zserv.api", dir);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl("/usr/lib/frr/zebra", "zebra", "-f", conf, "-i", pidf, "-z", zs,
+		      "--vty_socket", dir, "-u", "frr", "-g", "frr", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 300 && access(vty, F_OK) != 0; i++)
+		ct_sleep_ms(10);
+	CHECK(access(vty, F_OK) == 0, "zebra runs");
+
+	ct_cluster_t c;
+	ct_cluster_init(&c, CONF_ANNOUNCE_FRR, "skpz0");
+	announcer_t *a = NULL;
+	int ret = announcer_new(&c.cc, &a, err, sizeof(err));
+	CHECK(ret == 0, "frr announcer: %s", err);
+	if (ret == 0) {
+		CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+		CHECK(zebra_wait(dir, "K>* 192.0.2.53/32", true), "zebra selects the v4 route: %s",
+		      zebra_routes(dir));
+		CHECK(zebra_wait(dir, "K>* 2001:db8::53/128", true),
+		      "zebra selects the v6 route: %s", zebra_routes(dir));
+		/* what went wrong with the holder up: its connected route wins */
+		CHECK(ct_sh("ip link set skpz0 up") == 0, "holder up by hand");
+		CHECK(zebra_wait(dir, "C>* 192.0.2.53/32", true) &&
+		          !strstr(zebra_routes(dir), "K>* 192.0.2.53/32"),
+		      "connected beats kernel: %s", zebra_routes(dir));
+		bool drifted = false;
+		CHECK(announcer_verify(a, true, &drifted, err, sizeof(err)) == 0 && drifted,
+		      "verify puts the holder down: %s", err);
+		CHECK(zebra_wait(dir, "K>* 192.0.2.53/32", true), "kernel route selected again: %s",
+		      zebra_routes(dir));
+		CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
+		CHECK(zebra_wait(dir, "192.0.2.53/32", false), "zebra has no route: %s",
+		      zebra_routes(dir));
+		CHECK(zebra_wait(dir, "2001:db8::53/128", false), "zebra has no v6 route: %s",
+		      zebra_routes(dir));
+		announcer_free(a);
+	}
+	kill(zebra, SIGTERM);
+	for (int i = 0; i < 200 && waitpid(zebra, NULL, WNOHANG) == 0; i++)
+		ct_sleep_ms(10);
+	if (waitpid(zebra, NULL, WNOHANG) == 0) {
+		kill(zebra, SIGKILL);
+		waitpid(zebra, NULL, 0);
+	}
+}
+
 static const char *file_text(const char *path)
 {
 	static char buf[64];
@@ -258,6 +364,7 @@ int main(void)
 	test_interface();
 	test_frr();
 	test_keepalived();
+	test_frr_zebra();
 	ct_rmtmp();
 	return unit_finish("test_cluster_announce");
 }
