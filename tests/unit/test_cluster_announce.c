@@ -346,6 +346,112 @@ static void test_keepalived(void)
 	CHECK(ret < 0 && strstr(err, "no/such/dir/track"), "unwritable: %d %s", ret, err);
 }
 
+/* The last state keepalived's notify script wrote, "" before the first. */
+static const char *ka_state(const char *states)
+{
+	static char last[32];
+	last[0] = '\0';
+	FILE *f = fopen(states, "r");
+	char line[64];
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "%31s", last);
+	if (f)
+		fclose(f);
+	return last;
+}
+
+static bool ka_wait(const char *states, const char *want, unsigned ms)
+{
+	int64_t end = ct_now_us() + (int64_t)ms * 1000;
+	while (ct_now_us() < end) {
+		if (!strcmp(ka_state(states), want))
+			return true;
+		ct_sleep_ms(5);
+	}
+	return false;
+}
+
+/*
+ * A real keepalived (VRRPv3, 0.1 s adverts) tracking the file: the withdrawn file (1) is
+ * FAULT, the announced one (0) lets it become MASTER, and a withdraw is FAULT again.
+ */
+static void test_keepalived_real(void)
+{
+	char err[256], conf[192], states[192], script[192], log[192], pid1[192], pid2[192];
+	if (access("/usr/sbin/keepalived", X_OK) != 0) {
+		printf("test_cluster_announce: no keepalived, its checks skipped\n");
+		return;
+	}
+	const char *dir = ct_tmpdir();
+	snprintf(conf, sizeof(conf), "%s/keepalived.conf", dir);
+	snprintf(states, sizeof(states), "%s/ka-states", dir);
+	snprintf(script, sizeof(script), "%s/ka-notify.sh", dir);
+	snprintf(log, sizeof(log), "%s/keepalived.log", dir);
+	snprintf(pid1, sizeof(pid1), "%s/keepalived.pid", dir);
+	snprintf(pid2, sizeof(pid2), "%s/vrrp.pid", dir);
+	ct_cluster_t c;
+	ct_cluster_init(&c, CONF_ANNOUNCE_KEEPALIVED, NULL);
+	FILE *f = fopen(script, "w");
+	if (f) {
+		fprintf(f, "#!/bin/sh\necho \"$3\" >> %s\n", states);
+		fclose(f);
+	}
+	CHECK(chmod(script, 0755) == 0, "notify script");
+	f = fopen(conf, "w");
+	if (f) {
+		fprintf(
+		    f,
+		    "global_defs {\n router_id skp\n script_user root\n enable_script_security\n}\n"
+		    "track_file steer {\n file %s\n weight 0\n}\n"
+		    "vrrp_instance VI {\n state BACKUP\n interface skpkv0\n virtual_router_id 53\n"
+		    " priority 100\n advert_int 0.1\n version 3\n"
+		    " virtual_ipaddress {\n  192.0.2.153/32\n }\n track_file {\n  steer\n }\n"
+		    " notify %s\n}\n",
+		    c.track_file, script);
+		fclose(f);
+	}
+	CHECK(ct_sh("ip link add skpkv0 type veth peer name skpkv1 && ip link set skpkv0 up && "
+	            "ip link set skpkv1 up && ip addr add 10.9.1.1/24 dev skpkv0") == 0,
+	      "veth for VRRP");
+	announcer_t *a = NULL;
+	int ret = announcer_new(&c.cc, &a, err, sizeof(err));
+	CHECK(ret == 0, "keepalived announcer: %s", err);
+	if (ret < 0)
+		return;
+	pid_t ka = fork();
+	if (ka == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/usr/sbin/keepalived", "keepalived", "-n", "-l", "-D", "-f", conf, "-p",
+		      pid1, "-r", pid2, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(ka_wait(states, "FAULT", 3000), "withdrawn: FAULT (%s)", ka_state(states));
+	CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+	CHECK(ka_wait(states, "MASTER", 3000), "announced: MASTER (%s)", ka_state(states));
+	CHECK(strstr(ct_sh_out("ip addr show dev skpkv0"), "192.0.2.153/32") != NULL,
+	      "the VIP is on the master");
+	int64_t t0 = ct_now_us();
+	CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
+	CHECK(ka_wait(states, "FAULT", 2000), "withdrawn: FAULT again (%s)", ka_state(states));
+	printf("keepalived went to FAULT %.1f ms after the track file said 1\n",
+	       (double)(ct_now_us() - t0) / 1000.0);
+	CHECK(strstr(ct_sh_out("ip addr show dev skpkv0"), "192.0.2.153/32") == NULL,
+	      "the VIP left");
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "cat %s", log);
+	CHECK(!strstr(ct_sh_out(cmd), "deprecated"), "no deprecated keepalived syntax");
+	announcer_free(a);
+	kill(ka, SIGTERM);
+	for (int i = 0; i < 300 && waitpid(ka, NULL, WNOHANG) == 0; i++)
+		ct_sleep_ms(10);
+	if (waitpid(ka, NULL, WNOHANG) == 0) {
+		kill(ka, SIGKILL);
+		waitpid(ka, NULL, 0);
+	}
+}
+
 static void test_names(void)
 {
 	CHECK(!strcmp(announcer_method_name(CONF_ANNOUNCE_INTERFACE), "interface"), "interface");
@@ -365,6 +471,7 @@ int main(void)
 	test_frr();
 	test_keepalived();
 	test_frr_zebra();
+	test_keepalived_real();
 	ct_rmtmp();
 	return unit_finish("test_cluster_announce");
 }
