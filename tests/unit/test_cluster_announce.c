@@ -168,10 +168,10 @@ static const char *zebra_routes(const char *vtydir)
 	return out;
 }
 
-/* Wait up to 2 s for zebra's routes to contain (or not) @p text. */
+/* Wait up to 5 s (a loaded machine) for zebra's routes to contain (or not) @p text. */
 static bool zebra_wait(const char *vtydir, const char *text, bool present)
 {
-	int64_t end = ct_now_us() + 2000000;
+	int64_t end = ct_now_us() + 5000000;
 	while (ct_now_us() < end) {
 		if ((strstr(zebra_routes(vtydir), text) != NULL) == present)
 			return true;
