@@ -5,13 +5,6 @@
  * The holder interface keeps the service addresses in every method that has one, so the
  * node always accepts queries to them: a withdraw only stops new traffic from being routed
  * here, and in-flight queries are still answered.
- *
- *   interface   holder up = announced, down = withdrawn
- *   bird        holder always up; the BIRD protocol (static route or direct on the holder)
- *               enabled = announced
- *   frr         holder always down (see ANNOUNCER_FRR_DEV); host routes through lo in
- *               frr.table = announced, for `redistribute kernel`
- *   keepalived  holder (only with an interface) always up; track file 0 = announced
  */
 #include "cluster/announce.h"
 
@@ -27,14 +20,6 @@
 #include "base/log.h"
 #include "cluster/bird.h"
 #include "cluster/nl.h"
-
-/*
- * The device of the frr method's routes. Not the holder: zebra turns the holder's addresses
- * into connected routes while it is up, and a connected route always beats a kernel route to
- * the same prefix, so the kernel route would never be redistributed. The holder stays down
- * (the node still accepts its addresses, see announcer_addrs()) and the routes go through lo.
- */
-#define ANNOUNCER_FRR_DEV "lo"
 
 struct announcer {
 	conf_announce_t method;
@@ -75,9 +60,9 @@ void announcer_free(announcer_t *a)
 }
 
 /*
- * The addresses on the holder, and for IPv6 a local route of ours: IPv6 drops a down
- * holder's local routes, and without one the node would stop accepting in-flight queries
- * (and its own self-check) to its IPv6 service addresses the moment it withdraws.
+ * The addresses on the holder, and for IPv6 a local route through lo as well: the kernel
+ * drops an IPv6 address's local route while its interface is down, and a withdrawn node
+ * must still answer the queries already on their way (IPv4 keeps its local routes).
  */
 static int announcer_addrs(const announcer_t *a, char *err, size_t errlen)
 {
@@ -138,8 +123,7 @@ static int announcer_track_file(const announcer_t *a, bool healthy, char *err, s
 static int announcer_routes(const announcer_t *a, bool present, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < a->n_addrs; i++) {
-		int ret =
-		    nl_route_set(&a->addrs[i], ANNOUNCER_FRR_DEV, a->table, present, err, errlen);
+		int ret = nl_route_set(&a->addrs[i], "lo", a->table, present, err, errlen);
 		if (ret < 0)
 			return ret;
 	}
@@ -264,6 +248,8 @@ int announcer_new(const conf_cluster_t *cc, announcer_t **out, char *err, size_t
 		ret = announcer_holder(a, false, err, errlen);
 		break;
 	case CONF_ANNOUNCE_FRR:
+		/* Down for good: zebra would prefer the holder's connected routes to the kernel
+		 * routes it redistributes, and hide them. The addresses stay local. */
 		ret = announcer_holder(a, false, err, errlen);
 		if (ret == 0)
 			ret = announcer_routes(a, false, err, errlen);

@@ -487,22 +487,25 @@ int nl_addr_ensure(const char *ifname, const steer_sockaddr_t *addr, char *err, 
 	return ret;
 }
 
-/* Add or remove a route of ours (proto NL_RTPROT_STEER) to the host @p dst through @p ifname. */
-static int nl_route_write(const steer_sockaddr_t *dst, const char *ifname, unsigned table,
-                          unsigned char type, bool present, char *err, size_t errlen)
+/* What one route request changes: a host route of @p type in @p table through @p ifname. */
+typedef struct {
+	unsigned table;
+	unsigned char type;  /* RTN_UNICAST, RTN_LOCAL */
+	unsigned char scope; /* when added */
+	uint32_t metric;     /* 0 = the kernel's default */
+} nl_route_kind_t;
+
+static int nl_route_change(const steer_sockaddr_t *dst, const char *ifname,
+                           const nl_route_kind_t *kind, bool present, char *err, size_t errlen)
 {
 	nl_link_info_t li;
-	int ret = nl_ifname_check(ifname, err, errlen);
-	if (ret == 0)
-		ret = nl_family_check(dst, err, errlen);
-	if (ret == 0)
-		ret = nl_link_get(ifname, 0, &li, err, errlen);
+	int ret = nl_link_get(ifname, 0, &li, err, errlen);
 	if (ret < 0)
 		return ret;
 	char astr[INET6_ADDRSTRLEN + 8], what[128];
 	snprintf(what, sizeof(what), "%s %sroute %s dev %s table %u", present ? "add" : "delete",
-	         type == RTN_LOCAL ? "local " : "", nl_sa_str(dst, astr, sizeof(astr)), ifname,
-	         table);
+	         kind->type == RTN_LOCAL ? "local " : "", nl_sa_str(dst, astr, sizeof(astr)),
+	         ifname, kind->table);
 	nl_req_t req;
 	nl_msg_t m;
 	nl_msg_init(&m, &req, present ? RTM_NEWROUTE : RTM_DELROUTE,
@@ -512,17 +515,15 @@ static int nl_route_write(const steer_sockaddr_t *dst, const char *ifname, unsig
 	const void *raw = nl_sa_addr(dst, &alen);
 	rtm->rtm_family = (unsigned char)dst->sa.sa_family;
 	rtm->rtm_dst_len = (unsigned char)(alen * 8);
-	rtm->rtm_table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
+	rtm->rtm_table = kind->table < 256 ? (unsigned char)kind->table : RT_TABLE_UNSPEC;
 	rtm->rtm_protocol = NL_RTPROT_STEER;
-	if (!present)
-		rtm->rtm_scope = RT_SCOPE_NOWHERE;
-	else
-		rtm->rtm_scope = type == RTN_LOCAL ? RT_SCOPE_HOST : RT_SCOPE_LINK;
-	rtm->rtm_type = type;
+	rtm->rtm_scope = present ? kind->scope : RT_SCOPE_NOWHERE;
+	rtm->rtm_type = kind->type;
 	nl_attr_put(&m, RTA_DST, raw, alen);
-	nl_attr_put_u32(&m, RTA_TABLE, table);
+	nl_attr_put_u32(&m, RTA_TABLE, kind->table);
 	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)li.index);
-	/* deletes match the protocol too, so another daemon's route to @p dst is never ours */
+	if (kind->metric != 0)
+		nl_attr_put_u32(&m, RTA_PRIORITY, kind->metric);
 	ret = nl_talk(&m, NULL, NULL, what, err, errlen);
 	/* EEXIST: the route is there; ESRCH: it is gone. Either is the state asked for. */
 	if ((present && ret == -EEXIST) || (!present && ret == -ESRCH))
@@ -533,17 +534,29 @@ static int nl_route_write(const steer_sockaddr_t *dst, const char *ifname, unsig
 int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table, bool present,
                  char *err, size_t errlen)
 {
-	if (table == 0 || table == RT_TABLE_LOCAL) {
+	int ret = nl_ifname_check(ifname, err, errlen);
+	if (ret == 0)
+		ret = nl_family_check(dst, err, errlen);
+	if (ret == 0 && (table == 0 || table == RT_TABLE_LOCAL)) {
 		nl_seterr(err, errlen, "route table %s is not for announced routes",
 		          table ? "255 (local)" : "0");
-		return STEER_EINVAL;
+		ret = STEER_EINVAL;
 	}
-	return nl_route_write(dst, ifname, table, RTN_UNICAST, present, err, errlen);
+	if (ret < 0)
+		return ret;
+	nl_route_kind_t kind = {.table = table, .type = RTN_UNICAST, .scope = RT_SCOPE_LINK};
+	return nl_route_change(dst, ifname, &kind, present, err, errlen);
 }
 
 int nl_local_route_set(const steer_sockaddr_t *addr, bool present, char *err, size_t errlen)
 {
-	return nl_route_write(addr, "lo", RT_TABLE_LOCAL, RTN_LOCAL, present, err, errlen);
+	int ret = nl_family_check(addr, err, errlen);
+	if (ret < 0)
+		return ret;
+	/* Behind the kernel's own local route (metric 0) while the holder is up. */
+	nl_route_kind_t kind = {
+	    .table = RT_TABLE_LOCAL, .type = RTN_LOCAL, .scope = RT_SCOPE_HOST, .metric = 1024};
+	return nl_route_change(addr, "lo", &kind, present, err, errlen);
 }
 
 /* ---- route checks ------------------------------------------------------------------------- */

@@ -55,11 +55,11 @@ int nl_route_set(const steer_sockaddr_t *dst, const char *ifname, unsigned table
                  char *err, size_t errlen) STEER_NONNULL(1, 2, 5) STEER_WUR;
 
 /**
- * Add (@p present) or remove a local route for @p addr (table local, through `lo`, Steer's
- * route protocol), so that the node accepts packets to @p addr as its own whatever the state
- * of the interface that holds it: IPv6 drops a down link's local routes even when it keeps
- * the addresses (IPv4 keeps them). Idempotent like nl_route_set(). Returns 0 or a negative
- * steer_err with @p err.
+ * Add (@p present) or remove a `local` route to @p addr through lo in the local table (metric
+ * 1024, Steer's route protocol), so that the node keeps accepting packets to @p addr while
+ * the interface holding it is down. IPv4 keeps the local routes of a down interface's
+ * addresses by itself; IPv6 removes them even with keep_addr_on_down. Idempotent. Returns 0
+ * or a negative steer_err with @p err.
  */
 int nl_local_route_set(const steer_sockaddr_t *addr, bool present, char *err, size_t errlen)
     STEER_NONNULL(1, 3) STEER_WUR;

@@ -5,7 +5,9 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "base/err.h"
@@ -153,6 +155,110 @@ static void test_frr(void)
 	announcer_free(a);
 }
 
+/* zebra's view of the routes to 192.0.2.53/32 (`show ip route` lines), "" when none. */
+static const char *zebra_routes(const char *vtydir)
+{
+	static char out[1024];
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd),
+	         "vtysh --vty_socket %s -c 'show ip route' -c 'show ipv6 route' 2>/dev/null | "
+	         "grep -E '192.0.2.53/32|2001:db8::53/128'",
+	         vtydir);
+	snprintf(out, sizeof(out), "%s", ct_sh_out(cmd));
+	return out;
+}
+
+/* Wait up to 5 s (a loaded machine) for zebra's routes to contain (or not) @p text. */
+static bool zebra_wait(const char *vtydir, const char *text, bool present)
+{
+	int64_t end = ct_now_us() + 5000000;
+	while (ct_now_us() < end) {
+		if ((strstr(zebra_routes(vtydir), text) != NULL) == present)
+			return true;
+		ct_sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * A real zebra (FRR) in the namespace: the frr method's routes are what zebra selects, so
+ * `redistribute kernel` exports them, and a holder set up by hand (its connected routes beat
+ * the kernel routes) is put down again by verify.
+ */
+static void test_frr_zebra(void)
+{
+	char err[256], dir[160], conf[192], vty[192], pidf[192];
+	struct passwd *pw = getpwnam("frr");
+	if (access("/usr/lib/frr/zebra", X_OK) != 0 || !pw) {
+		printf("test_cluster_announce: no FRR zebra, zebra checks skipped\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/frr", ct_tmpdir());
+	snprintf(conf, sizeof(conf), "%s/zebra.conf", dir);
+	snprintf(vty, sizeof(vty), "%s/zebra.vty", dir);
+	snprintf(pidf, sizeof(pidf), "%s/zebra.pid", dir);
+	CHECK(chmod(ct_tmpdir(), 0755) == 0 && mkdir(dir, 0755) == 0 &&
+	          chown(dir, pw->pw_uid, pw->pw_gid) == 0,
+	      "zebra folder");
+	FILE *f = fopen(conf, "w");
+	if (f) {
+		fputs("hostname skp\n", f);
+		fclose(f);
+	}
+	/* the earlier tests' holders carry the same addresses: zebra would see them too */
+	(void)ct_sh("for i in skpi0 skpf0 skpk0; do ip link del $i 2>/dev/null; done");
+	pid_t zebra = fork();
+	if (zebra == 0) {
+		char zs[192];
+		snprintf(zs, sizeof(zs), "%s/zserv.api", dir);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl("/usr/lib/frr/zebra", "zebra", "-f", conf, "-i", pidf, "-z", zs,
+		      "--vty_socket", dir, "-u", "frr", "-g", "frr", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 300 && access(vty, F_OK) != 0; i++)
+		ct_sleep_ms(10);
+	CHECK(access(vty, F_OK) == 0, "zebra runs");
+
+	ct_cluster_t c;
+	ct_cluster_init(&c, CONF_ANNOUNCE_FRR, "skpz0");
+	announcer_t *a = NULL;
+	int ret = announcer_new(&c.cc, &a, err, sizeof(err));
+	CHECK(ret == 0, "frr announcer: %s", err);
+	if (ret == 0) {
+		CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+		CHECK(zebra_wait(dir, "K>* 192.0.2.53/32", true), "zebra selects the v4 route: %s",
+		      zebra_routes(dir));
+		CHECK(zebra_wait(dir, "K>* 2001:db8::53/128", true),
+		      "zebra selects the v6 route: %s", zebra_routes(dir));
+		/* what went wrong with the holder up: its connected route wins */
+		CHECK(ct_sh("ip link set skpz0 up") == 0, "holder up by hand");
+		CHECK(zebra_wait(dir, "C>* 192.0.2.53/32", true) &&
+		          !strstr(zebra_routes(dir), "K>* 192.0.2.53/32"),
+		      "connected beats kernel: %s", zebra_routes(dir));
+		bool drifted = false;
+		CHECK(announcer_verify(a, true, &drifted, err, sizeof(err)) == 0 && drifted,
+		      "verify puts the holder down: %s", err);
+		CHECK(zebra_wait(dir, "K>* 192.0.2.53/32", true), "kernel route selected again: %s",
+		      zebra_routes(dir));
+		CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
+		CHECK(zebra_wait(dir, "192.0.2.53/32", false), "zebra has no route: %s",
+		      zebra_routes(dir));
+		CHECK(zebra_wait(dir, "2001:db8::53/128", false), "zebra has no v6 route: %s",
+		      zebra_routes(dir));
+		announcer_free(a);
+	}
+	kill(zebra, SIGTERM);
+	for (int i = 0; i < 200 && waitpid(zebra, NULL, WNOHANG) == 0; i++)
+		ct_sleep_ms(10);
+	if (waitpid(zebra, NULL, WNOHANG) == 0) {
+		kill(zebra, SIGKILL);
+		waitpid(zebra, NULL, 0);
+	}
+}
+
 static const char *file_text(const char *path)
 {
 	static char buf[64];
@@ -240,6 +346,112 @@ static void test_keepalived(void)
 	CHECK(ret < 0 && strstr(err, "no/such/dir/track"), "unwritable: %d %s", ret, err);
 }
 
+/* The last state keepalived's notify script wrote, "" before the first. */
+static const char *ka_state(const char *states)
+{
+	static char last[32];
+	last[0] = '\0';
+	FILE *f = fopen(states, "r");
+	char line[64];
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "%31s", last);
+	if (f)
+		fclose(f);
+	return last;
+}
+
+static bool ka_wait(const char *states, const char *want, unsigned ms)
+{
+	int64_t end = ct_now_us() + (int64_t)ms * 1000;
+	while (ct_now_us() < end) {
+		if (!strcmp(ka_state(states), want))
+			return true;
+		ct_sleep_ms(5);
+	}
+	return false;
+}
+
+/*
+ * A real keepalived (VRRPv3, 0.1 s adverts) tracking the file: the withdrawn file (1) is
+ * FAULT, the announced one (0) lets it become MASTER, and a withdraw is FAULT again.
+ */
+static void test_keepalived_real(void)
+{
+	char err[256], conf[192], states[192], script[192], log[192], pid1[192], pid2[192];
+	if (access("/usr/sbin/keepalived", X_OK) != 0) {
+		printf("test_cluster_announce: no keepalived, its checks skipped\n");
+		return;
+	}
+	const char *dir = ct_tmpdir();
+	snprintf(conf, sizeof(conf), "%s/keepalived.conf", dir);
+	snprintf(states, sizeof(states), "%s/ka-states", dir);
+	snprintf(script, sizeof(script), "%s/ka-notify.sh", dir);
+	snprintf(log, sizeof(log), "%s/keepalived.log", dir);
+	snprintf(pid1, sizeof(pid1), "%s/keepalived.pid", dir);
+	snprintf(pid2, sizeof(pid2), "%s/vrrp.pid", dir);
+	ct_cluster_t c;
+	ct_cluster_init(&c, CONF_ANNOUNCE_KEEPALIVED, NULL);
+	FILE *f = fopen(script, "w");
+	if (f) {
+		fprintf(f, "#!/bin/sh\necho \"$3\" >> %s\n", states);
+		fclose(f);
+	}
+	CHECK(chmod(script, 0755) == 0, "notify script");
+	f = fopen(conf, "w");
+	if (f) {
+		fprintf(
+		    f,
+		    "global_defs {\n router_id skp\n script_user root\n enable_script_security\n}\n"
+		    "track_file steer {\n file %s\n weight 0\n}\n"
+		    "vrrp_instance VI {\n state BACKUP\n interface skpkv0\n virtual_router_id 53\n"
+		    " priority 100\n advert_int 0.1\n version 3\n"
+		    " virtual_ipaddress {\n  192.0.2.153/32\n }\n track_file {\n  steer\n }\n"
+		    " notify %s\n}\n",
+		    c.track_file, script);
+		fclose(f);
+	}
+	CHECK(ct_sh("ip link add skpkv0 type veth peer name skpkv1 && ip link set skpkv0 up && "
+	            "ip link set skpkv1 up && ip addr add 10.9.1.1/24 dev skpkv0") == 0,
+	      "veth for VRRP");
+	announcer_t *a = NULL;
+	int ret = announcer_new(&c.cc, &a, err, sizeof(err));
+	CHECK(ret == 0, "keepalived announcer: %s", err);
+	if (ret < 0)
+		return;
+	pid_t ka = fork();
+	if (ka == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/usr/sbin/keepalived", "keepalived", "-n", "-l", "-D", "-f", conf, "-p",
+		      pid1, "-r", pid2, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(ka_wait(states, "FAULT", 3000), "withdrawn: FAULT (%s)", ka_state(states));
+	CHECK(announcer_apply(a, true, err, sizeof(err)) == 0, "announce: %s", err);
+	CHECK(ka_wait(states, "MASTER", 3000), "announced: MASTER (%s)", ka_state(states));
+	CHECK(strstr(ct_sh_out("ip addr show dev skpkv0"), "192.0.2.153/32") != NULL,
+	      "the VIP is on the master");
+	int64_t t0 = ct_now_us();
+	CHECK(announcer_apply(a, false, err, sizeof(err)) == 0, "withdraw: %s", err);
+	CHECK(ka_wait(states, "FAULT", 2000), "withdrawn: FAULT again (%s)", ka_state(states));
+	printf("keepalived went to FAULT %.1f ms after the track file said 1\n",
+	       (double)(ct_now_us() - t0) / 1000.0);
+	CHECK(strstr(ct_sh_out("ip addr show dev skpkv0"), "192.0.2.153/32") == NULL,
+	      "the VIP left");
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "cat %s", log);
+	CHECK(!strstr(ct_sh_out(cmd), "deprecated"), "no deprecated keepalived syntax");
+	announcer_free(a);
+	kill(ka, SIGTERM);
+	for (int i = 0; i < 300 && waitpid(ka, NULL, WNOHANG) == 0; i++)
+		ct_sleep_ms(10);
+	if (waitpid(ka, NULL, WNOHANG) == 0) {
+		kill(ka, SIGKILL);
+		waitpid(ka, NULL, 0);
+	}
+}
+
 static void test_names(void)
 {
 	CHECK(!strcmp(announcer_method_name(CONF_ANNOUNCE_INTERFACE), "interface"), "interface");
@@ -258,6 +470,8 @@ int main(void)
 	test_interface();
 	test_frr();
 	test_keepalived();
+	test_frr_zebra();
+	test_keepalived_real();
 	ct_rmtmp();
 	return unit_finish("test_cluster_announce");
 }

@@ -135,7 +135,11 @@ static void test_routes(void)
 	CHECK(nl_route_set(&a4, "skp0", 255, true, err, sizeof(err)) == STEER_EINVAL,
 	      "local table refused");
 
-	/* local routes of ours, beside the kernel's own for the holder's address */
+	/* local routes of ours, beside the kernel's own for the holder's address (which IPv6
+	 * adds from a work queue after the link came up: wait for it) */
+	for (int i = 0; i < 200 && !strstr(local_routes(), "2001:db8::53 dev skp0 proto kernel");
+	     i++)
+		usleep(10000);
 	for (int i = 0; i < 2; i++)
 		CHECK(nl_local_route_set(&a6, true, err, sizeof(err)) == 0, "local v6: %s", err);
 	const char *loc = local_routes();
