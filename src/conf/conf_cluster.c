@@ -311,6 +311,13 @@ static int check_names(conf_loader_t *ld, conf_cluster_t *cc, const yaml_node_t 
 		    "cluster.interface: '%s' is not a network device name (no '/', ':' "
 		    "or spaces)",
 		    cc->interface);
+	/* Withdrawing takes the device down: loopback would take 127.0.0.1 and ::1 with it. */
+	if (cc->interface && cc->announce == CONF_ANNOUNCE_INTERFACE &&
+	    strcmp(cc->interface, "lo") == 0)
+		return conf_fail(ld, conf_key_line(ld, node, "interface", line),
+		                 "cluster.interface: announce interface takes the device down to "
+		                 "withdraw, and 'lo' holds 127.0.0.1 and ::1; use a device of its "
+		                 "own (the default vip0)");
 	if (cc->bird_protocol && !valid_bird_symbol(cc->bird_protocol))
 		return conf_fail(
 		    ld, nested_line(ld, node, "bird", "protocol", line),

@@ -1178,7 +1178,8 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_RESTART,
      .doc = "The network device that holds the service addresses, created when missing (a "
             "`dummy` device, else `ifb` where the kernel has no dummy module) and never "
-            "deleted. A Linux device name: at most 15 bytes, no `/`, `:` or spaces. With "
+            "deleted. A Linux device name: at most 15 bytes, no `/`, `:` or spaces; not `lo` "
+            "with `announce: interface`, which takes the device down to withdraw. With "
             "`announce: keepalived` the default is none (keepalived holds the addresses); "
             "give one to have the addresses on a device of their own anyway."},
     {.section = "cluster",

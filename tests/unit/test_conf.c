@@ -1794,6 +1794,15 @@ static void test_cluster(void)
 		conf_free(c);
 	}
 
+	/* the classic anycast layout: the addresses on lo, a BIRD protocol announces them */
+	c = NULL;
+	ret = load_text(ZONES_TEXT CLUSTER_MIN "  interface: lo\n  announce: bird\n"
+	                                       "  bird: { protocol: vip }\n",
+	                &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && str_eq(c->cluster.interface, "lo"),
+	      "lo holds the addresses with announce bird: %s", ret ? err : "ok");
+	conf_free(c);
+
 	/* no cluster section: no identity, nothing enabled */
 	c = NULL;
 	ret = load_text(ZONES_TEXT, &c, err, sizeof(err), &msg);
@@ -1860,6 +1869,9 @@ static const struct {
      "7: cluster.interface: 'eth0:1' is not a network device name (no '/', ':' or spaces)"},
     {CLUSTER_MIN "  interface: ..\n",
      "7: cluster.interface: '..' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: lo\n",
+     "7: cluster.interface: announce interface takes the device down to withdraw, and 'lo' "
+     "holds 127.0.0.1 and ::1; use a device of its own (the default vip0)"},
     {CLUSTER_MIN "  interface: vip-interface-16\n",
      "7: cluster.interface: 'vip-interface-16' is 16 bytes long, at most 15 are allowed"},
     {CLUSTER_MIN "  unicast: 192.0.2.53\n",
