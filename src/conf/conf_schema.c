@@ -1170,7 +1170,7 @@ const conf_key_t conf_keys[] = {
      .doc = "The shared addresses clients query, IPv4 and IPv6, each once. They are put on "
             "`interface` and announced or withdrawn together; queries to them are answered on "
             "the `server.listen` addresses, so listen on them or on a wildcard. Not the "
-            "unspecified address or a multicast address."},
+            "unspecified address, a multicast, IPv4-mapped or IPv6 link-local address."},
     {.section = "cluster",
      .name = "interface",
      .type = CONF_TYPE_STRING,
@@ -1193,7 +1193,8 @@ const conf_key_t conf_keys[] = {
             "queries, health probes (`monitors`) and forwarded queries of upstreams without "
             "their own `source` leave from the one of their family, so the replies come back "
             "to this node rather than to whichever node the routers pick for a service "
-            "address. Not one of the service addresses. Unset: the kernel chooses."},
+            "address. Not one of the service addresses, nor an address the service "
+            "addresses may not be. Unset: the kernel chooses."},
     {.section = "cluster",
      .name = "announce",
      .type = CONF_TYPE_ENUM,

@@ -1859,6 +1859,15 @@ static const struct {
      "6: cluster.service-addresses: '224.0.0.53' is a multicast address"},
     {"cluster:\n  node-id: n1\n  service-addresses: \"ff02::53\"\n",
      "6: cluster.service-addresses: 'ff02::53' is a multicast address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"::ffff:192.0.2.53\"\n",
+     "6: cluster.service-addresses: '::ffff:192.0.2.53' is an IPv4-mapped address; write it "
+     "as 192.0.2.53"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"fe80::53\"\n",
+     "6: cluster.service-addresses: 'fe80::53' is a link-local address (never routed); use a "
+     "global or unique local address"},
+    {CLUSTER_MIN "  unicast: \"fe80::1\"\n",
+     "7: cluster.unicast: 'fe80::1' is a link-local address (never routed); use a global or "
+     "unique local address"},
     {"cluster:\n  node-id: n1\n  service-addresses: [[192.0.2.53]]\n",
      "6: cluster.service-addresses: list items must be single values (quote IPv6 addresses)"},
     {CLUSTER_MIN "  interface: eth0/1\n",
