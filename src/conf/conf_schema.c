@@ -1193,8 +1193,9 @@ const conf_key_t conf_keys[] = {
             "queries, health probes (`monitors`) and forwarded queries of upstreams without "
             "their own `source` leave from the one of their family, so the replies come back "
             "to this node rather than to whichever node the routers pick for a service "
-            "address. Not one of the service addresses, nor an address the service "
-            "addresses may not be. Unset: the kernel chooses."},
+            "address. Not one of the service addresses, and refused for the same kinds as "
+            "they are (unspecified, multicast, IPv4-mapped, link-local). Unset: the kernel "
+            "chooses."},
     {.section = "cluster",
      .name = "announce",
      .type = CONF_TYPE_ENUM,
