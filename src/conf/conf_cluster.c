@@ -71,6 +71,21 @@ static bool is_multicast(const steer_sockaddr_t *a)
 	return len == 4 ? (b[0] & 0xf0) == 0xe0 : b[0] == 0xff;
 }
 
+/* ::ffff:a.b.c.d: an IPv4 address in IPv6 clothing, which no IPv6 route or socket uses. */
+static bool is_v4_mapped(const steer_sockaddr_t *a)
+{
+	static const uint8_t prefix[12] = {[10] = 0xff, [11] = 0xff};
+	return a->sa.sa_family == AF_INET6 &&
+	       memcmp(a->sin6.sin6_addr.s6_addr, prefix, sizeof(prefix)) == 0;
+}
+
+/* fe80::/10: valid on one link only, never routed, so never announced or a route source. */
+static bool is_link_local6(const steer_sockaddr_t *a)
+{
+	const uint8_t *b = a->sin6.sin6_addr.s6_addr;
+	return a->sa.sa_family == AF_INET6 && b[0] == 0xfe && (b[1] & 0xc0) == 0x80;
+}
+
 static bool is_loopback(const steer_sockaddr_t *a)
 {
 	size_t len;
@@ -137,6 +152,18 @@ static int item_address(conf_loader_t *ld, const char *what, const yaml_node_t *
 	if (is_unspecified(out) || is_multicast(out))
 		return conf_fail(ld, conf_node_line(item), "%s: '%s' is %s address", what, text,
 		                 is_multicast(out) ? "a multicast" : "the unspecified");
+	if (is_v4_mapped(out)) {
+		char v4[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, out->sin6.sin6_addr.s6_addr + 12, v4, sizeof(v4));
+		return conf_fail(ld, conf_node_line(item),
+		                 "%s: '%s' is an IPv4-mapped address; write it as %s", what, text,
+		                 v4);
+	}
+	if (is_link_local6(out))
+		return conf_fail(ld, conf_node_line(item),
+		                 "%s: '%s' is a link-local address (never routed); use a global or "
+		                 "unique local address",
+		                 what, text);
 	return 0;
 }
 
@@ -311,6 +338,13 @@ static int check_names(conf_loader_t *ld, conf_cluster_t *cc, const yaml_node_t 
 		    "cluster.interface: '%s' is not a network device name (no '/', ':' "
 		    "or spaces)",
 		    cc->interface);
+	/* Withdrawing takes the device down: loopback would take 127.0.0.1 and ::1 with it. */
+	if (cc->interface && cc->announce == CONF_ANNOUNCE_INTERFACE &&
+	    strcmp(cc->interface, "lo") == 0)
+		return conf_fail(ld, conf_key_line(ld, node, "interface", line),
+		                 "cluster.interface: announce interface takes the device down to "
+		                 "withdraw, and 'lo' holds 127.0.0.1 and ::1; use a device of its "
+		                 "own (the default vip0)");
 	if (cc->bird_protocol && !valid_bird_symbol(cc->bird_protocol))
 		return conf_fail(
 		    ld, nested_line(ld, node, "bird", "protocol", line),

@@ -454,7 +454,9 @@ const conf_key_t conf_keys[] = {
      .doc = "The name of this server instance, for operators and monitoring to see which node "
             "of an anycast or VRRP service answered: `CH TXT id.server.` and `hostname.bind.` "
             "answer it (TTL 0, like Knot DNS), and a query whose EDNS OPT carries the NSID "
-            "option (RFC 5001) gets it back as the response's NSID, on error answers too. "
+            "option (RFC 5001) gets it back as the response's NSID, on error answers too "
+            "(answers of the caching forwarder, for names outside the served zones, carry "
+            "none). "
             "Printable ASCII, at most 255 bytes. Unset: `cluster.node-id` when a `cluster` "
             "section is present, else none (those names are REFUSED like every other CH "
             "query, and NSID is ignored). `version.bind` is never answered."},
@@ -1168,7 +1170,7 @@ const conf_key_t conf_keys[] = {
      .doc = "The shared addresses clients query, IPv4 and IPv6, each once. They are put on "
             "`interface` and announced or withdrawn together; queries to them are answered on "
             "the `server.listen` addresses, so listen on them or on a wildcard. Not the "
-            "unspecified address or a multicast address."},
+            "unspecified address, a multicast, IPv4-mapped or IPv6 link-local address."},
     {.section = "cluster",
      .name = "interface",
      .type = CONF_TYPE_STRING,
@@ -1178,7 +1180,8 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_RESTART,
      .doc = "The network device that holds the service addresses, created when missing (a "
             "`dummy` device, else `ifb` where the kernel has no dummy module) and never "
-            "deleted. A Linux device name: at most 15 bytes, no `/`, `:` or spaces. With "
+            "deleted. A Linux device name: at most 15 bytes, no `/`, `:` or spaces; not `lo` "
+            "with `announce: interface`, which takes the device down to withdraw. With "
             "`announce: keepalived` the default is none (keepalived holds the addresses); "
             "give one to have the addresses on a device of their own anyway."},
     {.section = "cluster",
@@ -1186,11 +1189,13 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_NODE,
      .type_doc = "an IP address, or a list of at most one IPv4 and one IPv6 address",
      .flags = CONF_F_RESTART,
-     .doc = "The node's own addresses (management, seed of every source choice): self-check "
+     .doc = "The node's own addresses, at most one per family, for management: self-check "
             "queries, health probes (`monitors`) and forwarded queries of upstreams without "
-            "their own `source` leave from the one of their family, so replies come back to "
-            "this node and not to whichever node the routers pick for a service address. "
-            "Not one of the service addresses. Unset: the kernel chooses."},
+            "their own `source` leave from the one of their family, so the replies come back "
+            "to this node rather than to whichever node the routers pick for a service "
+            "address. Not one of the service addresses, and refused for the same kinds as "
+            "they are (unspecified, multicast, IPv4-mapped, link-local). Unset: the kernel "
+            "chooses."},
     {.section = "cluster",
      .name = "announce",
      .type = CONF_TYPE_ENUM,

@@ -50,6 +50,11 @@ static void setup(void)
 	FUZZ_CHECK(steer_sockaddr_parse("127.0.0.1:53000", 53, &remote) == 0);
 	view.zones = set;
 	view.udp_max_payload = DNS_EDNS_DEFAULT_PAYLOAD;
+	/* the longest identity there is, so NSID and CH TXT press on every size limit */
+	static char identity[256];
+	memset(identity, 'n', sizeof(identity) - 1);
+	view.identity = identity;
+	view.identity_len = (uint8_t)(sizeof(identity) - 1);
 	small_buf = malloc(DNS_UDP_MINLEN);
 	big_buf = malloc(DNS_MSG_MAXLEN);
 	FUZZ_CHECK(small_buf != NULL && big_buf != NULL);

@@ -50,6 +50,21 @@ static void check_refs(const conf_t *c)
 			           up->source.sa.sa_family == up->address.sa.sa_family);
 		}
 	}
+	/* what the cluster thread and the keeper take without a second look */
+	const conf_cluster_t *cc = &c->cluster;
+	if (!cc->enabled)
+		return;
+	FUZZ_CHECK(cc->node_id && cc->n_service >= 1 && cc->n_service <= 64);
+	FUZZ_CHECK(cc->check_timeout < cc->check_interval && cc->check_fall >= 1 &&
+	           cc->check_rise >= 1);
+	FUZZ_CHECK(cc->liveness_timeout > 2 * cc->check_interval && cc->liveness_timeout <= 10000);
+	FUZZ_CHECK(cc->drain_quiet < cc->drain_timeout);
+	FUZZ_CHECK(cc->announce != CONF_ANNOUNCE_BIRD || cc->bird_protocol);
+	FUZZ_CHECK(cc->interface || cc->announce == CONF_ANNOUNCE_KEEPALIVED);
+	FUZZ_CHECK(cc->frr_table != 0 && cc->frr_table != 255);
+	FUZZ_CHECK(cc->unicast4.sa.sa_family == 0 || cc->unicast4.sa.sa_family == AF_INET);
+	FUZZ_CHECK(cc->unicast6.sa.sa_family == 0 || cc->unicast6.sa.sa_family == AF_INET6);
+	FUZZ_CHECK(conf_identity(c) != NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -97,6 +97,16 @@ def query_seeds(rng):
                                          + bytes([192, 0, 2, 1]))
     seeds["trailing-garbage"] = header() + question() + b"\xde\xad\xbe\xef"
     seeds["runt-5"] = header()[:5]
+    nsid = option(3, b"")
+    seeds["class-ch-id-server-nsid"] = header(ar=1) + question("id.server.", 16, 3) + opt(
+        options=nsid)
+    seeds["class-ch-hostname-bind"] = header() + question("HOSTNAME.BIND.", 16, 3)
+    seeds["class-ch-id-server-a"] = header() + question("id.server.", 1, 3)
+    seeds["class-ch-long-question"] = (header(ar=1) + question(
+        ".".join(["a" * 63] * 3) + ".id.server.", 16, 3) + opt(512, options=nsid))
+    seeds["edns-nsid-ecs"] = header(ar=1) + question() + opt(options=ecs + nsid)
+    seeds["edns-nsid-payload"] = header(ar=1) + question() + opt(options=option(3, b"who"))
+    seeds["edns-nsid-version1"] = header(ar=1) + question() + opt(version=1, options=nsid)
     base = header(ar=1) + question("manymx.diff.test.", 15) + opt(options=ecs)
     for cut in (13, 20, len(base) - 15, len(base) - 3):
         seeds[f"truncated-at-{cut}"] = base[:cut]

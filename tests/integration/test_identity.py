@@ -237,3 +237,17 @@ def test_bad_identity_is_refused(tmp_path):
                     "zones:\n  - domain: example.test\n    file: z.zone\n")
     res = run_steerd("-c", str(path), "--check-config")
     assert res.returncode == 1 and f"{path}:2:" in res.stderr and "at most 255" in res.stderr
+
+
+def test_forwarder_only_node_answers_identity(steerd):
+    """A cache-only cluster node (seed 000) serves no zone: CH queries never go upstream."""
+    dead = free_port()
+    srv = steerd(config=with_identity(IDENTITY).replace("{zones}", "") + f"""forward:
+  allow-recursion: [127.0.0.0/8]
+  groups:
+    - domain: .
+      upstreams: [{{{{ name: up1, address: "127.0.0.1:{dead}" }}}}]
+""")
+    r = srv.udp(make("id.server."))
+    assert r.rcode() == dns.rcode.NOERROR and r.answer[0][0].strings == (IDENTITY.encode(),)
+    assert nsid_of(r) == IDENTITY.encode()

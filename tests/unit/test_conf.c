@@ -1794,6 +1794,15 @@ static void test_cluster(void)
 		conf_free(c);
 	}
 
+	/* the classic anycast layout: the addresses on lo, a BIRD protocol announces them */
+	c = NULL;
+	ret = load_text(ZONES_TEXT CLUSTER_MIN "  interface: lo\n  announce: bird\n"
+	                                       "  bird: { protocol: vip }\n",
+	                &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && str_eq(c->cluster.interface, "lo"),
+	      "lo holds the addresses with announce bird: %s", ret ? err : "ok");
+	conf_free(c);
+
 	/* no cluster section: no identity, nothing enabled */
 	c = NULL;
 	ret = load_text(ZONES_TEXT, &c, err, sizeof(err), &msg);
@@ -1850,6 +1859,15 @@ static const struct {
      "6: cluster.service-addresses: '224.0.0.53' is a multicast address"},
     {"cluster:\n  node-id: n1\n  service-addresses: \"ff02::53\"\n",
      "6: cluster.service-addresses: 'ff02::53' is a multicast address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"::ffff:192.0.2.53\"\n",
+     "6: cluster.service-addresses: '::ffff:192.0.2.53' is an IPv4-mapped address; write it "
+     "as 192.0.2.53"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"fe80::53\"\n",
+     "6: cluster.service-addresses: 'fe80::53' is a link-local address (never routed); use a "
+     "global or unique local address"},
+    {CLUSTER_MIN "  unicast: \"fe80::1\"\n",
+     "7: cluster.unicast: 'fe80::1' is a link-local address (never routed); use a global or "
+     "unique local address"},
     {"cluster:\n  node-id: n1\n  service-addresses: [[192.0.2.53]]\n",
      "6: cluster.service-addresses: list items must be single values (quote IPv6 addresses)"},
     {CLUSTER_MIN "  interface: eth0/1\n",
@@ -1860,6 +1878,9 @@ static const struct {
      "7: cluster.interface: 'eth0:1' is not a network device name (no '/', ':' or spaces)"},
     {CLUSTER_MIN "  interface: ..\n",
      "7: cluster.interface: '..' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: lo\n",
+     "7: cluster.interface: announce interface takes the device down to withdraw, and 'lo' "
+     "holds 127.0.0.1 and ::1; use a device of its own (the default vip0)"},
     {CLUSTER_MIN "  interface: vip-interface-16\n",
      "7: cluster.interface: 'vip-interface-16' is 16 bytes long, at most 15 are allowed"},
     {CLUSTER_MIN "  unicast: 192.0.2.53\n",
