@@ -70,8 +70,9 @@ cluster_selfquery_t *cluster_selfquery_new(struct ev_loop *loop, const conf_clus
  * details) or, with @p apex NULL, for id.server CH TXT. @p holder_down: the interface
  * holding the service addresses is admin down (the withdrawn state of the `interface`
  * method), so a service address without a local route, or one that cannot be reached, is
- * asked through the unicast address of its family instead. The result comes through the callback, never from within
- * this call. Returns the number of queries sent (the drain counts them out of the client queries).
+ * asked through the unicast address of its family instead. The result comes through the callback,
+ * never from within this call. Returns the number of queries sent (the drain counts them out of the
+ * client queries).
  */
 unsigned cluster_selfquery_start(cluster_selfquery_t *sq, const uint8_t *apex,
                                  const char *apex_text, bool holder_down, unsigned timeout_ms)

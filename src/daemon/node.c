@@ -88,6 +88,7 @@ int node_start(node_t *node, const conf_t *conf, const net_t *net, fwd_engine_t 
 	    .reload_ok = reload_ok,
 	    .forwarder_ok = fwd != NULL ? forwarder_ok : NULL,
 	    .queries = queries,
+	    .identity = conf_identity(conf),
 	};
 	node->cluster = cluster_new(&conf->cluster, node->keeper, &in);
 	node->keeper = NULL;

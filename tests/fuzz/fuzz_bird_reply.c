@@ -24,12 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	FUZZ_CHECK(write(sv[1], data, size) == (ssize_t)size);
 	close(sv[1]);
-	bird_conn_t c = {.fd = sv[0], .deadline = bird_now_ms() + 1000, .path = "fuzz",
+	bird_conn_t c = {.fd = sv[0],
+	                 .deadline = bird_now_ms() + 1000,
+	                 .path = "fuzz",
 	                 .command = "show status"};
 	char last[BIRD_LINE_MAX], err[256] = "";
 	unsigned lines = 0;
 	for (int reply = 0; reply < 4; reply++) {
-		int code = bird_read_reply(&c, count_cb, &lines, last, sizeof(last), err, sizeof(err));
+		int code =
+		    bird_read_reply(&c, count_cb, &lines, last, sizeof(last), err, sizeof(err));
 		if (code < 0) {
 			FUZZ_CHECK(err[0] != '\0');
 			break;
