@@ -898,6 +898,12 @@ def restart_node(lab: Lab, n: int, method: str, cluster: bool | None = None) -> 
         lab.monitor.stop()
         lab.monitor = None
     node.stop_steerd()
+    node.stop_speaker()
+    if lab.variant != "vrrp":
+        # The router may hold the node's old routes for a moment (OSPF: until the dead
+        # interval or BFD): waiting for all next hops right away could see those.
+        wait_for(f"{node.id} gone from the route", lambda: node.id not in lab.next_hops(), 30,
+                 0.05)
     node.start_speaker(method)
     node.start_steerd(cluster=cluster, method=method)
     if not node.cluster:
