@@ -9,8 +9,14 @@ nothing here changes a sysctl outside them.
 
     with Lab(variant="bgp", speaker="bird") as lab:
         lab.start_nodes(method="interface")      # speakers + steerd on n1..n3, all announced
-        res = lab.scenario("kill", node=1)       # the load, the fault, the figures
-        lab.heal(1)
+        m = scenario(lab, "kill", 1)             # the load, the fault, its heal, the figures
+        lab.fault("link", 2)                     # or by hand: break node 2 ...
+        lab.heal(2)                              # ... and undo it
+        anchor(lab, 1)                           # node 1 as the anchor (external monitor)
+
+Without a steerd that knows `cluster:` (cluster_supported()), nodes run without it and the
+lab withdraws by hand (Node.announce_by_hand: what the keeper would do), so the topology,
+the routing daemons and the measurement can be checked on their own.
 
 Topology (variants bgp and ospf; N = 1..3):
 
@@ -105,11 +111,11 @@ def router_addr(n: int, variant: str = "bgp") -> str:
 def missing_tools(variant: str = "bgp", speaker: str = "bird") -> list[str]:
     """The programs this variant needs that are not installed."""
     need = {"ip": shutil.which("ip"), "nft": NFT}
-    if variant != "vrrp" or speaker == "bird":
-        need.update(bird=BIRD, birdc=BIRDC)
     if variant == "vrrp":
         need["keepalived"] = KEEPALIVED
-    elif speaker == "frr":
+        return [k for k, v in need.items() if not v or not os.path.exists(v)]
+    need.update(bird=BIRD, birdc=BIRDC)  # the router's, and the nodes' unless FRR
+    if speaker == "frr":
         need.update(zebra=str(FRR_DIR / "zebra"), bgpd=str(FRR_DIR / "bgpd"),
                     bfdd=str(FRR_DIR / "bfdd"), vtysh=VTYSH)
     return [k for k, v in need.items() if not v or not os.path.exists(v)]
@@ -898,6 +904,12 @@ def restart_node(lab: Lab, n: int, method: str, cluster: bool | None = None) -> 
         lab.monitor.stop()
         lab.monitor = None
     node.stop_steerd()
+    node.stop_speaker()
+    if lab.variant != "vrrp":
+        # The router may hold the node's old routes for a moment (OSPF: until the dead
+        # interval or BFD): waiting for all next hops right away could see those.
+        wait_for(f"{node.id} gone from the route", lambda: node.id not in lab.next_hops(), 30,
+                 0.05)
     node.start_speaker(method)
     node.start_steerd(cluster=cluster, method=method)
     if not node.cluster:

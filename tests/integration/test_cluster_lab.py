@@ -37,9 +37,10 @@ GONE_STEERD = 0.5 * MARGIN
 GONE_OSPF = 1.0 + 0.5 + 1.0
 GONE_LINK = 0.3 * MARGIN
 GONE_VRRP = 0.5 * MARGIN
-# A fair share: three nodes get a third each on average; 128 flows hashed over three next
-# hops are never exactly even (one node with 1/4 is within what hashing gives).
-FAIR = 0.2
+# A fair share: three nodes get a third each on average, but 128 flows hashed over three
+# next hops are never exactly even (about 43 +- 5 flows each); 15 % is 4.5 standard
+# deviations below the mean, so only a broken spread (L3 hashing, a missing next hop) fails.
+FAIR = 0.15
 # After the heal: a restarted steerd joins after rise rounds (0.5 s), a withdrawn one after
 # the hold-down (2 s) and rise; the routers then need a moment.
 REJOIN_RESTART = 3.5
@@ -196,7 +197,9 @@ def test_anchor_external_monitor(bgp):
 def test_ospf_spread_and_kill(ospf):
     m = trial(ospf, "spread")
     assert m["lost"] == 0 and fair(m, ospf.all_ids()), m
-    m = trial(ospf, "kill", rejoin=8.0)  # OSPF re-originates an LSA at most every 5 s
+    # BIRD's OSPF acts on its 1 s tick: the fault lasts 4 s so the withdrawal is seen whole;
+    # an LSA is re-originated at most every 5 s (the rejoin).
+    m = trial(ospf, "kill", hold=4.0, rejoin=8.0)
     assert m["gone"] is not None and m["gone"] <= GONE_OSPF, m
     assert m["lost_heal"] == 0, m
 
