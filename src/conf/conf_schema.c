@@ -454,9 +454,9 @@ const conf_key_t conf_keys[] = {
      .doc = "The name of this server instance, for operators and monitoring to see which node "
             "of an anycast or VRRP service answered: `CH TXT id.server.` and `hostname.bind.` "
             "answer it (TTL 0, like Knot DNS), and a query whose EDNS OPT carries the NSID "
-            "option (RFC 5001) gets it back as the response's NSID, on error answers too "
-            "(answers of the caching forwarder, for names outside the served zones, carry "
-            "none). "
+            "option (RFC 5001) gets it back as the response's NSID, on error answers and "
+            "the caching forwarder's answers too (left out only when it would not fit the "
+            "client's UDP size). "
             "Printable ASCII, at most 255 bytes. Unset: `cluster.node-id` when a `cluster` "
             "section is present, else none (those names are REFUSED like every other CH "
             "query, and NSID is ignored). `version.bind` is never answered."},

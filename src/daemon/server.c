@@ -685,6 +685,7 @@ static int forward_start(server_t *s, char *err, size_t errlen)
 	int ret = forward_engine_new(s->conf, ports, n, &s->fwd, err, errlen);
 	if (ret != 0 || s->fwd == NULL)
 		return ret;
+	fwd_engine_set_identity(s->fwd, conf_identity(s->conf));
 	forward_view_clear(&s->view->fwd);
 	forward_view_fill(&s->view->fwd, s->conf, s->fwd);
 	return 0;
@@ -799,6 +800,8 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	view_free(old);
 	gslb_view_free(old_gslb);
 	net_reconfigure(s->net, conf);
+	if (s->fwd != NULL)
+		fwd_engine_set_identity(s->fwd, conf_identity(conf));
 	log_setup(conf->log_target, conf->log_level);
 	if (s->conf != s->boot_conf)
 		conf_free(s->conf);

@@ -19,3 +19,14 @@
  * are) into @p out (at least DNS_NSID_HEADER_LEN + @p len bytes). Returns the bytes written.
  */
 size_t dns_nsid_write(const uint8_t *id, uint16_t len, uint8_t *out) STEER_NONNULL(3);
+
+/**
+ * Add the NSID option with @p id (@p idlen bytes) to the message @p msg (@p len bytes, room
+ * for @p limit) whose last record is its OPT, as every response we build has it: the OPT's
+ * RDLENGTH grows and the option goes at the end. Returns the new length, or @p len unchanged
+ * when the last record is not an OPT, the message does not walk, or the option would not fit
+ * in @p limit (RFC 5001 lets a server leave it out). For responses built elsewhere (the
+ * forwarder's); no allocation.
+ */
+size_t dns_nsid_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *id, uint16_t idlen)
+    STEER_NONNULL(1);

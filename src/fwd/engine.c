@@ -557,6 +557,17 @@ int fwd_engine_flush(fwd_engine_t *e, const char *name, bool subtree)
 	return 0;
 }
 
+void fwd_engine_set_identity(fwd_engine_t *e, const char *identity)
+{
+	size_t len = identity != NULL ? strlen(identity) : 0;
+	if (len >= sizeof(e->identity))
+		len = sizeof(e->identity) - 1;
+	pthread_mutex_lock(&e->lock);
+	memcpy(e->identity, identity != NULL ? identity : "", len);
+	e->identity_len = (uint8_t)len;
+	pthread_mutex_unlock(&e->lock);
+}
+
 void fwd_engine_stats(fwd_engine_t *e, fwd_engine_stats_t *out)
 {
 	pthread_mutex_lock(&e->lock);

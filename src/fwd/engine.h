@@ -148,6 +148,12 @@ int fwd_engine_submit(fwd_engine_t *e, const uint8_t *pkt, size_t len, const fwd
  */
 int fwd_engine_flush(fwd_engine_t *e, const char *name, bool subtree) STEER_NONNULL(1);
 
+/**
+ * What the NSID option (RFC 5001) of the engine's answers carries for clients that ask for
+ * it: @p identity (copied; at most 255 bytes), NULL = none. Control thread, any time.
+ */
+void fwd_engine_set_identity(fwd_engine_t *e, const char *identity) STEER_NONNULL(1);
+
 /** Copy the engine's counters into @p out. Control thread (any thread but the engine's). */
 void fwd_engine_stats(fwd_engine_t *e, fwd_engine_stats_t *out) STEER_NONNULL(1, 2);
 

@@ -192,6 +192,8 @@ struct fwd_engine {
 	fwd_probe_run_t *probes;
 	uint8_t rx[DNS_MSG_MAXLEN + 1];
 	uint8_t out[DNS_MSG_MAXLEN];
+	char identity[256]; /* the NSID of answers (fwd_engine_set_identity), under @c lock */
+	uint8_t identity_len;
 };
 
 /* Monotonic clock, the epoch of the query threads' CLOCK_MONOTONIC_COARSE. */

@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "dns/msg.h"
+#include "dns/nsid.h"
 #include "dns/wire.h"
 #include "fwd/engine_int.h"
 
@@ -42,10 +43,27 @@ static void report(fwd_engine_t *e, uint32_t id, fwd_result_t res, uint32_t rtt_
 		fwd_eng_probe_rearm(e);
 }
 
+/* The identity in the answer of a client that asked for it (every answer is built in out). */
+static size_t with_nsid(fwd_req_t *r, size_t len)
+{
+	fwd_engine_t *e = r->e;
+	char id[sizeof(e->identity)];
+	pthread_mutex_lock(&e->lock);
+	uint8_t id_len = e->identity_len;
+	memcpy(id, e->identity, id_len);
+	pthread_mutex_unlock(&e->lock);
+	if (id_len == 0)
+		return len;
+	return dns_nsid_append(e->out, len, client_limit(r), (const uint8_t *)id, id_len);
+}
+
 static void deliver(fwd_req_t *r, const uint8_t *msg, size_t len)
 {
-	if (!r->answered && r->client.reply)
+	if (!r->answered && r->client.reply) {
+		if (r->q.has_nsid && msg == r->e->out)
+			len = with_nsid(r, len);
 		r->client.reply(&r->client, msg, len);
+	}
 	r->answered = true;
 }
 

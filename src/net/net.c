@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "dns/nsid.h"
 #include "net/net_int.h"
 #include "net/tcp.h"
 #include "net/udp.h"
@@ -260,6 +261,24 @@ static bool forwardable(const net_view_t *view, const dns_query_t *q, dns_query_
 	       q->opcode == DNS_OPCODE_QUERY && q->has_question && !auth_serves(&view->auth, q);
 }
 
+/* The forwarder's answers from the query thread carry the identity too (RFC 5001), within
+ * what this client can receive. */
+static size_t forwarded_nsid(const net_view_t *view, const auth_client_t *client,
+                             const dns_query_t *q, uint8_t *resp, size_t rlen, size_t resp_cap)
+{
+	if (rlen == 0 || !q->has_nsid || view->auth.identity == NULL)
+		return rlen;
+	size_t limit = resp_cap;
+	if (!client->tcp) {
+		size_t udp = q->edns_payload < view->auth.udp_max_payload
+		                 ? q->edns_payload
+		                 : view->auth.udp_max_payload;
+		limit = udp < limit ? udp : limit;
+	}
+	return dns_nsid_append(resp, rlen, limit, (const uint8_t *)view->auth.identity,
+	                       view->auth.identity_len);
+}
+
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
                   fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
@@ -275,7 +294,7 @@ size_t net_answer(const net_view_t *view, const auth_client_t *client, const uin
 		                                 resp_cap, &rlen, fwd_ctr);
 		*deferred = r == FWD_SERVE_QUEUED;
 		if (r != FWD_SERVE_REFUSED)
-			return rlen;
+			return forwarded_nsid(view, client, &q, resp, rlen, resp_cap);
 	}
 	return auth_answer_parsed(&view->auth, client, &q, status, resp, resp_cap, qctx, axfr);
 }

@@ -203,3 +203,38 @@ def test_forwarded_reply_leaves_from_the_address_asked(steerd, upstream):
         r = dns.query.udp(rq("www.fwd.test" if host == "127.0.0.1" else "mail.fwd.test"),
                           host, port=port, timeout=2)
         assert r.rcode() == dns.rcode.NOERROR and addresses(r)
+
+
+def test_forwarded_answers_carry_the_nsid(steerd, upstream):
+    """The identity comes back in the NSID option (RFC 5001) of forwarded answers too: the
+    engine's (a miss) and the query thread's (the cache hit), and only when asked for."""
+    import dns.edns
+    srv = steerd(zones={"example.test": "example.test.zone"}, config=f"""server:
+  listen: {{listen}}
+  control-socket: {{ctl}}
+  workers: 1
+  tcp-workers: 1
+  identity: node-7
+{{zones}}forward:
+  allow-recursion: [127.0.0.0/8]
+  groups:
+    - domain: .
+      upstreams: [{{{{ name: u1, address: "{upstream.addr}" }}}}]
+""")
+
+    def ask(name, nsid=True, tcp=False):
+        q = dns.message.make_query(name, "A", use_edns=0, payload=1232,
+                                   options=[dns.edns.GenericOption(dns.edns.NSID, b"")]
+                                   if nsid else [])
+        return srv.tcp(q) if tcp else srv.udp(q)
+
+    def nsid(r):
+        return [o.to_wire() for o in r.options if o.otype == dns.edns.NSID]
+
+    miss = ask("mail.fwd.test")
+    assert addresses(miss) == ["198.51.100.2"] and nsid(miss) == [b"node-7"]
+    hit = ask("mail.fwd.test")
+    assert addresses(hit) == ["198.51.100.2"] and nsid(hit) == [b"node-7"]
+    assert nsid(ask("mail.fwd.test", tcp=True)) == [b"node-7"]
+    assert nsid(ask("mail.fwd.test", nsid=False)) == []
+    assert nsid(ask("www.example.test")) == [b"node-7"]  # authoritative, as before

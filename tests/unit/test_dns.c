@@ -291,6 +291,69 @@ static void test_nsid(void)
 	CHECK(n == 4 && out[1] == 3 && out[3] == 0, "empty NSID option written");
 }
 
+/* A response: header, question example.test. A, one A answer, then @p opt_rdlen bytes of OPT
+ * (or no OPT when negative). */
+static size_t make_response(uint8_t *buf, int opt_rdlen)
+{
+	static const uint8_t head[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
+	size_t len = 0;
+	memcpy(buf, head, sizeof(head));
+	len = sizeof(head);
+	len += (size_t)dname_from_str("example.test.", buf + len);
+	wire_write_u16(buf + len, DNS_TYPE_A);
+	wire_write_u16(buf + len + 2, DNS_CLASS_IN);
+	len += 4;
+	static const uint8_t answer[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1};
+	memcpy(buf + len, answer, sizeof(answer));
+	len += sizeof(answer);
+	if (opt_rdlen < 0)
+		return len;
+	wire_write_u16(buf + 10, 1);
+	static const uint8_t opt[] = {0, 0, 41, 4, 0xd0, 0, 0, 0, 0};
+	memcpy(buf + len, opt, sizeof(opt));
+	len += sizeof(opt);
+	wire_write_u16(buf + len, (uint16_t)opt_rdlen);
+	len += 2;
+	memset(buf + len, 0, (size_t)opt_rdlen);
+	return len + (size_t)opt_rdlen;
+}
+
+static void test_nsid_append(void)
+{
+	uint8_t buf[512];
+	size_t len = make_response(buf, 0);
+	size_t n = dns_nsid_append(buf, len, sizeof(buf), (const uint8_t *)"node-7", 6);
+	CHECK(n == len + 10, "appended: %zu -> %zu", len, n);
+	CHECK(wire_read_u16(buf + len - 2) == 10, "OPT rdlength grew to %u",
+	      wire_read_u16(buf + len - 2));
+	CHECK(wire_read_u16(buf + len) == DNS_EDNS_OPT_NSID && wire_read_u16(buf + len + 2) == 6 &&
+	          memcmp(buf + len + 4, "node-7", 6) == 0,
+	      "the option at the end");
+	/* an OPT that has options already keeps them */
+	len = make_response(buf, 4);
+	n = dns_nsid_append(buf, len, sizeof(buf), (const uint8_t *)"n1", 2);
+	CHECK(n == len + 6 && wire_read_u16(buf + len - 6) == 10, "after another option");
+	/* left out: no OPT, no room, not the last record, a message that does not walk */
+	len = make_response(buf, -1);
+	CHECK(dns_nsid_append(buf, len, sizeof(buf), (const uint8_t *)"n1", 2) == len, "no OPT");
+	len = make_response(buf, 0);
+	CHECK(dns_nsid_append(buf, len, len + 5, (const uint8_t *)"n1", 2) == len, "no room");
+	CHECK(dns_nsid_append(buf, len, len + 6, (const uint8_t *)"n1", 2) == len + 6,
+	      "exactly enough room");
+	len = make_response(buf, 0);
+	CHECK(dns_nsid_append(buf, len - 1, sizeof(buf), (const uint8_t *)"n1", 2) == len - 1,
+	      "a truncated message");
+	len = make_response(buf, 0);
+	wire_write_u16(buf + 10, 0); /* the OPT counted in the authority section */
+	wire_write_u16(buf + 8, 1);
+	CHECK(dns_nsid_append(buf, len, sizeof(buf), (const uint8_t *)"n1", 2) == len,
+	      "an OPT outside the additional section");
+	len = make_response(buf, 0);
+	buf[len - 11] = 1; /* the last record is not the root name */
+	CHECK(dns_nsid_append(buf, len, sizeof(buf), (const uint8_t *)"n1", 2) == len,
+	      "the last record is not an OPT");
+}
+
 static void test_names(void)
 {
 	static const struct {
@@ -359,6 +422,7 @@ int main(void)
 	test_msg_compression();
 	test_ecs();
 	test_nsid();
+	test_nsid_append();
 	test_names();
 	return unit_finish("test_dns");
 }
