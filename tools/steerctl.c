@@ -845,9 +845,10 @@ static void print_cluster_status(const json_t *d)
 	print_epoch(json_object_get(d, "last_transition"));
 	printf(": %s\n%-13s%lld\n", str_of(d, "reason", ""), "transitions",
 	       int_of(d, "transitions"));
-	printf("%-13s%lld good rounds of %lld needed, hold-down %.1f s left\n", "self-check",
-	       int_of(sc, "good_rounds"), int_of(sc, "rise"),
-	       json_number_value(json_object_get(sc, "hold_down_left_s")));
+	printf("%-13severy %lld ms: %lld good rounds in a row (rise %lld, fall %lld), hold-down "
+	       "%.1f s left\n",
+	       "self-check", int_of(sc, "interval_ms"), int_of(sc, "good_rounds"), int_of(sc, "rise"),
+	       int_of(sc, "fall"), json_number_value(json_object_get(sc, "hold_down_left_s")));
 	print_checks(json_object_get(sc, "checks"));
 	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
 	if (strcmp(str_of(drain, "state", "none"), "none") != 0)
