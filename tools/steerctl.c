@@ -847,8 +847,9 @@ static void print_cluster_status(const json_t *d)
 	       int_of(d, "transitions"));
 	printf("%-13severy %lld ms: %lld good rounds in a row (rise %lld, fall %lld), hold-down "
 	       "%.1f s left\n",
-	       "self-check", int_of(sc, "interval_ms"), int_of(sc, "good_rounds"), int_of(sc, "rise"),
-	       int_of(sc, "fall"), json_number_value(json_object_get(sc, "hold_down_left_s")));
+	       "self-check", int_of(sc, "interval_ms"), int_of(sc, "good_rounds"),
+	       int_of(sc, "rise"), int_of(sc, "fall"),
+	       json_number_value(json_object_get(sc, "hold_down_left_s")));
 	print_checks(json_object_get(sc, "checks"));
 	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
 	if (strcmp(str_of(drain, "state", "none"), "none") != 0)

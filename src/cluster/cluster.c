@@ -27,9 +27,11 @@
 #include "cluster/selfquery.h"
 #include "dns/dname.h"
 
-/* A query thread counts as alive when it made progress within this many check intervals:
- * one interval of its own tick plus one of slack for a loaded machine. */
+/* A query thread counts as stalled after this many intervals without a turn of its loop, and
+ * never before CLUSTER_THREAD_AGE_MIN_MS: an idle UDP worker only wakes every 100 ms, and a
+ * loaded machine can delay that wake-up, so a shorter bound would call idle threads stalled. */
 #define CLUSTER_THREAD_AGE_INTERVALS 2
+#define CLUSTER_THREAD_AGE_MIN_MS    300
 /* The shortest heartbeat period: a lower liveness timeout is a misconfiguration the keeper
  * cannot honour anyway. */
 #define CLUSTER_HEARTBEAT_MIN_MS 10
@@ -323,6 +325,8 @@ static void sync_checks(cluster_t *c)
 	}
 	if (in->threads_ok) {
 		unsigned age = cc->check_interval * CLUSTER_THREAD_AGE_INTERVALS;
+		if (age < CLUSTER_THREAD_AGE_MIN_MS)
+			age = CLUSTER_THREAD_AGE_MIN_MS;
 		c->sync_ok[CHECK_THREADS] = in->threads_ok(
 		    in->ctx, age, c->sync_detail[CHECK_THREADS], sizeof(c->sync_detail[0]));
 		if (c->sync_ok[CHECK_THREADS])

@@ -12,10 +12,6 @@
 #include "base/log.h"
 #include "zone/zone.h"
 
-/* A query thread counts as stalled after this long without a turn of its loop: well above
- * the idle wake-ups (100 ms), below what the self-check's fall rounds add up to. */
-#define NODE_THREAD_MAX_AGE_MS 300
-
 int node_spawn(node_t *node, const conf_t *conf, char *err, size_t errlen)
 {
 	memset(node, 0, sizeof(*node));
@@ -28,8 +24,7 @@ int node_spawn(node_t *node, const conf_t *conf, char *err, size_t errlen)
 static bool threads_ok(void *ctx, unsigned max_age_ms, char *why, size_t whylen)
 {
 	const node_t *node = ctx;
-	(void)max_age_ms;
-	return net_threads_ok(node->net, NODE_THREAD_MAX_AGE_MS, why, whylen);
+	return net_threads_ok(node->net, max_age_ms, why, whylen);
 }
 
 static bool reload_ok(void *ctx, char *why, size_t whylen)
