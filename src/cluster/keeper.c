@@ -267,11 +267,13 @@ static void keeper_loop(keeper_t *k)
 			log_err("cluster keeper: poll: %s", strerror(errno));
 			keeper_exit(k, "poll failed");
 		}
-		if (n > 0) {
-			char why[96];
-			if (!keeper_read(k, why, sizeof(why)))
-				keeper_exit(k, why);
-		}
+		/*
+		 * Read also after a timeout: a heartbeat that came in while the keeper itself was
+		 * waiting for a CPU must count before the liveness timeout is judged.
+		 */
+		char why[96];
+		if (!keeper_read(k, why, sizeof(why)))
+			keeper_exit(k, why);
 	}
 }
 
