@@ -108,6 +108,36 @@
  *            "entries_before": n}
  *           (NAME and every name below it; the engine thread drops them within a moment)
  *
+ *   cluster {"node_id": "n1", "method": "interface" | "bird" | "frr" | "keepalived",
+ *            "service_addresses": ["192.0.2.53", "2001:db8::53"], "interface": "vip0" | null,
+ *            "unicast": ["10.53.0.11"], "state": "starting" | "announced" | "withdrawn" |
+ *            "draining" | "drained", "healthy": true (the self-check's verdict),
+ *            "want_announce": true (asked of the keeper), "announced": true (in force, as
+ *            the keeper reported), "transitions": n, "last_transition": 1700000000.25 | null,
+ *            "reason": "answer: 192.0.2.53: timeout after 80 ms",
+ *            "self_check": {"interval_ms": 100, "timeout_ms": 80, "fall": 3, "rise": 5,
+ *                           "hold_down_ms": 2000, "good_rounds": n, "hold_down_left_s": 0.0,
+ *                           "checks": [{"name": "answer" | "threads" | "routes" | "reload" |
+ *                                       "forwarder", "enabled": true, "ok": true,
+ *                                       "failures": 0, "detail": "..."}, ...]},
+ *            "drain": {"state": "none" | "draining" | "drained", "started": 1700000000.5 |
+ *                      null, "quiet_for_s": 0.4, "timed_out": false},
+ *            "keeper": {"pid": 1235, "alive": true, "message": "announced"},
+ *            "vrrp_state": "MASTER" | "BACKUP" | "FAULT" | "STOP" | null}
+ *   cluster health
+ *           {"healthy": true, "announced": true, "state": "announced", "reason": "..."}
+ *           (steerctl exits 1 when healthy is false: usable as keepalived's vrrp_script)
+ *   cluster bird-config|frr-config [bgp|ospf] [OPTION=VALUE ...]
+ *           {"daemon": "bird" | "frr", "config": "..."} (printed as is)
+ *   cluster notify master|backup|fault|stop
+ *           {"vrrp_state": "MASTER"}
+ *   drain [TIMEOUT]
+ *           {"state": "draining", "timeout_ms": 30000, "quiet_ms": 500}; steerctl then polls
+ *           `cluster` until drain.state is "drained" and exits 0, or 1 when the drain ended
+ *           by its timeout (the node stays withdrawn either way); `drain --no-wait` returns
+ *           at once
+ *   undrain {"state": "starting" | "announced" | ...}
+ *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
  * "warnings" list in any reply's data is printed to stderr, one "warning: ..." per line, and
@@ -769,6 +799,92 @@ static void print_maps(const json_t *d)
 	}
 }
 
+/* ---- cluster -------------------------------------------------------------------------------- */
+
+static void print_value_line(const json_t *data);
+
+static void print_epoch(const json_t *v)
+{
+	if (json_is_number(v)) {
+		json_t *whole = json_integer((json_int_t)json_number_value(v));
+		print_time(stdout, whole);
+		json_decref(whole);
+	} else {
+		fputs("never", stdout);
+	}
+}
+
+static void print_checks(const json_t *checks)
+{
+	size_t i;
+	const json_t *c;
+	json_array_foreach(checks, i, c)
+	{
+		bool enabled = json_is_true(json_object_get(c, "enabled"));
+		const char *verdict = !enabled                                 ? "off"
+		                      : json_is_true(json_object_get(c, "ok")) ? "ok"
+		                                                               : "FAIL";
+		printf("  %-10s %-5s %s\n", str_of(c, "name", "?"), verdict,
+		       enabled ? str_of(c, "detail", "") : "");
+	}
+}
+
+static void print_cluster_status(const json_t *d)
+{
+	const json_t *sc = json_object_get(d, "self_check");
+	const json_t *drain = json_object_get(d, "drain");
+	const json_t *keeper = json_object_get(d, "keeper");
+	printf("%-13s%s\n%-13s%s\n%-13s", "node", str_of(d, "node_id", "?"), "method",
+	       str_of(d, "method", "?"), "addresses");
+	print_list(json_object_get(d, "service_addresses"));
+	printf(" on %s\n%-13s", str_of(d, "interface", "-"), "unicast");
+	print_list(json_object_get(d, "unicast"));
+	printf("\n%-13s%s (%s in force)\n", "state", str_of(d, "state", "?"),
+	       json_is_true(json_object_get(d, "announced")) ? "announced" : "withdrawn");
+	printf("%-13s", "last change");
+	print_epoch(json_object_get(d, "last_transition"));
+	printf(": %s\n%-13s%lld\n", str_of(d, "reason", ""), "transitions",
+	       int_of(d, "transitions"));
+	printf("%-13s%lld good rounds of %lld needed, hold-down %.1f s left\n", "self-check",
+	       int_of(sc, "good_rounds"), int_of(sc, "rise"),
+	       json_number_value(json_object_get(sc, "hold_down_left_s")));
+	print_checks(json_object_get(sc, "checks"));
+	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
+	if (strcmp(str_of(drain, "state", "none"), "none") != 0)
+		printf(" (quiet for %.1f s%s)",
+		       json_number_value(json_object_get(drain, "quiet_for_s")),
+		       json_is_true(json_object_get(drain, "timed_out")) ? ", timed out" : "");
+	printf("\n%-13spid %lld, %s: %s\n", "keeper", int_of(keeper, "pid"),
+	       json_is_true(json_object_get(keeper, "alive")) ? "alive" : "GONE",
+	       str_of(keeper, "message", ""));
+	if (json_is_string(json_object_get(d, "vrrp_state")))
+		printf("%-13s%s\n", "vrrp", str_of(d, "vrrp_state", ""));
+}
+
+/* One printer for the cluster rows; the reply's members tell which one answered. */
+static void print_cluster(const json_t *d)
+{
+	if (json_is_string(json_object_get(d, "config")))
+		fputs(json_string_value(json_object_get(d, "config")), stdout);
+	else if (json_object_get(d, "node_id") != NULL)
+		print_cluster_status(d);
+	else if (json_object_get(d, "healthy") != NULL)
+		printf("%s: %s (%s)\n",
+		       json_is_true(json_object_get(d, "healthy")) ? "healthy" : "unhealthy",
+		       str_of(d, "state", "?"), str_of(d, "reason", ""));
+	else
+		print_value_line(d);
+}
+
+static void print_drain(const json_t *d)
+{
+	if (json_object_get(d, "timeout_ms") != NULL)
+		printf("draining: withdrawn; waiting up to %lld ms for %lld ms without queries\n",
+		       int_of(d, "timeout_ms"), int_of(d, "quiet_ms"));
+	else
+		printf("%s\n", str_of(d, "state", "?"));
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* How each command's reply is printed; names, arguments and help come from ctl's table. */
@@ -779,7 +895,8 @@ static const struct {
     {"status", print_status},       {"reload", print_reload},     {"zones", print_zones},
     {"stats", print_stats},         {"explain", print_explain},   {"health", print_health},
     {"monitors", print_monitors},   {"override", print_override}, {"maps", print_maps},
-    {"upstreams", print_upstreams}, {"cache", print_cache},
+    {"upstreams", print_upstreams}, {"cache", print_cache},       {"cluster", print_cluster},
+    {"drain", print_drain},         {"undrain", print_drain},
 };
 
 /* A command without its own printer (one the daemon has and this steerctl does not know). */
@@ -819,7 +936,10 @@ static void usage(FILE *out)
 	    "  %s\n  %-32s the same decision computed from a config file, no daemon\n"
 	    "\nPATTERN is a glob over target names (service/<name>/<datacenter>/<address>) or,\n"
 	    "for monitors, over check keys and monitor names; for upstreams, over upstream\n"
-	    "names.\n",
+	    "names.\n"
+	    "\ndrain waits until the node is drained (--no-wait: return at once); it exits 1\n"
+	    "when the drain ended by its timeout. cluster health exits 1 when this node should\n"
+	    "not be announced (a keepalived vrrp_script).\n",
 	    "explain --config FILE NAME CLIENT-IP [ECS-SUBNET]", "");
 	char sock[CTL_SOCKET_PATH_MAX];
 	fprintf(out,
@@ -988,6 +1108,58 @@ static int show_reply(const json_t *reply, const options_t *opt, const char *cmd
 	return EXIT_OK;
 }
 
+/* Poll `cluster` until the drain is over. Exit 0 when it ended quiet, 1 when by timeout or
+ * when someone ended it (undrain), 2 when the daemon stopped answering. */
+static int drain_wait(const options_t *opt, long long timeout_ms)
+{
+	struct timespec step = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+	long long waited = 0, limit = timeout_ms + 5000;
+	char err[1024];
+	for (; waited <= limit; waited += 100) {
+		json_t *reply = NULL;
+		json_t *args = json_array();
+		int ret = ctl_client_call(opt->socket, "cluster", args, opt->timeout_ms, &reply,
+		                          err, sizeof(err));
+		json_decref(args);
+		if (ret != 0) {
+			fprintf(stderr, "steerctl: drain: %s\n", err);
+			return EXIT_USAGE;
+		}
+		const json_t *d = json_object_get(reply, "data");
+		const json_t *drain = json_object_get(d, "drain");
+		char state[32];
+		snprintf(state, sizeof(state), "%s", str_of(drain, "state", "none"));
+		bool timed_out = json_is_true(json_object_get(drain, "timed_out"));
+		double quiet = json_number_value(json_object_get(drain, "quiet_for_s"));
+		json_decref(reply);
+		if (strcmp(state, "drained") == 0) {
+			if (timed_out)
+				printf("drain timed out: queries still arrive; the node stays "
+				       "withdrawn\n");
+			else
+				printf("drained: no queries for %.1f s; safe to stop\n", quiet);
+			return timed_out ? EXIT_CMD : EXIT_OK;
+		}
+		if (strcmp(state, "draining") != 0) {
+			fprintf(stderr, "steerctl: drain ended before it was done (state %s)\n",
+			        state);
+			return EXIT_CMD;
+		}
+		nanosleep(&step, NULL);
+	}
+	fprintf(stderr, "steerctl: drain: the daemon did not finish within %lld ms\n", limit);
+	return EXIT_CMD;
+}
+
+/* `cluster health` answers in its exit status too: 1 when the node should not be announced. */
+static int health_status(const json_t *reply, int status)
+{
+	const json_t *d = json_object_get(reply, "data");
+	if (status == EXIT_OK && json_is_false(json_object_get(d, "healthy")))
+		return EXIT_CMD;
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	options_t opt = {.socket = getenv("STEER_CONTROL_SOCKET"),
@@ -1004,6 +1176,17 @@ int main(int argc, char **argv)
 		return status;
 	const char *cmd = argv[first];
 	int nargs = argc - first - 1;
+	/* `drain --no-wait`: steerctl's own option, not sent to the daemon. */
+	bool drain = strcmp(cmd, "drain") == 0, drain_no_wait = false;
+	for (int i = first + 1; drain && i < argc; i++) {
+		if (strcmp(argv[i], "--no-wait") == 0) {
+			drain_no_wait = true;
+			memmove(&argv[i], &argv[i + 1], sizeof(*argv) * (size_t)(argc - i));
+			argc--;
+			nargs--;
+			break;
+		}
+	}
 	bool offline =
 	    strcmp(cmd, "explain") == 0 && nargs >= 1 && strcmp(argv[first + 1], "--config") == 0;
 	if (offline) {
@@ -1038,6 +1221,13 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	status = show_reply(reply, &opt, cmd);
+	if (strcmp(cmd, "cluster") == 0 && nargs == 1 && strcmp(argv[first + 1], "health") == 0)
+		status = health_status(reply, status);
+	if (drain && status == EXIT_OK && !drain_no_wait) {
+		long long timeout = int_of(json_object_get(reply, "data"), "timeout_ms");
+		fflush(stdout);
+		status = drain_wait(&opt, timeout);
+	}
 	json_decref(reply);
 	return status;
 }

@@ -12,6 +12,7 @@
 #include "auth/auth_int.h"
 #include "dns/dname.h"
 #include "dns/msg.h"
+#include "dns/nsid.h"
 #include "dns/pkt.h"
 #include "dns/rdata.h"
 
@@ -402,6 +403,27 @@ static void answer_from_zone(answer_t *a)
 	}
 }
 
+/*
+ * CH TXT id.server. (RFC 4892) and hostname.bind. answer the identity, as Knot DNS does: TTL 0,
+ * no AA (nothing here is zone data), every other CH name and type REFUSED.
+ */
+static uint8_t answer_chaos(answer_t *a, const auth_view_t *view)
+{
+	static const uint8_t id_server[] = "\2id\6server";
+	static const uint8_t hostname_bind[] = "\10hostname\4bind";
+	const dns_query_t *q = a->q;
+	if (q->qtype != DNS_TYPE_TXT ||
+	    (!dname_equal(q->qname, id_server) && !dname_equal(q->qname, hostname_bind)))
+		return DNS_RCODE_REFUSED;
+	uint8_t txt[1 + UINT8_MAX];
+	txt[0] = view->identity_len;
+	memcpy(txt + 1, view->identity, view->identity_len);
+	if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, q->qname, DNS_TYPE_TXT, DNS_CLASS_CH, 0, txt,
+	                   (uint16_t)(1 + view->identity_len)) != 0)
+		a->truncated = true;
+	return DNS_RCODE_NOERROR;
+}
+
 /* RFC 4035 3.1.4.1: DS lives in the parent; answer it from there when we serve both. */
 static const zone_set_entry_t *find_zone(const zone_set_t *zones, const dns_query_t *q)
 {
@@ -462,11 +484,14 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
 	if (q->has_edns) {
-		uint8_t options[4 + DNS_ECS_MAXLEN];
+		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX];
 		size_t options_len = 0;
 		/* RFC 7871 7.2.1: answers from zone data do not depend on the client: scope 0. */
 		if (q->has_ecs)
 			options_len = dns_ecs_write(&q->ecs, a->ecs_scope, options);
+		if (q->has_nsid && view->identity)
+			options_len += dns_nsid_write((const uint8_t *)view->identity,
+			                              view->identity_len, options + options_len);
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
@@ -496,6 +521,10 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 {
 	const dns_query_t *q = a->q;
 	const zone_set_entry_t *entry = NULL;
+	if (q->qclass == DNS_CLASS_CH && view->identity) {
+		a->rcode = answer_chaos(a, view);
+		return;
+	}
 	if (q->qclass == DNS_CLASS_IN || q->qclass == DNS_CLASS_ANY)
 		entry = find_zone(view->zones, q);
 	if (!entry) {
@@ -558,8 +587,11 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 		limit = DNS_MSG_MAXLEN;
 	dns_msg_init(&a.msg, resp, limit);
 	if (q->has_edns)
-		dns_msg_reserve(&a.msg,
-		                DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0));
+		dns_msg_reserve(&a.msg, DNS_OPT_RR_LEN +
+		                            (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
+		                            (q->has_nsid && view->identity
+		                                 ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
+		                                 : 0));
 	if (dns_msg_begin(&a.msg, q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
 		q->has_question = false;

@@ -23,6 +23,11 @@ typedef struct {
 	 * that zone-only servers skip the GSLB lookup entirely. */
 	const gslb_view_t *gslb;
 	uint16_t udp_max_payload; /* our EDNS payload size, the UDP ceiling (default 1232) */
+	/* This server's name for CH TXT id.server. and hostname.bind. and the NSID option
+	 * (RFC 5001), borrowed from the configuration; NULL = none: those names are REFUSED like
+	 * every other CH query and NSID requests are ignored. */
+	const char *identity;
+	uint8_t identity_len; /* strlen(identity), at most 255 (one TXT string) */
 } auth_view_t;
 
 typedef struct {

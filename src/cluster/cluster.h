@@ -55,7 +55,8 @@ typedef struct {
 typedef enum {
 	CLUSTER_STARTING,  /* not yet announced: waiting for check_rise good rounds */
 	CLUSTER_ANNOUNCED, /* announced */
-	CLUSTER_WITHDRAWN, /* withdrawn by the self-check (or the keeper); hold-down and rise next */
+	CLUSTER_WITHDRAWN, /* withdrawn by the self-check (or the keeper); hold-down and rise next
+	                    */
 	CLUSTER_DRAINING,  /* withdrawn by steerctl drain; waiting for the queries to stop */
 	CLUSTER_DRAINED,   /* drained: no query for drain_quiet (or drain_timeout passed) */
 } cluster_state_t;
@@ -63,19 +64,19 @@ typedef enum {
 #define CLUSTER_CHECKS_MAX 5
 
 typedef struct {
-	const char *name;   /* "answer", "threads", "routes", "reload", "forwarder" */
+	const char *name; /* "answer", "threads", "routes", "reload", "forwarder" */
 	bool enabled;
-	bool ok;            /* the last round's result */
-	unsigned failures;  /* failed rounds in a row (0 when ok) */
-	char detail[160];   /* why it failed, or what passed ("3 addresses in 1.2 ms") */
+	bool ok;           /* the last round's result */
+	unsigned failures; /* failed rounds in a row (0 when ok) */
+	char detail[160];  /* why it failed, or what passed ("3 addresses in 1.2 ms") */
 } cluster_check_status_t;
 
 /* A copy of the node's state, for steerctl cluster. */
 typedef struct {
 	cluster_state_t state;
-	bool healthy;         /* the self-check's verdict (rise/fall applied) */
-	bool want_announce;   /* what is asked of the keeper */
-	bool announced;       /* what the keeper last reported in force */
+	bool healthy;       /* the self-check's verdict (rise/fall applied) */
+	bool want_announce; /* what is asked of the keeper */
+	bool announced;     /* what the keeper last reported in force */
 	bool keeper_alive;
 	pid_t keeper_pid;
 	char keeper_message[200]; /* the keeper's last report */
@@ -86,10 +87,10 @@ typedef struct {
 	double hold_down_left;    /* seconds until the hold-down ends, 0 = none */
 	cluster_check_status_t checks[CLUSTER_CHECKS_MAX];
 	size_t n_checks;
-	bool drain_timed_out;     /* the drain ended by drain_timeout, not by quiet */
-	double drain_started;     /* seconds since the epoch, 0 = not draining */
-	double drain_quiet_for;   /* seconds without client queries so far */
-	char vrrp_state[16];      /* the last keepalived notify ("MASTER", ...), "" = none */
+	bool drain_timed_out;   /* the drain ended by drain_timeout, not by quiet */
+	double drain_started;   /* seconds since the epoch, 0 = not draining */
+	double drain_quiet_for; /* seconds without client queries so far */
+	char vrrp_state[16];    /* the last keepalived notify ("MASTER", ...), "" = none */
 } cluster_status_t;
 
 /**

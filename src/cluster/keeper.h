@@ -34,8 +34,8 @@ typedef struct {
  * a single thread. Returns 0 with the handle in @p out, or a negative steer_err with the
  * keeper's reason in @p err (the keeper has then exited).
  */
-int cluster_keeper_spawn(const conf_cluster_t *cc, cluster_keeper_t **out, char *err,
-                         size_t errlen) STEER_NONNULL(1, 2, 3) STEER_WUR;
+int cluster_keeper_spawn(const conf_cluster_t *cc, cluster_keeper_t **out, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /** The socket to watch for reports (readable: call cluster_keeper_recv()). */
 int cluster_keeper_fd(const cluster_keeper_t *k) STEER_NONNULL(1);
@@ -48,8 +48,7 @@ pid_t cluster_keeper_pid(const cluster_keeper_t *k) STEER_NONNULL(1);
  * is also a heartbeat. Never blocks. Returns 0, STEER_EAGAIN when the socket is full, or
  * another negative steer_err when the keeper is gone. Any one thread at a time.
  */
-int cluster_keeper_send(cluster_keeper_t *k, bool announce, const char *reason)
-    STEER_NONNULL(1);
+int cluster_keeper_send(cluster_keeper_t *k, bool announce, const char *reason) STEER_NONNULL(1);
 
 /**
  * Take one report without blocking. Returns 0 with @p out filled, STEER_EAGAIN when there is

@@ -1159,6 +1159,30 @@ static int check_required_sections(conf_loader_t *ld, const yaml_node_t *root)
 	return 0;
 }
 
+/* The identity goes into TXT records, NSID options and logs: printable ASCII only. */
+static int check_identity(conf_loader_t *ld, const yaml_node_t *root)
+{
+	const char *id = ld->conf->identity;
+	for (const char *p = id; p && *p; p++) {
+		if (*p < 0x20 || *p > 0x7e) {
+			size_t line = conf_node_line(root);
+			for (const yaml_node_pair_t *q = root->data.mapping.pairs.start;
+			     q < root->data.mapping.pairs.top; q++) {
+				const yaml_node_t *k = conf_node(ld, q->key),
+				                  *v = conf_node(ld, q->value);
+				if (strcmp((const char *)k->data.scalar.value, "server") == 0 &&
+				    v->type == YAML_MAPPING_NODE)
+					line = conf_key_line(ld, v, "identity", line);
+			}
+			return conf_fail(ld, line,
+			                 "server.identity: '%s' may only contain printable ASCII "
+			                 "characters",
+			                 id);
+		}
+	}
+	return 0;
+}
+
 static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 {
 	int ret = 0;
@@ -1182,6 +1206,8 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 			return ret;
 	}
 	ret = check_required_sections(ld, root);
+	if (ret == 0)
+		ret = check_identity(ld, root);
 	/*
 	 * Sections with their own loader (GSLB) refer to zones and to each other by name, so they
 	 * load last, in table order (datacenters, maps, services, ...), wherever they stand.
@@ -1518,10 +1544,19 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 	size_t used = 0;
 	if (size > 0)
 		buf[0] = '\0';
+	bool clusters = old->cluster.enabled && new->cluster.enabled;
 	for (size_t i = 0; i < conf_n_keys && size > 0; i++) {
 		const conf_key_t *key = &conf_keys[i];
-		if (!(key->flags & CONF_F_RESTART) || (key->flags & CONF_F_ALIAS) ||
-		    key->type == CONF_TYPE_NODE)
+		if (!(key->flags & CONF_F_RESTART) || (key->flags & CONF_F_ALIAS))
+			continue;
+		/* the keeper process and the holder interface are set up once, at start */
+		bool clu = strncmp(key->section, "cluster", 7) == 0;
+		if (clu && clusters &&
+		    (key->type == CONF_TYPE_NODE
+		         ? !conf_cluster_node_equal(key, &old->cluster, &new->cluster)
+		         : !value_equal(key, &old->cluster, &new->cluster)))
+			restart_append(buf, size, &used, key->section, key->name);
+		if (key->type == CONF_TYPE_NODE)
 			continue;
 		bool top = strcmp(key->section, "server") == 0 || strcmp(key->section, "log") == 0;
 		bool fwd = strcmp(key->section, "forward") == 0 ||
@@ -1535,6 +1570,15 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 	}
 	if (size > 0 && !forward_groups_equal(&old->forward, &new->forward))
 		restart_append(buf, size, &used, NULL, "forward.groups");
+	if (size > 0 && old->cluster.enabled != new->cluster.enabled)
+		restart_append(buf, size, &used, NULL, "cluster");
+}
+
+const char *conf_identity(const conf_t *conf)
+{
+	if (conf->identity)
+		return conf->identity;
+	return conf->cluster.enabled ? conf->cluster.node_id : NULL;
 }
 
 void conf_free(conf_t *conf)
@@ -1549,6 +1593,7 @@ void conf_free(conf_t *conf)
 	conf_gslb_free(conf);
 	conf_health_free(conf);
 	conf_forward_free(conf);
+	conf_cluster_free(conf);
 	free(conf->path);
 	free(conf);
 }

@@ -215,37 +215,38 @@ typedef enum {
 } conf_announce_t;
 
 typedef struct {
-	bool enabled;                 /* a cluster: section is present */
-	char *node_id;                /* identity answers (id.server, hostname.bind, NSID), logs */
-	steer_sockaddr_t *service;    /* the service addresses (port 0) */
+	bool enabled;              /* a cluster: section is present */
+	char *node_id;             /* identity answers (id.server, hostname.bind, NSID), logs */
+	steer_sockaddr_t *service; /* the service addresses (port 0) */
 	size_t n_service;
-	char *interface;              /* device holding them, created if missing (dummy, else ifb);
-	                               * default "vip0"; NULL with announce keepalived when none */
-	steer_sockaddr_t unicast4;    /* the node's own addresses: self-check queries, health
-	                               * probes and forwarded queries leave from them; family 0 = */
-	steer_sockaddr_t unicast6;    /* unset */
-	conf_announce_t announce;     /* default interface */
-	char *bird_socket;            /* default /run/bird/bird.ctl */
-	char *bird_protocol;          /* the protocol to enable/disable; required with bird */
-	unsigned frr_table;           /* kernel table of the announced routes, default 254 (main) */
-	char *keepalived_track_file;  /* default /run/steer/vrrp-track */
+	char *interface;             /* device holding them, created if missing (dummy, else ifb);
+	                              * default "vip0"; NULL with announce keepalived when none */
+	steer_sockaddr_t unicast4;   /* the node's own addresses: self-check queries, health
+	                              * probes and forwarded queries leave from them; family 0 = */
+	steer_sockaddr_t unicast6;   /* unset */
+	conf_announce_t announce;    /* default interface */
+	char *bird_socket;           /* default /run/bird/bird.ctl */
+	char *bird_protocol;         /* the protocol to enable/disable; required with bird */
+	unsigned frr_table;          /* kernel table of the announced routes, default 254 (main) */
+	char *keepalived_track_file; /* default /run/steer/vrrp-track */
 	/* self-check: */
-	unsigned check_interval;      /* ms between rounds, default 100 */
-	unsigned check_timeout;       /* ms a self-query may take, default 80, below the interval */
-	unsigned check_fall;          /* failed rounds to withdraw, default 3 */
-	unsigned check_rise;          /* good rounds to announce again, default 5 */
-	unsigned check_hold_down;     /* ms after a withdraw before announcing again, default 2000 */
-	bool check_reload;            /* a failed reload withdraws until one succeeds (default true) */
-	bool check_forwarder;         /* no usable upstream withdraws (default false: a fault that
-	                               * is not local keeps the node serving from cache) */
-	bool check_routes;            /* a missing return path withdraws (default true) */
+	unsigned check_interval;  /* ms between rounds, default 100 */
+	unsigned check_timeout;   /* ms a self-query may take, default 80, below the interval */
+	unsigned check_fall;      /* failed rounds to withdraw, default 3 */
+	unsigned check_rise;      /* good rounds to announce again, default 5 */
+	unsigned check_hold_down; /* ms after a withdraw before announcing again, default 2000 */
+	bool check_reload;        /* a failed reload withdraws until one succeeds (default true) */
+	bool check_forwarder;     /* no usable upstream withdraws (default false: a fault that
+	                           * is not local keeps the node serving from cache) */
+	bool check_routes;        /* a missing return path withdraws (default true) */
 	steer_sockaddr_t *return_path; /* destinations that must be routable from the unicast
 	                                * address; none = a default route per service family */
 	size_t n_return_path;
-	unsigned liveness_timeout;    /* ms without a heartbeat after which the keeper process
-	                               * withdraws on its own (steerd killed or stopped), default 300 */
-	unsigned drain_quiet;         /* ms without client queries that ends a drain, default 500 */
-	unsigned drain_timeout;       /* ms a drain waits at most, default 30000 */
+	unsigned
+	    liveness_timeout;   /* ms without a heartbeat after which the keeper process
+	                         * withdraws on its own (steerd killed or stopped), default 300 */
+	unsigned drain_quiet;   /* ms without client queries that ends a drain, default 500 */
+	unsigned drain_timeout; /* ms a drain waits at most, default 30000 */
 	unsigned line;
 } conf_cluster_t;
 
@@ -266,6 +267,8 @@ typedef struct {
 	char *group;               /* and this group; NULL = the user's primary group */
 	char *control_socket;      /* UNIX socket path for steerctl */
 	char *pid_file;            /* NULL = none */
+	char *identity;            /* server.identity as configured, NULL = unset: see
+	                            * conf_identity() for the value in force */
 
 	/* log: */
 	log_target_t log_target;
@@ -355,6 +358,13 @@ const conf_zone_t *conf_find_zone(const conf_t *conf, const char *domain) STEER_
  */
 void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
     STEER_NONNULL(1, 2, 3);
+
+/**
+ * The identity this server answers with (CH TXT id.server and hostname.bind, NSID):
+ * server.identity, else cluster.node-id when a cluster section is present, else NULL (none).
+ * Borrowed from @p conf.
+ */
+const char *conf_identity(const conf_t *conf) STEER_NONNULL(1);
 
 /** Write the configuration reference (Markdown) generated from the schema table. */
 void conf_write_reference(FILE *out) STEER_NONNULL(1);

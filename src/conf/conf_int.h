@@ -288,3 +288,19 @@ void conf_health_address_free(conf_address_t *addr) STEER_NONNULL(1);
 
 /** Free the monitors and the `health` keys of @p conf and reset them to empty. */
 void conf_health_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- cluster node (conf_cluster.c) -------------------------------------------------------- */
+
+/** Section loader for `cluster`. */
+int conf_cluster_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/**
+ * For restart-only reporting: true when the value of the CONF_TYPE_NODE key @p key of a
+ * cluster section is the same in @p a and @p b. Mapping keys (bird, self-check, ...) are
+ * always equal here: their own keys are compared one by one.
+ */
+bool conf_cluster_node_equal(const conf_key_t *key, const conf_cluster_t *a,
+                             const conf_cluster_t *b) STEER_NONNULL(1, 2, 3);
+
+/** Free the cluster fields of @p conf and reset them to empty. */
+void conf_cluster_free(conf_t *conf) STEER_NONNULL(1);

@@ -118,6 +118,38 @@ static const conf_enum_t fwd_policies[] = {
 /* sun_path holds 108 bytes including the terminating NUL. */
 #define UNIX_PATH_MAXLEN 107
 
+static const conf_enum_t announce_methods[] = {
+    {"interface", CONF_ANNOUNCE_INTERFACE},
+    {"bird", CONF_ANNOUNCE_BIRD},
+    {"frr", CONF_ANNOUNCE_FRR},
+    {"keepalived", CONF_ANNOUNCE_KEEPALIVED},
+    {NULL, 0},
+};
+
+#define CLUSTER_DURATION(sec, key, field, lo, hi, dflt, text)                                      \
+	{                                                                                          \
+		.section = sec, .name = key, .type = CONF_TYPE_DURATION,                           \
+		.offset = offsetof(conf_cluster_t, field),                                         \
+		.size = sizeof(((conf_cluster_t *)0)->field), .min = lo, .max = hi,                \
+		.unit = CONF_UNIT_MS, .def = dflt, .flags = CONF_F_RESTART, .doc = text            \
+	}
+
+#define CLUSTER_UINT(sec, key, field, lo, hi, dflt, text)                                          \
+	{                                                                                          \
+		.section = sec, .name = key, .type = CONF_TYPE_UINT,                               \
+		.offset = offsetof(conf_cluster_t, field),                                         \
+		.size = sizeof(((conf_cluster_t *)0)->field), .min = lo, .max = hi, .def = dflt,   \
+		.flags = CONF_F_RESTART, .doc = text                                               \
+	}
+
+#define CLUSTER_SWITCH(key, field, dflt, text)                                                     \
+	{                                                                                          \
+		.section = "cluster.self-check", .name = key, .type = CONF_TYPE_ENUM,              \
+		.offset = offsetof(conf_cluster_t, field),                                         \
+		.size = sizeof(((conf_cluster_t *)0)->field), .enums = switches, .def = dflt,      \
+		.flags = CONF_F_RESTART, .doc = text                                               \
+	}
+
 const conf_section_t conf_sections[] = {
     {"server", false, 0, "Listening sockets, threads, limits and process settings.", false, NULL},
     {"log", false, 0, "Where log messages go and how many.", false, NULL},
@@ -302,6 +334,53 @@ const conf_section_t conf_sections[] = {
      "also span `hold-down`; while real queries to it time out it is probed every 200 ms "
      "instead of every `interval`.",
      true, NULL},
+    {"cluster", false, 0,
+     "This server as one node of a cluster behind shared service addresses: anycast (each "
+     "node announces the addresses through BIRD or FRR, the routers spread queries by "
+     "equal-cost multipath) or VRRP (keepalived moves the addresses). `steerd` checks itself "
+     "every `self-check.interval` (a real query to each service address from the unicast "
+     "address, every query thread alive, zones and reloads good, the return path routable) "
+     "and withdraws the addresses after `fall` failed rounds; a separate keeper process holds "
+     "the announcement and withdraws on its own when `steerd` stops sending heartbeats for "
+     "`liveness-timeout` (killed, hung, stopped). Every key applies on restart. Example:\n\n"
+     "```yaml\n"
+     "cluster:\n"
+     "  node-id: n1\n"
+     "  service-addresses: [192.0.2.53, \"2001:db8::53\"]\n"
+     "  interface: vip0\n"
+     "  unicast: [10.53.0.11, \"2001:db8:53::11\"]\n"
+     "  announce: bird\n"
+     "  bird: { socket: /run/bird/bird.ctl, protocol: vip }\n"
+     "  self-check: { interval: 100ms, fall: 3, rise: 5, hold-down: 2s }\n"
+     "  liveness-timeout: 300ms\n"
+     "  drain: { quiet: 500ms, timeout: 30s }\n"
+     "```\n\n"
+     "`steerd --check-config` validates the section without touching the network.",
+     false, conf_cluster_load},
+    {"cluster.bird", false, 0,
+     "The `cluster.bird` mapping: the BIRD 2 protocol that `announce: bird` enables and "
+     "disables over BIRD's control socket.",
+     true, NULL},
+    {"cluster.frr", false, 0,
+     "The `cluster.frr` mapping: with `announce: frr` the node adds a kernel route to each "
+     "service address while it should be announced and removes it to withdraw; FRR "
+     "redistributes those routes (`redistribute kernel`).",
+     true, NULL},
+    {"cluster.keepalived", false, 0,
+     "The `cluster.keepalived` mapping: with `announce: keepalived` the node writes its state "
+     "into a track file that keepalived's `track_file` watches (`0` healthy, `1` fault); "
+     "keepalived itself holds the service addresses (`virtual_ipaddress`).",
+     true, NULL},
+    {"cluster.self-check", false, 0,
+     "The `cluster.self-check` mapping: how often and how strictly the node checks itself. A "
+     "round fails when any check fails; `fall` failed rounds withdraw, `rise` good rounds "
+     "after `hold-down` announce again.",
+     true, NULL},
+    {"cluster.drain", false, 0,
+     "The `cluster.drain` mapping: `steerctl drain` withdraws first, keeps answering until "
+     "no client query arrived for `quiet` (the routers moved the traffic away), then reports "
+     "the node drained, or after `timeout` at the latest.",
+     true, NULL},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
 
@@ -367,6 +446,18 @@ const conf_key_t conf_keys[] = {
      .offset = offsetof(conf_t, pid_file),
      .flags = CONF_F_RESTART,
      .doc = "Write the daemon's process id to this file. Unset: no pid file."},
+    {.section = "server",
+     .name = "identity",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_t, identity),
+     .max = 255,
+     .doc = "The name of this server instance, for operators and monitoring to see which node "
+            "of an anycast or VRRP service answered: `CH TXT id.server.` and `hostname.bind.` "
+            "answer it (TTL 0, like Knot DNS), and a query whose EDNS OPT carries the NSID "
+            "option (RFC 5001) gets it back as the response's NSID, on error answers too. "
+            "Printable ASCII, at most 255 bytes. Unset: `cluster.node-id` when a `cluster` "
+            "section is present, else none (those names are REFUSED like every other CH "
+            "query, and NSID is ignored). `version.bind` is never answered."},
     {.section = "log",
      .name = "target",
      .type = CONF_TYPE_ENUM,
@@ -1021,7 +1112,8 @@ const conf_key_t conf_keys[] = {
      .flags = CONF_F_RESTART,
      .doc = "The node's own address that queries and probes to this upstream leave from, "
             "which picks the exit link (source routing); the same family as `address`. "
-            "Each query gets a fresh random source port. Unset: the kernel's choice."},
+            "Each query gets a fresh random source port. Unset: `cluster.unicast` of the "
+            "upstream's family when set, else the kernel's choice."},
     {.section = "forward.groups.upstreams",
      .name = "link",
      .type = CONF_TYPE_STRING,
@@ -1057,6 +1149,167 @@ const conf_key_t conf_keys[] = {
                        "How long a recovering upstream must stay good (with at least `rise` "
                        "probes) before it is used again; an upstream that fails again soon "
                        "after returning waits twice as long, so a lossy link does not flap."),
+    /* ---- cluster ---- */
+    {.section = "cluster",
+     .name = "node-id",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_cluster_t, node_id),
+     .max = 63,
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "This node's name, unique in the cluster: letters, digits, `-`, `_` and `.`. It "
+            "is the default `server.identity` (what `id.server`, `hostname.bind` and NSID "
+            "answer) and names the node in logs and `steerctl cluster`."},
+    {.section = "cluster",
+     .name = "service-addresses",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of 1 to 64 IP addresses without a port (a single address is accepted "
+                 "too); quote IPv6 addresses",
+     .flags = CONF_F_REQUIRED | CONF_F_RESTART,
+     .doc = "The shared addresses clients query, IPv4 and IPv6, each once. They are put on "
+            "`interface` and announced or withdrawn together; queries to them are answered on "
+            "the `server.listen` addresses, so listen on them or on a wildcard. Not the "
+            "unspecified address or a multicast address."},
+    {.section = "cluster",
+     .name = "interface",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_cluster_t, interface),
+     .max = 15,
+     .def = "vip0",
+     .flags = CONF_F_RESTART,
+     .doc = "The network device that holds the service addresses, created when missing (a "
+            "`dummy` device, else `ifb` where the kernel has no dummy module) and never "
+            "deleted. A Linux device name: at most 15 bytes, no `/`, `:` or spaces. With "
+            "`announce: keepalived` the default is none (keepalived holds the addresses); "
+            "give one to have the addresses on a device of their own anyway."},
+    {.section = "cluster",
+     .name = "unicast",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "an IP address, or a list of at most one IPv4 and one IPv6 address",
+     .flags = CONF_F_RESTART,
+     .doc = "The node's own addresses (management, seed of every source choice): self-check "
+            "queries, health probes (`monitors`) and forwarded queries of upstreams without "
+            "their own `source` leave from the one of their family, so replies come back to "
+            "this node and not to whichever node the routers pick for a service address. "
+            "Not one of the service addresses. Unset: the kernel chooses."},
+    {.section = "cluster",
+     .name = "announce",
+     .type = CONF_TYPE_ENUM,
+     .offset = offsetof(conf_cluster_t, announce),
+     .enums = announce_methods,
+     .def = "interface",
+     .flags = CONF_F_RESTART,
+     .doc = "How the service addresses are announced and withdrawn: `interface` brings "
+            "`interface` up and down (the routing daemon announces what is on it: OSPF "
+            "`redistribute connected`, BIRD `direct`, FRR `network`); `bird` enables and "
+            "disables the BIRD protocol `bird.protocol`; `frr` adds and removes kernel routes "
+            "that FRR redistributes (see `cluster.frr`); `keepalived` writes "
+            "`keepalived.track-file`."},
+    {.section = "cluster",
+     .name = "bird",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `cluster.bird`)",
+     .flags = CONF_F_RESTART,
+     .doc = "BIRD's control socket and the protocol to drive; required with `announce: bird` "
+            "(for `protocol`)."},
+    {.section = "cluster",
+     .name = "frr",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `cluster.frr`)",
+     .flags = CONF_F_RESTART,
+     .doc = "The kernel table of the routes `announce: frr` adds. Unset: the defaults below."},
+    {.section = "cluster",
+     .name = "keepalived",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `cluster.keepalived`)",
+     .flags = CONF_F_RESTART,
+     .doc = "The track file `announce: keepalived` writes. Unset: the defaults below."},
+    {.section = "cluster",
+     .name = "self-check",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `cluster.self-check`)",
+     .flags = CONF_F_RESTART,
+     .doc = "Timing and scope of the self-check. Unset: the defaults below."},
+    CLUSTER_DURATION("cluster", "liveness-timeout", liveness_timeout, 1, 10000, "300ms",
+                     "The keeper process withdraws on its own when no heartbeat came from "
+                     "`steerd` for this long (a heartbeat goes every `self-check.interval`), so "
+                     "a killed, hung or stopped `steerd` leaves the cluster without help. More "
+                     "than twice `self-check.interval`, at most 10 s."),
+    {.section = "cluster",
+     .name = "drain",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `cluster.drain`)",
+     .flags = CONF_F_RESTART,
+     .doc = "When a drain counts as done. Unset: the defaults below."},
+    {.section = "cluster.bird",
+     .name = "socket",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_cluster_t, bird_socket),
+     .max = UNIX_PATH_MAXLEN,
+     .def = "/run/bird/bird.ctl",
+     .flags = CONF_F_RESTART,
+     .doc = "BIRD's control socket (`bird -s`). The keeper speaks BIRD's control protocol on "
+            "it directly; `birdc` is not needed."},
+    {.section = "cluster.bird",
+     .name = "protocol",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_cluster_t, bird_protocol),
+     .max = 64,
+     .flags = CONF_F_RESTART,
+     .doc = "The BIRD protocol to enable (announce) and disable (withdraw), usually a "
+            "`static` protocol holding the service routes: a BIRD symbol (a letter or `_`, "
+            "then letters, digits and `_`). Required with `announce: bird`."},
+    CLUSTER_UINT("cluster.frr", "table", frr_table, 1, 4294967295U, "254",
+                 "The kernel routing table of the service routes: `254` is `main`; any other "
+                 "table but `255` (`local`, where the kernel keeps the addresses themselves)."),
+    {.section = "cluster.keepalived",
+     .name = "track-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_cluster_t, keepalived_track_file),
+     .def = "/run/steer/vrrp-track",
+     .flags = CONF_F_RESTART,
+     .doc = "The file keepalived's `track_file` block names; `0` while the node should hold "
+            "the addresses, `1` otherwise (keepalived then enters FAULT and the backup takes "
+            "over)."},
+    CLUSTER_DURATION("cluster.self-check", "interval", check_interval, 10, 5000, "100ms",
+                     "Time between the starts of two self-check rounds; also the heartbeat "
+                     "interval towards the keeper."),
+    CLUSTER_DURATION("cluster.self-check", "timeout", check_timeout, 1, 5000, "80ms",
+                     "How long the self-queries of a round may take; a later answer fails the "
+                     "round. Less than `interval`."),
+    CLUSTER_UINT("cluster.self-check", "fall", check_fall, 1, 100, "3",
+                 "Failed rounds in a row that withdraw the node."),
+    CLUSTER_UINT("cluster.self-check", "rise", check_rise, 1, 100, "5",
+                 "Good rounds in a row, after `hold-down`, that announce the node again."),
+    CLUSTER_DURATION("cluster.self-check", "hold-down", check_hold_down, 0, 3600000, "2s",
+                     "How long a withdrawn node stays withdrawn at least, so a flapping node "
+                     "does not pull traffic back and forth."),
+    CLUSTER_SWITCH("reload", check_reload, "on",
+                   "A failed reload (a broken zone or configuration) withdraws the node until "
+                   "a reload succeeds, since it may serve data the other nodes no longer do."),
+    CLUSTER_SWITCH("forwarder", check_forwarder, "off",
+                   "Withdraw when the forwarder has no usable upstream. Off by default: "
+                   "every upstream down is rarely this node's fault, and withdrawing every "
+                   "node for it would take the whole service away, while serving from the "
+                   "cache (and stale answers) keeps it partly working."),
+    CLUSTER_SWITCH("routes", check_routes, "on",
+                   "Withdraw when replies cannot leave: no route from the unicast address to "
+                   "`return-path` (a node whose uplink lost its default route still holds "
+                   "the service address and would black-hole its share of the queries)."),
+    {.section = "cluster.self-check",
+     .name = "return-path",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of IP addresses without a port (a single address is accepted too)",
+     .flags = CONF_F_RESTART,
+     .doc = "Destinations that must be routable for the `routes` check, such as the "
+            "clients' networks or the routers; each of a family that a service address has, "
+            "not loopback, unspecified or multicast. Unset: a default route for each family "
+            "of the service addresses."},
+    CLUSTER_DURATION("cluster.drain", "quiet", drain_quiet, 10, 3600000, "500ms",
+                     "A drain is done once no client query arrived for this long. Less than "
+                     "`timeout`."),
+    CLUSTER_DURATION("cluster.drain", "timeout", drain_timeout, 100, 3600000, "30s",
+                     "A drain is done after this long even if queries still arrive "
+                     "(`steerctl drain` may give its own)."),
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 

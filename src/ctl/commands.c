@@ -101,6 +101,90 @@ static int cmd_cache_flush(const ctl_backend_t *b, const char *const *argv, size
 	return b->cache_flush(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
 }
 
+static int cmd_cluster(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                       char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->cluster(b->ctx, data, err, errlen);
+}
+
+static int cmd_cluster_health(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                              json_t **data, char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->cluster_health(b->ctx, data, err, errlen);
+}
+
+static int cmd_cluster_bird(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                            json_t **data, char *err, size_t errlen)
+{
+	return b->cluster_config(b->ctx, "bird", argv, argc, data, err, errlen);
+}
+
+static int cmd_cluster_frr(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                           json_t **data, char *err, size_t errlen)
+{
+	return b->cluster_config(b->ctx, "frr", argv, argc, data, err, errlen);
+}
+
+static int cmd_cluster_notify(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                              json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	static const char *const states[] = {"master", "backup", "fault", "stop"};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(states); i++)
+		if (strcasecmp(argv[0], states[i]) == 0)
+			return b->cluster_notify(b->ctx, states[i], data, err, errlen);
+	snprintf(err, errlen,
+	         "cluster notify: state must be master, backup, fault or stop, not '%s'", argv[0]);
+	return STEER_EINVAL;
+}
+
+/* A duration with its unit, as in the configuration: "500ms", "30s", "2m". */
+static int parse_duration_ms(const char *text, unsigned *out)
+{
+	char *end = NULL;
+	if (!isdigit((unsigned char)text[0]))
+		return STEER_EINVAL;
+	unsigned long long v = strtoull(text, &end, 10);
+	unsigned long long scale;
+	if (strcmp(end, "ms") == 0)
+		scale = 1;
+	else if (strcmp(end, "s") == 0)
+		scale = 1000;
+	else if (strcmp(end, "m") == 0)
+		scale = 60000;
+	else
+		return STEER_EINVAL;
+	if (v == 0 || v > UINT32_MAX / scale)
+		return STEER_ERANGE;
+	*out = (unsigned)(v * scale);
+	return 0;
+}
+
+static int cmd_drain(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                     char *err, size_t errlen)
+{
+	unsigned timeout = 0;
+	if (argc > 0 && parse_duration_ms(argv[0], &timeout) != 0) {
+		snprintf(err, errlen,
+		         "drain: TIMEOUT must be a duration like 500ms, 30s or 2m, not '%s'",
+		         argv[0]);
+		return STEER_EINVAL;
+	}
+	return b->drain(b->ctx, timeout, data, err, errlen);
+}
+
+static int cmd_undrain(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                       char *err, size_t errlen)
+{
+	(void)argv;
+	(void)argc;
+	return b->undrain(b->ctx, data, err, errlen);
+}
+
 static int cmd_override_list(const ctl_backend_t *b, const char *const *argv, size_t argc,
                              json_t **data, char *err, size_t errlen)
 {
@@ -193,6 +277,22 @@ static const ctl_command_t commands[] = {
     {"cache", "flush", "[NAME]",
      "drop the cached answers of NAME and every name below it (no NAME: all)", 0, 1, true,
      cmd_cache_flush},
+    {"cluster", NULL, "", "this node: announcement, method, last transition, self-check, drain", 0,
+     0, false, cmd_cluster},
+    {"cluster", "health", "",
+     "whether this node wants to be announced (exit status 0 yes, 1 no: a vrrp_script)", 0, 0,
+     false, cmd_cluster_health},
+    {"cluster", "bird-config", "[bgp|ospf] [peer=ADDR] [local-as=N] [peer-as=N] [area=ID] ...",
+     "a BIRD 2 configuration for this node", 0, 8, false, cmd_cluster_bird},
+    {"cluster", "frr-config", "[bgp|ospf] [peer=ADDR] [local-as=N] [peer-as=N] [area=ID] ...",
+     "an FRR configuration for this node", 0, 8, false, cmd_cluster_frr},
+    {"cluster", "notify", "master|backup|fault|stop",
+     "record keepalived's VRRP state (its notify hooks call this)", 1, 1, true, cmd_cluster_notify},
+    {"drain", NULL, "[TIMEOUT]",
+     "withdraw this node and wait until queries stop (default timeout: cluster.drain.timeout)", 0,
+     1, true, cmd_drain},
+    {"undrain", NULL, "", "end a drain: announce again once the self-check is good", 0, 0, true,
+     cmd_undrain},
 };
 
 const ctl_command_t *ctl_command_table(size_t *n)

@@ -26,9 +26,19 @@
  *   cache                         backend cache()      forwarder cache and engine counters
  *   cache flush [NAME]            backend cache_flush() drop the cached answers of NAME and
  *                                                      every name below it; no NAME: all
+ *   cluster                       backend cluster()    the node's announcement, self-check,
+ *                                                      drain and keeper state
+ *   cluster health                backend cluster_health() whether the node wants to be
+ *                                                      announced (steerctl's exit status)
+ *   cluster bird-config [OPT=V..] backend cluster_config() a BIRD or FRR configuration for
+ *   cluster frr-config [OPT=V..]                       this node (bgp or ospf, peer, ASNs)
+ *   cluster notify STATE          backend cluster_notify() keepalived's VRRP state (notify hook)
+ *   drain [TIMEOUT]               backend drain()      withdraw and wait for queries to stop
+ *   undrain                       backend undrain()    announce again after a drain
  *
  * PATTERN filters are fnmatch(3) globs, case-insensitive. reload, override set, clear and
- * weight and cache flush are marked mutating. The reply shapes are documented in tools/steerctl.c.
+ * weight, cache flush, cluster notify, drain and undrain are marked mutating. TIMEOUT is a
+ * duration with a unit (500ms, 30s, 2m). The reply shapes are documented in tools/steerctl.c.
  *
  * Threads: whatever thread the front end calls from; the daemon's front end is its control
  * thread, and the backend relies on that.
@@ -87,6 +97,16 @@ typedef struct {
 	int (*upstreams)(void *ctx, const char *pattern, json_t **data, char *err, size_t errlen);
 	int (*cache)(void *ctx, json_t **data, char *err, size_t errlen);
 	int (*cache_flush)(void *ctx, const char *name, json_t **data, char *err, size_t errlen);
+	int (*cluster)(void *ctx, json_t **data, char *err, size_t errlen);
+	int (*cluster_health)(void *ctx, json_t **data, char *err, size_t errlen);
+	/* @p daemon "bird" or "frr"; @p opts the OPTION=VALUE arguments, unparsed */
+	int (*cluster_config)(void *ctx, const char *daemon, const char *const *opts, size_t n_opts,
+	                      json_t **data, char *err, size_t errlen);
+	int (*cluster_notify)(void *ctx, const char *state, json_t **data, char *err,
+	                      size_t errlen);
+	/* @p timeout_ms 0 = the configured drain timeout */
+	int (*drain)(void *ctx, unsigned timeout_ms, json_t **data, char *err, size_t errlen);
+	int (*undrain)(void *ctx, json_t **data, char *err, size_t errlen);
 } ctl_backend_t;
 
 /*

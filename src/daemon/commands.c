@@ -749,5 +749,6 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .cache = be_cache,
 	    .cache_flush = be_cache_flush,
 	};
+	commands_cluster_fill(&s->backend);
 	return &s->backend;
 }

@@ -20,12 +20,24 @@ static fwd_policy_t policy_of(const char *name)
 	return FWD_POLICY_ORDERED;
 }
 
-static void group_def(const conf_fwd_group_t *g, fwd_upstream_def_t *ups, fwd_group_def_t *out)
+/* An upstream's own source, else the node's unicast address of its family: answers to a
+ * query from a shared service address could reach another node of the cluster. */
+static steer_sockaddr_t upstream_source(const conf_upstream_t *u, const conf_cluster_t *cc)
+{
+	if (u->source.sa.sa_family != 0)
+		return u->source;
+	return u->address.sa.sa_family == AF_INET6 ? cc->unicast6 : cc->unicast4;
+}
+
+static void group_def(const conf_fwd_group_t *g, const conf_cluster_t *cc, fwd_upstream_def_t *ups,
+                      fwd_group_def_t *out)
 {
 	for (size_t i = 0; i < g->n_upstreams; i++) {
 		const conf_upstream_t *u = &g->upstreams[i];
-		ups[i] = (fwd_upstream_def_t){
-		    .name = u->name, .address = u->address, .source = u->source, .link = u->link};
+		ups[i] = (fwd_upstream_def_t){.name = u->name,
+		                              .address = u->address,
+		                              .source = upstream_source(u, cc),
+		                              .link = u->link};
 	}
 	*out = (fwd_group_def_t){
 	    .domain = g->domain,
@@ -89,7 +101,7 @@ int forward_engine_new(const conf_t *conf, const uint16_t *ports, size_t n_ports
 	const uint8_t **names = xcalloc(f->n_groups, sizeof(*names));
 	uint16_t(*excl)[2] = xcalloc(n_ports ? n_ports : 1, sizeof(*excl));
 	for (size_t i = 0, at = 0; i < f->n_groups; i++) {
-		group_def(&f->groups[i], ups + at, &groups[i]);
+		group_def(&f->groups[i], &conf->cluster, ups + at, &groups[i]);
 		at += f->groups[i].n_upstreams;
 	}
 	for (size_t i = 0; i < n_ports; i++)

@@ -99,6 +99,8 @@ static uint32_t check_find_or_add(monitor_plan_t *p, const conf_t *conf, size_t 
 	p->checks = xrealloc(p->checks, (p->n_checks + 1) * sizeof(*p->checks));
 	health_check_def_t *d = &p->checks[p->n_checks];
 	def_fill(d, m, sa, qname);
+	/* seed 000: management traffic, health checks included, leaves from the unicast address */
+	d->source = sa->sa.sa_family == AF_INET6 ? conf->cluster.unicast6 : conf->cluster.unicast4;
 	d->key = xstrdup(key);
 	return (uint32_t)p->n_checks++;
 }

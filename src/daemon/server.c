@@ -244,6 +244,9 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.zones = zones;
 	view->auth.gslb = gslb != NULL && gslb_has_names(gslb) ? gslb : NULL;
 	view->auth.udp_max_payload = conf->udp_max_payload;
+	view->auth.identity = conf_identity(conf);
+	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
+	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
@@ -711,6 +714,10 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	int ret = resolve_user(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
+	/* First, while the process has one thread: the keeper is forked from it. */
+	ret = node_spawn(&s->node, conf, err, sizeof(err));
+	if (ret != 0)
+		goto fail;
 	ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	server_report_clear(&report);
 	if (ret != 0)
@@ -755,7 +762,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	signals_start(s);
 	if ((ret = ctl_open(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
-	    (ret = net_start(s->net)) != 0)
+	    (ret = net_start(s->net)) != 0 ||
+	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0)
 		return ret;
 	log_started(s);
 	return 0;
@@ -831,10 +839,12 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	if (ret != 0) {
 		conf_free(conf);
 		reload_failed(s, err);
+		node_reloaded(&s->node, false, NULL, err);
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	reload_apply(s, conf, set, gslb);
+	node_reloaded(&s->node, true, set, NULL);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';
 	for (size_t i = 0; i < report->n_loaded; i++) {
@@ -863,6 +873,8 @@ void server_stop(server_t *s)
 {
 	ctl_server_stop(s->ctl);
 	s->ctl = NULL;
+	/* Withdraw before anything stops answering. */
+	node_stop(&s->node);
 	/* The engine first: it hands answers to the transports' sockets and threads. */
 	if (s->fwd != NULL)
 		fwd_engine_stop(s->fwd);

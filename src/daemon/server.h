@@ -21,6 +21,7 @@
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "daemon/monitors.h"
+#include "daemon/node.h"
 #include "fwd/engine.h"
 #include "gslb/admin.h"
 #include "gslb/view.h"
@@ -97,6 +98,7 @@ typedef struct server {
 	monitor_plan_t *plan;
 	ev_prepare publish_w;
 	bool health_dirty; /* a check changed since the last publish */
+	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
 } server_t;
 
 /**

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dns/dname.h"
+#include "dns/nsid.h"
 #include "dns/wire.h"
 
 /* Skips one resource record (owner, fixed fields, rdata). Returns its type, or -1. */
@@ -50,6 +51,9 @@ static bool parse_edns_options(dns_query_t *q, const uint8_t *rdata, uint16_t rd
 				return false;
 			q->has_ecs = true;
 		}
+		/* RFC 5001 2.1: the requester sends an empty payload; any is read as a request. */
+		if (code == DNS_EDNS_OPT_NSID)
+			q->has_nsid = true;
 	}
 	return ctx.err == 0;
 }
@@ -118,6 +122,7 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->qtype = q->qclass = 0;
 	q->has_edns = q->edns_do = false;
 	q->has_ecs = false;
+	q->has_nsid = false;
 	q->edns_version = 0;
 	q->edns_payload = 0;
 	if (len < DNS_HEADER_LEN)

@@ -136,6 +136,7 @@ static bool def_eq(const health_check_def_t *a, const health_check_def_t *b)
 {
 	return strcmp(a->key, b->key) == 0 && str_eq(a->monitor, b->monitor) &&
 	       spec_eq(&a->spec, &b->spec) && memcmp(&a->addr, &b->addr, sizeof(a->addr)) == 0 &&
+	       memcmp(&a->source, &b->source, sizeof(a->source)) == 0 &&
 	       a->is_static == b->is_static && a->static_down == b->static_down &&
 	       a->interval_ms == b->interval_ms && a->timeout_ms == b->timeout_ms &&
 	       a->jitter_pct == b->jitter_pct && a->fall == b->fall && a->rise == b->rise &&
@@ -423,6 +424,7 @@ static void probe_now(struct ev_loop *loop, ev_timer *w, int revents)
 		return; /* still waiting: timeouts are shorter than intervals, jitter can overlap */
 	health_probe_req_t req = {.spec = &c->def.spec,
 	                          .dst = c->def.addr,
+	                          .source = c->def.source,
 	                          .target_name = c->def.key,
 	                          .timeout_ms = c->def.timeout_ms,
 	                          .cb = on_result,

@@ -49,8 +49,10 @@ typedef struct {
 	const char *key;     /* unique: "<monitor>@<address>[:port]", the state-file key */
 	const char *monitor; /* monitor name, for logs */
 	health_probe_spec_t spec;
-	steer_sockaddr_t addr; /* probe address and port */
-	bool is_static;        /* never probed: always static_down */
+	steer_sockaddr_t addr;   /* probe address and port */
+	steer_sockaddr_t source; /* probes leave from here (see health_probe_req_t); family 0 =
+	                          * the kernel's choice */
+	bool is_static;          /* never probed: always static_down */
 	bool static_down;
 	uint32_t interval_ms, timeout_ms;
 	uint32_t jitter_pct; /* 0..50 */

@@ -1,5 +1,7 @@
 #include "health/probe.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +98,36 @@ void health_probe_report(health_probe_t *p, const health_probe_result_t *res, he
 	health_probe_result_t copy = *res;
 	health_probe_cancel(p);
 	cb(&copy, arg);
+}
+
+const char *health_probe_source_text(const health_probe_req_t *req, char *buf, size_t size)
+{
+	const steer_sockaddr_t *s = &req->source;
+	buf[0] = '\0';
+	if (s->sa.sa_family == 0 || s->sa.sa_family != req->dst.sa.sa_family)
+		return buf;
+	const void *raw = s->sa.sa_family == AF_INET6 ? (const void *)&s->sin6.sin6_addr
+	                                              : (const void *)&s->sin.sin_addr;
+	if (!inet_ntop(s->sa.sa_family, raw, buf, (socklen_t)size))
+		buf[0] = '\0';
+	return buf;
+}
+
+int health_probe_bind_source(int fd, const health_probe_req_t *req, char *err, size_t errlen)
+{
+	char text[INET6_ADDRSTRLEN];
+	if (health_probe_source_text(req, text, sizeof(text))[0] == '\0')
+		return 0;
+	steer_sockaddr_t src = req->source;
+	if (src.sa.sa_family == AF_INET6)
+		src.sin6.sin6_port = 0;
+	else
+		src.sin.sin_port = 0;
+	if (bind(fd, &src.sa, steer_sockaddr_len(&src)) == 0)
+		return 0;
+	int ret = -errno;
+	snprintf(err, errlen, "bind %s: %s", text, strerror(errno));
+	return ret;
 }
 
 uint32_t health_probe_elapsed_us(struct timespec start)

@@ -16,9 +16,14 @@
  *   dns     a query (name, type, RD clear) over UDP to the target; success when the response
  *           matches the query (id, question) and has the expected rcode and, if configured,
  *           an answer record whose text form (for A/AAAA the address) equals the expected one.
- *   exec    an external command (argv, no shell), with STEER_TARGET_ADDR, STEER_TARGET_PORT
- *           and STEER_TARGET_NAME in its environment; success on exit status 0. A command
- *           still running at the timeout is killed with its process group (SIGKILL).
+ *   exec    an external command (argv, no shell), with STEER_TARGET_ADDR, STEER_TARGET_PORT,
+ *           STEER_TARGET_NAME and STEER_SOURCE (the source address, empty when the kernel
+ *           chooses) in its environment; success on exit status 0. A command still running at
+ *           the timeout is killed with its process group (SIGKILL).
+ *
+ * With a source address of the target's family, tcp, http/https and dns bind their socket to
+ * it before connecting, so the probe takes the path (and the source-based routing) of that
+ * address; a source that is not local fails the probe ("bind ...").
  *
  * Threads: everything runs on the one thread that runs the loop given to health_probe_ctx_new.
  */
@@ -79,6 +84,8 @@ typedef struct {
 	const health_probe_spec_t *spec; /* borrowed until the callback or the cancel */
 	steer_sockaddr_t dst;            /* where to probe: address and port (port 0 is invalid
 	                                    except for exec) */
+	steer_sockaddr_t source;         /* the probe leaves from this address (port 0) when it is
+	                                    of dst's family; family 0 = the kernel's choice */
 	const char *target_name;         /* for logs and the exec environment; borrowed */
 	uint32_t timeout_ms;             /* > 0 */
 	health_probe_cb cb;

@@ -454,13 +454,19 @@ static int check_spec(const health_probe_spec_t *spec, uint8_t qname[DNS_DNAME_M
 	return ret < 0 ? ret : len;
 }
 
-static int open_socket(const steer_sockaddr_t *dst, char *err, size_t errlen)
+static int open_socket(const health_probe_req_t *req, char *err, size_t errlen)
 {
+	const steer_sockaddr_t *dst = &req->dst;
 	int fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		int ret = -errno;
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return ret;
+	}
+	int bound = health_probe_bind_source(fd, req, err, errlen);
+	if (bound != 0) {
+		close(fd);
+		return bound;
 	}
 	if (connect(fd, &dst->sa, steer_sockaddr_len(dst)) != 0) {
 		int ret = -errno;
@@ -479,7 +485,7 @@ int health_probe_dns_start(health_probe_ctx_t *ctx, const health_probe_req_t *re
 	int qlen = check_spec(req->spec, qname, &want, err, errlen);
 	if (qlen < 0)
 		return qlen;
-	int fd = open_socket(&req->dst, err, errlen);
+	int fd = open_socket(req, err, errlen);
 	if (fd < 0)
 		return fd;
 	dns_probe_t *p = xcalloc(1, sizeof(*p));

@@ -22,7 +22,7 @@
  * command gets stdin from /dev/null, stdout and stderr into one pipe (the first bytes explain
  * a failure), default signal dispositions, an empty signal mask (the daemon ignores SIGPIPE
  * and blocks signals in its threads) and the daemon's environment plus STEER_TARGET_ADDR,
- * STEER_TARGET_PORT and STEER_TARGET_NAME.
+ * STEER_TARGET_PORT, STEER_TARGET_NAME and STEER_SOURCE.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -404,17 +404,21 @@ static char *env_entry(const char *key, const char *value)
 	return s;
 }
 
-/* The daemon's environment without inherited STEER_TARGET_*, plus the target's. The last
- * three entries are owned. */
+/* Entries build_env() adds, which it owns: the last ones of the array. */
+#define ENV_OWNED 4
+
+/* The daemon's environment without inherited STEER_TARGET_* and STEER_SOURCE, plus the
+ * target's and the source's. */
 static char **build_env(const health_probe_req_t *req)
 {
 	size_t n = 0;
 	while (environ && environ[n])
 		n++;
-	char **env = xcalloc(n + 4, sizeof(*env));
+	char **env = xcalloc(n + ENV_OWNED + 1, sizeof(*env));
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (strncmp(environ[i], "STEER_TARGET_", 13) != 0)
+		if (strncmp(environ[i], "STEER_TARGET_", 13) != 0 &&
+		    strncmp(environ[i], "STEER_SOURCE=", 13) != 0)
 			env[k++] = environ[i];
 	}
 	char addr[INET6_ADDRSTRLEN] = "";
@@ -426,6 +430,8 @@ static char **build_env(const health_probe_req_t *req)
 	env[k++] = env_entry("STEER_TARGET_ADDR", addr);
 	env[k++] = env_entry("STEER_TARGET_PORT", port);
 	env[k++] = env_entry("STEER_TARGET_NAME", req->target_name ? req->target_name : "");
+	char source[INET6_ADDRSTRLEN];
+	env[k++] = env_entry("STEER_SOURCE", health_probe_source_text(req, source, sizeof(source)));
 	env[k] = NULL;
 	return env;
 }
@@ -435,7 +441,7 @@ static void free_env(char **env)
 	size_t n = 0;
 	while (env[n])
 		n++;
-	for (size_t i = n - 3; i < n; i++)
+	for (size_t i = n - ENV_OWNED; i < n; i++)
 		free(env[i]);
 	free(env);
 }

@@ -73,6 +73,7 @@ typedef struct {
 	bool
 	    stopped; /* the write callback ended the transfer: CURLE_WRITE_ERROR is not a failure */
 	size_t body_len;
+	char interface[INET6_ADDRSTRLEN + 8]; /* CURLOPT_INTERFACE "host!ADDR", "" = none */
 	char errbuf[CURL_ERROR_SIZE];
 	char body[HEALTH_HTTP_BODY_MAX];
 } http_probe_t;
@@ -548,6 +549,9 @@ static CURLcode set_options(http_probe_t *p, const char *url)
 #endif
 	if (p->connect_to)
 		SET(CURLOPT_CONNECT_TO, p->connect_to);
+	/* "host!": an address to bind, never taken for a device name */
+	if (p->interface[0])
+		SET(CURLOPT_INTERFACE, p->interface);
 #undef SET
 	return rc;
 }
@@ -566,6 +570,9 @@ int health_probe_http_start(health_probe_ctx_t *ctx, const health_probe_req_t *r
 	ev_timer_init(&p->guard, on_guard, req->timeout_ms / 1000.0 + HTTP_GUARD_EXTRA_S, 0.);
 	p->guard.data = p;
 
+	char source[INET6_ADDRSTRLEN];
+	if (health_probe_source_text(req, source, sizeof(source))[0])
+		snprintf(p->interface, sizeof(p->interface), "host!%s", source);
 	char url[HTTP_URL_MAX];
 	int ret = build_target(p, req, url, err, errlen);
 	if (ret != 0)

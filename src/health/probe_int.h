@@ -31,6 +31,20 @@ int health_http_init(health_probe_ctx_t *ctx, char *err, size_t errlen);
 /** Free the libcurl multi state (no transfer may be running). NULL-safe. */
 void health_http_fini(health_http_t *http);
 
+/**
+ * Bind @p fd to @p req->source when it is of @p req->dst's family (port 0: any). Returns 0
+ * (also when there is nothing to bind) or a negative errno with "bind ADDR: reason" in @p err.
+ */
+int health_probe_bind_source(int fd, const health_probe_req_t *req, char *err, size_t errlen)
+    STEER_NONNULL(2, 3);
+
+/**
+ * The address text of @p req->source ("10.0.0.1", "2001:db8::1") into @p buf, empty when it
+ * is unset or of another family than @p req->dst. Returns @p buf.
+ */
+const char *health_probe_source_text(const health_probe_req_t *req, char *buf, size_t size)
+    STEER_NONNULL(1, 2);
+
 /** A monotonic timestamp for RTT measurement. */
 static inline struct timespec health_probe_now(void)
 {

@@ -81,6 +81,11 @@ int health_probe_tcp_start(health_probe_ctx_t *ctx, const health_probe_req_t *re
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -errno;
 	}
+	int bound = health_probe_bind_source(fd, req, err, errlen);
+	if (bound != 0) {
+		close(fd);
+		return bound;
+	}
 	tcp_probe_t *p = xcalloc(1, sizeof(*p));
 	*p = (tcp_probe_t){.base.cancel = tcp_probe_cancel,
 	                   .ctx = ctx,

@@ -5,6 +5,7 @@
  */
 #include "net/net.h"
 
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -181,6 +182,36 @@ int net_start(net_t *net)
 		net_stop(net);
 	}
 	return ret;
+}
+
+uint64_t net_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool net_threads_ok(const net_t *net, unsigned max_age_ms, char *why, size_t whylen)
+{
+	uint64_t now = net_clock_ms();
+	char name[16];
+	for (size_t i = 0; i < net->n_udp; i++) {
+		uint64_t silent = udp_worker_silence_ms(net->udp[i], now);
+		if (silent > max_age_ms) {
+			udp_worker_name(net->udp[i], name, sizeof(name));
+			snprintf(why, whylen, "%s silent for %" PRIu64 " ms", name, silent);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < net->n_tcp; i++) {
+		uint64_t silent = tcp_worker_silence_ms(net->tcp[i], now);
+		if (silent > max_age_ms) {
+			tcp_worker_name(net->tcp[i], name, sizeof(name));
+			snprintf(why, whylen, "%s silent for %" PRIu64 " ms", name, silent);
+			return false;
+		}
+	}
+	return true;
 }
 
 const net_view_t *net_publish(net_t *net, const net_view_t *view)

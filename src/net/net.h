@@ -97,6 +97,16 @@ const net_view_t *net_view(const net_t *net) STEER_NONNULL(1);
  */
 void net_stats(const net_t *net, net_stats_t *out) STEER_NONNULL(1, 2);
 
+/**
+ * Whether every running query thread (UDP workers and TCP threads) made progress within the
+ * last @p max_age_ms; when not, false with the first stalled thread and for how long in
+ * @p why ("steer-udp1.0 silent for 612 ms"). An idle UDP worker wakes every UDP_RCVTIMEO_MS
+ * and a TCP thread every TCP_HEARTBEAT_MS, so @p max_age_ms should be well above both.
+ * Any thread, while the net exists.
+ */
+bool net_threads_ok(const net_t *net, unsigned max_age_ms, char *why, size_t whylen)
+    STEER_NONNULL(1, 3);
+
 /** Number of listen addresses and the i-th one, with port 0 already resolved by net_bind(). */
 size_t net_listen_count(const net_t *net) STEER_NONNULL(1);
 const steer_sockaddr_t *net_listen_at(const net_t *net, size_t i) STEER_NONNULL(1);

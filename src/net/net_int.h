@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "auth/auth.h"
 #include "base/sockaddr.h"
@@ -54,6 +55,15 @@ size_t net_answer(const net_view_t *view, const auth_client_t *client, const uin
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
                   fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
                   bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
+
+/** CLOCK_MONOTONIC in milliseconds: the clock of the query threads' heartbeats. */
+uint64_t net_clock_ms(void);
+
+/** Record that the calling query thread made progress (its own @p alive_ms). */
+static inline void net_heartbeat(atomic_uint_least64_t *alive_ms)
+{
+	atomic_store_explicit(alive_ms, net_clock_ms(), memory_order_relaxed);
+}
 
 /**
  * A socket of @p type (SOCK_DGRAM or SOCK_STREAM) bound to @p addr, with SO_REUSEADDR for TCP,

@@ -88,6 +88,8 @@ struct tcp_worker {
 	struct ev_loop *loop;
 	ev_async wake;
 	ev_timer accept_pause;
+	ev_timer heartbeat;
+	atomic_uint_least64_t alive_ms; /* net_clock_ms() when the heartbeat last fired */
 	pthread_t thread;
 	bool started;
 	tcp_listener_t *listeners;
@@ -583,6 +585,14 @@ static void on_wake(struct ev_loop *loop, ev_async *async, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+static void on_heartbeat(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	(void)loop;
+	(void)revents;
+	tcp_worker_t *w = t->data;
+	net_heartbeat(&w->alive_ms);
+}
+
 static void *tcp_worker_main(void *arg)
 {
 	tcp_worker_t *w = arg;
@@ -639,6 +649,10 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 	ev_async_start(w->loop, &w->fwd_wake);
 	ev_init(&w->accept_pause, on_accept_resume);
 	w->accept_pause.data = w;
+	ev_timer_init(&w->heartbeat, on_heartbeat, TCP_HEARTBEAT_MS / 1000.0,
+	              TCP_HEARTBEAT_MS / 1000.0);
+	w->heartbeat.data = w;
+	ev_timer_start(w->loop, &w->heartbeat);
 	w->listeners = xcalloc(net->n_listen, sizeof(*w->listeners));
 	*out = w;
 	for (size_t a = 0; a < net->n_listen; a++) {
@@ -651,12 +665,13 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 
 int tcp_worker_start(tcp_worker_t *w)
 {
+	net_heartbeat(&w->alive_ms);
 	int ret = pthread_create(&w->thread, NULL, tcp_worker_main, w);
 	if (ret != 0)
 		return -ret;
 	w->started = true;
 	char name[16];
-	snprintf(name, sizeof(name), "steer-tcp%u", w->idx);
+	tcp_worker_name(w, name, sizeof(name));
 	pthread_setname_np(w->thread, name);
 	return 0;
 }
@@ -677,6 +692,19 @@ void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum)
 	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
 	steer_counters_add((steer_counter_t *)&sum->fwd, (const steer_counter_t *)&w->fwd_ctr,
 	                   STEER_COUNTERS_IN(fwd_serve_counters_t));
+}
+
+uint64_t tcp_worker_silence_ms(const tcp_worker_t *w, uint64_t now_ms)
+{
+	if (!w->started)
+		return 0;
+	uint64_t alive = atomic_load_explicit(&w->alive_ms, memory_order_relaxed);
+	return now_ms > alive ? now_ms - alive : 0;
+}
+
+void tcp_worker_name(const tcp_worker_t *w, char *buf, size_t size)
+{
+	snprintf(buf, size, "steer-tcp%u", w->idx);
 }
 
 void tcp_worker_free(tcp_worker_t *w)

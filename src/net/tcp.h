@@ -31,5 +31,17 @@ void tcp_worker_stop(tcp_worker_t *w) STEER_NONNULL(1);
 /** The thread's counters, read by the control thread. */
 void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 
+/**
+ * Milliseconds since the thread's loop last turned (its heartbeat timer fires every
+ * TCP_HEARTBEAT_MS), 0 when it is not running. Any thread.
+ */
+uint64_t tcp_worker_silence_ms(const tcp_worker_t *w, uint64_t now_ms) STEER_NONNULL(1);
+
+/** The thread's name ("steer-tcp0"), for reports. */
+void tcp_worker_name(const tcp_worker_t *w, char *buf, size_t size) STEER_NONNULL(1, 2);
+
+/* Period of a TCP thread's heartbeat timer. */
+#define TCP_HEARTBEAT_MS 100
+
 /** Close the sockets and free (after tcp_worker_stop()). NULL is ignored. */
 void tcp_worker_free(tcp_worker_t *w);

@@ -67,6 +67,7 @@ struct udp_worker {
 	bool started;
 	size_t addr_idx;
 	unsigned idx;
+	atomic_uint_least64_t alive_ms; /* net_clock_ms() of the last loop turn */
 	mmsg_io_t io;
 };
 
@@ -309,6 +310,7 @@ static void *udp_worker_main(void *arg)
 	rcu_register_thread();
 	while (!atomic_load_explicit(&w->net->stopping, memory_order_relaxed)) {
 		udp_pkt_t *pkts;
+		net_heartbeat(&w->alive_ms);
 		int n = w->api->recv(&w->io, &pkts, &w->counters);
 		if (n <= 0)
 			continue;
@@ -379,12 +381,13 @@ int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_
 
 int udp_worker_start(udp_worker_t *w)
 {
+	net_heartbeat(&w->alive_ms);
 	int ret = pthread_create(&w->thread, NULL, udp_worker_main, w);
 	if (ret != 0)
 		return -ret;
 	w->started = true;
 	char name[16];
-	snprintf(name, sizeof(name), "steer-udp%u.%zu", w->idx, w->addr_idx);
+	udp_worker_name(w, name, sizeof(name));
 	pthread_setname_np(w->thread, name);
 	return 0;
 }
@@ -404,6 +407,19 @@ void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum)
 	auth_qctx_sum(w->qctx, &sum->auth, &sum->gslb);
 	steer_counters_add((steer_counter_t *)&sum->fwd, (const steer_counter_t *)&w->fwd_ctr,
 	                   STEER_COUNTERS_IN(fwd_serve_counters_t));
+}
+
+uint64_t udp_worker_silence_ms(const udp_worker_t *w, uint64_t now_ms)
+{
+	if (!w->started)
+		return 0;
+	uint64_t alive = atomic_load_explicit(&w->alive_ms, memory_order_relaxed);
+	return now_ms > alive ? now_ms - alive : 0;
+}
+
+void udp_worker_name(const udp_worker_t *w, char *buf, size_t size)
+{
+	snprintf(buf, size, "steer-udp%u.%zu", w->idx, w->addr_idx);
 }
 
 void udp_worker_free(udp_worker_t *w)

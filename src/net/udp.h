@@ -42,8 +42,9 @@ typedef struct {
 	void (*send)(void *io, udp_pkt_t *pkts, int n, net_counters_t *counters);
 } udp_api_t;
 
-/* How often an idle worker wakes to check for stop: bounds the shutdown delay. */
-#define UDP_RCVTIMEO_MS 200
+/* How often an idle worker wakes to check for stop and to record its heartbeat: bounds the
+ * shutdown delay, and how soon a stalled worker can be told from an idle one. */
+#define UDP_RCVTIMEO_MS 100
 
 /**
  * A worker for listen address @p addr_idx of @p net. Its socket is bound at once.
@@ -60,6 +61,15 @@ void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
 
 /** Add the worker's counters (its own and its query context's) into @p sum. Control thread. */
 void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
+
+/**
+ * Milliseconds since the worker last made progress (a batch, or a receive timeout), 0 when
+ * it is not running. Any thread.
+ */
+uint64_t udp_worker_silence_ms(const udp_worker_t *w, uint64_t now_ms) STEER_NONNULL(1);
+
+/** The worker's thread name ("steer-udp0.1"), for reports. */
+void udp_worker_name(const udp_worker_t *w, char *buf, size_t size) STEER_NONNULL(1, 2);
 
 /** Close the socket and free. NULL is ignored. */
 void udp_worker_free(udp_worker_t *w);

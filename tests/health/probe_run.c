@@ -7,6 +7,7 @@
  *     --path P  --host H  --body S  --status CODE (repeatable)  --insecure   (http/https)
  *     --qname N  --qtype NUM  --rcode NUM  --answer TEXT                      (dns)
  *     --name NAME       target name for logs and the exec environment
+ *     --source ADDR     leave from this address (STEER_SOURCE for exec)
  * Exit status: 0 when the last probe succeeded, 1 when it failed, 2 on a usage or start error.
  */
 #include <ev.h>
@@ -137,7 +138,12 @@ int main(int argc, char **argv)
 			spec.answer = val;
 		else if (strcmp(opt, "--name") == 0)
 			run.req.target_name = val;
-		else
+		else if (strcmp(opt, "--source") == 0) {
+			if (steer_sockaddr_parse(val, 0, &run.req.source) != 0) {
+				fprintf(stderr, "probe_run: bad source %s\n", val);
+				return 2;
+			}
+		} else
 			return usage();
 	}
 	struct ev_loop *loop = ev_default_loop(0);

@@ -90,7 +90,7 @@ def test_example_config_forward_block_checks(tmp_path):
     """The commented-out forward section of examples/steer.yaml is valid when enabled."""
     text = (ROOT / "examples" / "steer.yaml").read_text()
     head = text.split("# GSLB (docs/configuration.md", 1)[0]
-    block = "# forward:" + text.split("\n# forward:", 1)[1]
+    block = "# forward:" + text.split("\n# forward:", 1)[1].split("\n\n", 1)[0]
     enabled = [line[2:] for line in block.splitlines() if line.startswith("# ")]
     conf = tmp_path / "steer.yaml"
     conf.write_text(head.replace("zones/example.test.zone",
@@ -99,6 +99,22 @@ def test_example_config_forward_block_checks(tmp_path):
     res = run_steerd("-c", str(conf), "--check-config")
     assert res.returncode == 0, res.stderr
     assert "1 forward group(s) with 2 upstream(s)" in res.stdout + res.stderr, res
+
+
+def test_example_config_cluster_block_checks(tmp_path):
+    """The commented-out cluster section of examples/steer.yaml is valid when enabled
+    (--check-config touches no interface)."""
+    text = (ROOT / "examples" / "steer.yaml").read_text()
+    head = text.split("# GSLB (docs/configuration.md", 1)[0]
+    block = "# cluster:" + text.split("\n# cluster:", 1)[1].split("\n\n", 1)[0]
+    enabled = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    assert enabled[0] == "cluster:" and any("self-check" in line for line in enabled)
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(head.replace("zones/example.test.zone",
+                                 str(ROOT / "examples" / "zones" / "example.test.zone"))
+                    + "\n".join(enabled) + "\n")
+    res = run_steerd("-c", str(conf), "--check-config")
+    assert res.returncode == 0, res.stderr
 
 
 # --- logging --------------------------------------------------------------------------------

@@ -154,6 +154,109 @@ static void test_axfr(void)
 	zone_set_free(set);
 }
 
+/* A query of class @p qclass; with @p edns >= 0 an OPT of that version, with NSID if asked. */
+static size_t make_query_class(uint8_t *buf, const char *qname, uint16_t qtype, uint16_t qclass,
+                               int edns, bool nsid)
+{
+	wire_ctx_t ctx = wire_ctx_init(buf, 512);
+	wire_ctx_write_u16(&ctx, 0xbeef);
+	wire_ctx_write_u16(&ctx, DNS_FLAG_RD);
+	wire_ctx_write_u16(&ctx, 1);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, edns >= 0 ? 1 : 0);
+	uint8_t name[DNS_DNAME_MAXLEN];
+	int len = dname_from_str(qname, name);
+	wire_ctx_write(&ctx, name, (size_t)len);
+	wire_ctx_write_u16(&ctx, qtype);
+	wire_ctx_write_u16(&ctx, qclass);
+	if (edns >= 0) {
+		wire_ctx_write_u8(&ctx, 0);
+		wire_ctx_write_u16(&ctx, DNS_TYPE_OPT);
+		wire_ctx_write_u16(&ctx, 1232);
+		wire_ctx_write_u32(&ctx, (uint32_t)edns << 16);
+		wire_ctx_write_u16(&ctx, nsid ? 4 : 0);
+		if (nsid) {
+			wire_ctx_write_u16(&ctx, 3);
+			wire_ctx_write_u16(&ctx, 0);
+		}
+	}
+	return wire_ctx_offset(&ctx);
+}
+
+static void test_identity(void)
+{
+	static const struct {
+		const char *qname;
+		uint16_t qtype, qclass;
+		int edns;
+		bool nsid;
+		bool identity; /* the view has one */
+		uint8_t rcode;
+		uint16_t an;
+		bool nsid_back; /* the response ends with the NSID option "n-1" */
+	} rows[] = {
+	    {"id.server.", DNS_TYPE_TXT, DNS_CLASS_CH, -1, false, true, 0, 1, false},
+	    {"ID.Server.", DNS_TYPE_TXT, DNS_CLASS_CH, 0, true, true, 0, 1, true},
+	    {"hostname.bind.", DNS_TYPE_TXT, DNS_CLASS_CH, 0, false, true, 0, 1, false},
+	    {"version.bind.", DNS_TYPE_TXT, DNS_CLASS_CH, 0, true, true, DNS_RCODE_REFUSED, 0,
+	     true},
+	    {"x.id.server.", DNS_TYPE_TXT, DNS_CLASS_CH, -1, false, true, DNS_RCODE_REFUSED, 0,
+	     false},
+	    {"id.server.", DNS_TYPE_A, DNS_CLASS_CH, -1, false, true, DNS_RCODE_REFUSED, 0, false},
+	    {"id.server.", DNS_TYPE_ANY, DNS_CLASS_CH, -1, false, true, DNS_RCODE_REFUSED, 0,
+	     false},
+	    {"id.server.", DNS_TYPE_TXT, DNS_CLASS_IN, 0, true, true, DNS_RCODE_REFUSED, 0, true},
+	    {"id.server.", DNS_TYPE_TXT, DNS_CLASS_CH, 0, true, false, DNS_RCODE_REFUSED, 0, false},
+	    {"auth.test.", DNS_TYPE_SOA, DNS_CLASS_IN, 0, true, true, 0, 1, true},
+	    {"auth.test.", DNS_TYPE_SOA, DNS_CLASS_IN, 0, false, true, 0, 1, false},
+	    {"auth.test.", DNS_TYPE_SOA, DNS_CLASS_IN, 0, true, false, 0, 1, false},
+	    {"nx.auth.test.", DNS_TYPE_A, DNS_CLASS_IN, 0, true, true, DNS_RCODE_NXDOMAIN, 0, true},
+	    /* BADVERS (16) is an extended rcode: 0 in the header */
+	    {"auth.test.", DNS_TYPE_SOA, DNS_CLASS_IN, 1, true, true, 0, 0, true},
+	};
+	static auth_qctx_t qctx;
+	auth_qctx_init(&qctx, 1);
+	static const char id[] = "n-1";
+	steer_sockaddr_t remote;
+	CHECK(steer_sockaddr_parse("127.0.0.1:9999", 0, &remote) == 0, "client address");
+	auth_client_t client = {.remote = &remote, .tcp = false};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		auth_view_t view = {.zones = zones, .udp_max_payload = 1232};
+		if (rows[i].identity) {
+			view.identity = id;
+			view.identity_len = (uint8_t)strlen(id);
+		}
+		uint8_t query[512], resp[4096];
+		size_t qlen = make_query_class(query, rows[i].qname, rows[i].qtype, rows[i].qclass,
+		                               rows[i].edns, rows[i].nsid);
+		size_t len =
+		    auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+		CHECK(len >= 12, "identity row %zu: answered", i);
+		if (len < 12)
+			continue;
+		uint16_t flags = wire_read_u16(resp + 2);
+		CHECK((flags & 0xf) == rows[i].rcode && wire_read_u16(resp + 6) == rows[i].an,
+		      "identity row %zu (%s): rcode %u ancount %u", i, rows[i].qname, flags & 0xf,
+		      wire_read_u16(resp + 6));
+		static const uint8_t tail[] = {0, 3, 0, 3, 'n', '-', '1'};
+		bool back = len > sizeof(tail) &&
+		            memcmp(resp + len - sizeof(tail), tail, sizeof(tail)) == 0;
+		CHECK(back == rows[i].nsid_back, "identity row %zu (%s): NSID %s", i, rows[i].qname,
+		      back ? "returned" : "absent");
+		if (rows[i].qclass == DNS_CLASS_CH && rows[i].an == 1) {
+			/* the answer follows the question; its owner points at the question name */
+			size_t at =
+			    qlen - (rows[i].edns >= 0 ? 11u + (rows[i].nsid ? 4u : 0u) : 0u);
+			static const uint8_t rr[] = {0xc0, 12, 0, 16, 0, 3,   0,   0,
+			                             0,    0,  0, 4,  3, 'n', '-', '1'};
+			CHECK(!(flags & DNS_FLAG_AA) && (flags & DNS_FLAG_RD) &&
+			          len >= at + sizeof(rr) && memcmp(resp + at, rr, sizeof(rr)) == 0,
+			      "identity row %zu: CH TXT, TTL 0, no AA, RD echoed", i);
+		}
+	}
+}
+
 int main(void)
 {
 	zones = zone_set_new();
@@ -167,6 +270,7 @@ int main(void)
 	test_answers();
 	test_tcp();
 	test_axfr();
+	test_identity();
 	zone_set_free(zones);
 	return unit_finish("test_auth");
 }

@@ -354,7 +354,7 @@ static const struct {
                                   "'server' (did you mean 'listen'?)"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
-     "health, monitors, datacenters, maps, services, whoami, gslb, forward)"},
+     "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -1660,10 +1660,381 @@ static void test_reference(void)
 	          strstr(generated, "### `gslb.overrides.state`") &&
 	          strstr(generated, "### `forward.groups.probe.hold-down`") &&
 	          strstr(generated, "### `forward.cache.max-size`") &&
-	          strstr(generated, "## `whoami`"),
+	          strstr(generated, "## `whoami`") &&
+	          strstr(generated, "### `cluster.self-check.return-path`") &&
+	          strstr(generated, "### `server.identity`"),
 	      "reference documents every section");
 	free(generated);
 	free(file);
+}
+
+/* ---- cluster ---- */
+
+#define CLUSTER_MIN "cluster:\n  node-id: n1\n  service-addresses: 192.0.2.53\n"
+
+static const char *ip_only(const steer_sockaddr_t *a)
+{
+	static char buf[STEER_SOCKADDR_STRLEN];
+	const void *raw = a->sa.sa_family == AF_INET6 ? (const void *)&a->sin6.sin6_addr
+	                                              : (const void *)&a->sin.sin_addr;
+	if (a->sa.sa_family == 0)
+		return "-";
+	inet_ntop(a->sa.sa_family, raw, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_cluster(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *c = NULL;
+	/* the contract, as written there */
+	int ret = load_text(ZONES_TEXT "cluster:\n"
+	                               "  node-id: n1\n"
+	                               "  service-addresses: [192.0.2.53, \"2001:db8::53\"]\n"
+	                               "  interface: vip0\n"
+	                               "  unicast: 10.53.0.11\n"
+	                               "  announce: interface\n"
+	                               "  bird: { socket: /run/bird/bird.ctl, protocol: vip }\n"
+	                               "  self-check: { interval: 100ms, fall: 3, rise: 5, "
+	                               "hold-down: 2s }\n",
+	                    &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c, "the contract's example loads: %s", err);
+	if (c) {
+		const conf_cluster_t *cc = &c->cluster;
+		CHECK(cc->enabled && str_eq(cc->node_id, "n1") && cc->n_service == 2 &&
+		          strcmp(addr_str(&cc->service[0]), "192.0.2.53:0") == 0 &&
+		          strcmp(addr_str(&cc->service[1]), "[2001:db8::53]:0") == 0,
+		      "node id and service addresses: %s, %zu", cc->node_id, cc->n_service);
+		CHECK(str_eq(cc->interface, "vip0") &&
+		          strcmp(ip_only(&cc->unicast4), "10.53.0.11") == 0 &&
+		          cc->unicast6.sa.sa_family == 0 && steer_sockaddr_port(&cc->unicast4) == 0,
+		      "interface %s, unicast %s", cc->interface, ip_only(&cc->unicast4));
+		CHECK(cc->announce == CONF_ANNOUNCE_INTERFACE &&
+		          str_eq(cc->bird_socket, "/run/bird/bird.ctl") &&
+		          str_eq(cc->bird_protocol, "vip"),
+		      "announce interface, bird %s %s", cc->bird_socket, cc->bird_protocol);
+		CHECK(cc->check_interval == 100 && cc->check_timeout == 80 && cc->check_fall == 3 &&
+		          cc->check_rise == 5 && cc->check_hold_down == 2000,
+		      "self-check %u/%u fall %u rise %u hold %u", cc->check_interval,
+		      cc->check_timeout, cc->check_fall, cc->check_rise, cc->check_hold_down);
+		CHECK(cc->check_reload && !cc->check_forwarder && cc->check_routes &&
+		          cc->n_return_path == 0,
+		      "self-check switches default to reload on, forwarder off, routes on");
+		CHECK(cc->frr_table == 254 &&
+		          str_eq(cc->keepalived_track_file, "/run/steer/vrrp-track") &&
+		          cc->liveness_timeout == 300 && cc->drain_quiet == 500 &&
+		          cc->drain_timeout == 30000,
+		      "defaults: table %u, track %s, liveness %u, drain %u/%u", cc->frr_table,
+		      cc->keepalived_track_file, cc->liveness_timeout, cc->drain_quiet,
+		      cc->drain_timeout);
+		CHECK(cc->line == 5, "cluster at line %u", cc->line);
+		CHECK(!c->identity && str_eq(conf_identity(c), "n1"),
+		      "identity defaults to the node id: %s", conf_identity(c));
+	}
+	conf_free(c);
+
+	/* every added key */
+	c = NULL;
+	ret = load_text(ZONES_TEXT "server:\n  identity: dns-a.example (rack 4)\n"
+	                           "cluster:\n"
+	                           "  node-id: node-1.dc_a\n"
+	                           "  service-addresses: \"2001:db8::53\"\n"
+	                           "  unicast: [\"2001:db8:1::11\", 10.53.0.11]\n"
+	                           "  announce: frr\n"
+	                           "  frr: { table: 4294967295 }\n"
+	                           "  keepalived: { track-file: run/track }\n"
+	                           "  liveness-timeout: 1s\n"
+	                           "  drain: { quiet: 1s, timeout: 1m }\n"
+	                           "  self-check:\n"
+	                           "    interval: 250ms\n"
+	                           "    timeout: 200ms\n"
+	                           "    reload: off\n"
+	                           "    forwarder: on\n"
+	                           "    routes: off\n"
+	                           "    return-path: [\"2001:db8:99::1\", \"2001:db8:98::1\"]\n",
+	                &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c, "every cluster key: %s", err);
+	if (c) {
+		const conf_cluster_t *cc = &c->cluster;
+		CHECK(strcmp(ip_only(&cc->unicast4), "10.53.0.11") == 0 &&
+		          strcmp(ip_only(&cc->unicast6), "2001:db8:1::11") == 0,
+		      "unicast list: one address per family");
+		CHECK(cc->announce == CONF_ANNOUNCE_FRR && cc->frr_table == 4294967295U,
+		      "frr table %u", cc->frr_table);
+		CHECK(str_eq(cc->keepalived_track_file, "run/track") &&
+		          str_eq(cc->interface, "vip0") && !cc->bird_protocol,
+		      "track file kept relative to the config folder (the cwd here): %s",
+		      cc->keepalived_track_file);
+		CHECK(cc->liveness_timeout == 1000 && cc->drain_quiet == 1000 &&
+		          cc->drain_timeout == 60000 && cc->check_interval == 250 &&
+		          cc->check_timeout == 200,
+		      "durations with units");
+		CHECK(!cc->check_reload && cc->check_forwarder && !cc->check_routes &&
+		          cc->n_return_path == 2 &&
+		          strcmp(ip_only(&cc->return_path[1]), "2001:db8:98::1") == 0,
+		      "switches and return-path");
+		CHECK(str_eq(conf_identity(c), "dns-a.example (rack 4)"),
+		      "server.identity wins over the node id: %s", conf_identity(c));
+	}
+	conf_free(c);
+
+	/* keepalived holds the addresses: no holder interface unless one is given */
+	const char *kinds[] = {"", "  interface: vip1\n"};
+	for (size_t i = 0; i < 2; i++) {
+		char text[512];
+		snprintf(text, sizeof(text), ZONES_TEXT CLUSTER_MIN "  announce: keepalived\n%s",
+		         kinds[i]);
+		c = NULL;
+		ret = load_text(text, &c, err, sizeof(err), &msg);
+		CHECK(ret == 0 && c &&
+		          (i ? str_eq(c->cluster.interface, "vip1") : !c->cluster.interface),
+		      "keepalived, interface %s: %s", i ? "given" : "not given",
+		      ret ? err : (c->cluster.interface ? c->cluster.interface : "(none)"));
+		conf_free(c);
+	}
+
+	/* no cluster section: no identity, nothing enabled */
+	c = NULL;
+	ret = load_text(ZONES_TEXT, &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && !c->cluster.enabled && !conf_identity(c),
+	      "without a cluster section there is no identity");
+	conf_free(c);
+	c = conf_new_default();
+	CHECK(!c->cluster.enabled && !conf_identity(c), "quick mode: no cluster, no identity");
+	conf_free(c);
+}
+
+static const struct {
+	const char *text;  /* after ZONES_TEXT */
+	const char *error; /* with its line (ZONES_TEXT takes lines 1-3) */
+} cluster_error_rows[] = {
+    {"cluster:\n", "4: missing required key 'node-id' in section 'cluster'"},
+    {"cluster: [n1]\n", "4: section 'cluster' must be a mapping of keys, got a list"},
+    {"cluster:\n  service-addresses: 192.0.2.53\n",
+     "5: missing required key 'node-id' in section 'cluster'"},
+    {"cluster:\n  node-id: n1\n", "5: missing required key 'service-addresses' in section "
+                                  "'cluster'"},
+    {CLUSTER_MIN "  nodeid: n2\n",
+     "7: unknown key 'nodeid' in section 'cluster' (did you mean 'node-id'?)"},
+    {CLUSTER_MIN "  self-check: { intervall: 1s }\n",
+     "7: unknown key 'intervall' in section 'cluster.self-check' (did you mean 'interval'?)"},
+    {CLUSTER_MIN "  bird: { protocl: vip }\n",
+     "7: unknown key 'protocl' in section 'cluster.bird' (did you mean 'protocol'?)"},
+    {"cluster:\n  node-id: \"n 1\"\n  service-addresses: 192.0.2.53\n",
+     "5: cluster.node-id: 'n 1' may only contain letters, digits, '-', '_' and '.'"},
+    {"cluster:\n  node-id: \"\"\n  service-addresses: 192.0.2.53\n",
+     "5: cluster.node-id: must not be empty"},
+    {"cluster:\n  node-id: "
+     "n123456789012345678901234567890123456789012345678901234567890123\n"
+     "  service-addresses: 192.0.2.53\n",
+     "5: cluster.node-id: 'n123456789012345678901234567890123456789012345678901234567890123' "
+     "is 64 bytes long, at most 63 are allowed"},
+    {"cluster:\n  node-id: n1\n  service-addresses: []\n",
+     "6: cluster.service-addresses: needs at least one value"},
+    {"cluster:\n  node-id: n1\n  service-addresses:\n",
+     "6: cluster.service-addresses: needs at least one value"},
+    {"cluster:\n  node-id: n1\n  service-addresses: [192.0.2.53, 192.0.2.54, 192.0.2.53]\n",
+     "6: cluster.service-addresses: duplicate address '192.0.2.53'"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"192.0.2.53:53\"\n",
+     "6: cluster.service-addresses: '192.0.2.53:53' must be an address without a port"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"[2001:db8::53]:53\"\n",
+     "6: cluster.service-addresses: '[2001:db8::53]:53' must be an address without a port"},
+    {"cluster:\n  node-id: n1\n  service-addresses: dns.example\n",
+     "6: cluster.service-addresses: invalid address 'dns.example' (expected an IP address)"},
+    {"cluster:\n  node-id: n1\n  service-addresses: 0.0.0.0\n",
+     "6: cluster.service-addresses: '0.0.0.0' is the unspecified address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: [192.0.2.53, \"::\"]\n",
+     "6: cluster.service-addresses: '::' is the unspecified address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: 224.0.0.53\n",
+     "6: cluster.service-addresses: '224.0.0.53' is a multicast address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: \"ff02::53\"\n",
+     "6: cluster.service-addresses: 'ff02::53' is a multicast address"},
+    {"cluster:\n  node-id: n1\n  service-addresses: [[192.0.2.53]]\n",
+     "6: cluster.service-addresses: list items must be single values (quote IPv6 addresses)"},
+    {CLUSTER_MIN "  interface: eth0/1\n",
+     "7: cluster.interface: 'eth0/1' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: \"vip 0\"\n",
+     "7: cluster.interface: 'vip 0' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: eth0:1\n",
+     "7: cluster.interface: 'eth0:1' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: ..\n",
+     "7: cluster.interface: '..' is not a network device name (no '/', ':' or spaces)"},
+    {CLUSTER_MIN "  interface: vip-interface-16\n",
+     "7: cluster.interface: 'vip-interface-16' is 16 bytes long, at most 15 are allowed"},
+    {CLUSTER_MIN "  unicast: 192.0.2.53\n",
+     "7: cluster.unicast: 192.0.2.53 is a service address; the unicast address must be the "
+     "node's own (replies to it must come back to this node)"},
+    {CLUSTER_MIN "  unicast: [10.0.0.1, 10.0.0.2]\n",
+     "7: cluster.unicast: at most one IPv4 and one IPv6 address ('10.0.0.1' and '10.0.0.2' are "
+     "both IPv4)"},
+    {CLUSTER_MIN "  unicast:\n    - \"2001:db8::1\"\n    - 10.0.0.1\n    - \"2001:db8::2\"\n",
+     "10: cluster.unicast: at most one IPv4 and one IPv6 address ('2001:db8::1' and "
+     "'2001:db8::2' are both IPv6)"},
+    {CLUSTER_MIN "  unicast: \"10.0.0.1:53\"\n",
+     "7: cluster.unicast: '10.0.0.1:53' must be an address without a port"},
+    {CLUSTER_MIN "  unicast: 0.0.0.0\n", "7: cluster.unicast: '0.0.0.0' is the unspecified "
+                                         "address"},
+    {CLUSTER_MIN "  announce: bgp\n",
+     "7: cluster.announce: expected one of interface, bird, frr, keepalived; got 'bgp'"},
+    {CLUSTER_MIN "  announce: bird\n",
+     "7: cluster: announce bird needs bird.protocol (the BIRD protocol to enable and disable)"},
+    {CLUSTER_MIN "  announce: bird\n  bird: { socket: /run/bird.ctl }\n",
+     "8: cluster: announce bird needs bird.protocol (the BIRD protocol to enable and disable)"},
+    {CLUSTER_MIN "  announce: bird\n  bird:\n    protocol: 1vip\n",
+     "9: cluster.bird.protocol: '1vip' is not a BIRD protocol name (a letter or '_', then "
+     "letters, digits and '_')"},
+    {CLUSTER_MIN "  bird: { protocol: vip-1 }\n",
+     "7: cluster.bird.protocol: 'vip-1' is not a BIRD protocol name (a letter or '_', then "
+     "letters, digits and '_')"},
+    {CLUSTER_MIN "  bird: [vip]\n", "7: cluster.bird: expected a mapping of keys, got a list"},
+    {CLUSTER_MIN "  frr:\n    table: 255\n",
+     "8: cluster.frr.table: 255 is the kernel's local table (where it keeps the node's own "
+     "addresses); use 254 (main) or a table of your own"},
+    {CLUSTER_MIN "  frr: { table: 0 }\n",
+     "7: cluster.frr.table: 0 is out of range (1 to 4294967295)"},
+    {CLUSTER_MIN "  frr: { table: 4294967296 }\n",
+     "7: cluster.frr.table: 4294967296 is out of range (1 to 4294967295)"},
+    {CLUSTER_MIN "  self-check:\n    interval: 100ms\n    timeout: 100ms\n",
+     "9: cluster.self-check: timeout 100ms must be less than interval 100ms"},
+    {CLUSTER_MIN "  self-check: { interval: 50ms }\n",
+     "7: cluster.self-check: timeout 80ms must be less than interval 50ms"},
+    {CLUSTER_MIN "  self-check: { fall: 0 }\n",
+     "7: cluster.self-check.fall: 0 is out of range (1 to 100)"},
+    {CLUSTER_MIN "  self-check: { rise: 0 }\n",
+     "7: cluster.self-check.rise: 0 is out of range (1 to 100)"},
+    {CLUSTER_MIN "  self-check: { hold-down: 2h }\n",
+     "7: cluster.self-check.hold-down: 2h is above the maximum 1h"},
+    {CLUSTER_MIN "  self-check: { interval: 1h }\n",
+     "7: cluster.self-check.interval: 1h is above the maximum 5s"},
+    {CLUSTER_MIN "  self-check: { routes: yes }\n",
+     "7: cluster.self-check.routes: expected one of on, off, true, false; got 'yes'"},
+    {CLUSTER_MIN "  self-check:\n    interval: 200ms\n",
+     "8: cluster.liveness-timeout: 300ms must be more than twice self-check.interval 200ms (a "
+     "heartbeat goes every interval; one late heartbeat must not withdraw the node)"},
+    {CLUSTER_MIN "  liveness-timeout: 200ms\n",
+     "7: cluster.liveness-timeout: 200ms must be more than twice self-check.interval 100ms (a "
+     "heartbeat goes every interval; one late heartbeat must not withdraw the node)"},
+    {CLUSTER_MIN "  liveness-timeout: 11s\n",
+     "7: cluster.liveness-timeout: 11s is above the maximum 10s"},
+    {CLUSTER_MIN "  self-check: { return-path: \"2001:db8::1\" }\n",
+     "7: cluster.self-check.return-path: 2001:db8::1 is IPv6 but no service address is"},
+    {CLUSTER_MIN "  self-check: { return-path: 127.0.0.1 }\n",
+     "7: cluster.self-check.return-path: '127.0.0.1' is a loopback address (always routable, "
+     "so it proves nothing about the return path)"},
+    {CLUSTER_MIN "  self-check: { return-path: [10.0.0.1, 10.0.0.1] }\n",
+     "7: cluster.self-check.return-path: duplicate address '10.0.0.1'"},
+    {CLUSTER_MIN "  self-check: { return-path: 10.0.0.0/8 }\n",
+     "7: cluster.self-check.return-path: invalid address '10.0.0.0/8' (expected an IP "
+     "address)"},
+    {CLUSTER_MIN "  drain: { quiet: 30s }\n",
+     "7: cluster.drain: quiet 30s must be less than timeout 30s"},
+    {CLUSTER_MIN "  drain: { timeout: 10ms }\n",
+     "7: cluster.drain.timeout: 10ms is below the minimum 100ms"},
+    {CLUSTER_MIN "  node-id: n2\n",
+     "7: duplicate key 'node-id' in section 'cluster' (first at line 5)"},
+    {CLUSTER_MIN "cluster:\n  node-id: n2\n", "7: duplicate section 'cluster' (first at line 4)"},
+    {"server:\n  identity: \"tab\\there\"\n" CLUSTER_MIN,
+     "5: server.identity: 'tab\there' may only contain printable ASCII characters"},
+};
+
+static void test_cluster_errors(void)
+{
+	char err[1024], text[1024];
+	for (size_t i = 0; i < sizeof(cluster_error_rows) / sizeof(cluster_error_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		snprintf(text, sizeof(text), "%s%s", zones_text, cluster_error_rows[i].text);
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		CHECK(ret == STEER_ECONF && !c && strcmp(line, cluster_error_rows[i].error) == 0,
+		      "cluster row %zu -> \"%s\" expected \"%s\"", i, line,
+		      cluster_error_rows[i].error);
+		conf_free(c);
+	}
+	/* 64 service addresses, not 65 */
+	static char many[4096];
+	for (int extra = 0; extra < 2; extra++) {
+		size_t used = (size_t)snprintf(many, sizeof(many),
+		                               ZONES_TEXT "cluster:\n  node-id: n1\n"
+		                                          "  service-addresses:\n");
+		for (int i = 0; i < 64 + extra; i++)
+			used += (size_t)snprintf(many + used, sizeof(many) - used,
+			                         "    - 192.0.2.%d\n", i + 1);
+		conf_t *c = NULL;
+		const char *msg;
+		int ret = load_text(many, &c, err, sizeof(err), &msg);
+		CHECK(extra
+		          ? ret == STEER_ECONF &&
+		                strcmp(msg, "cluster.service-addresses: at most 64 addresses") == 0
+		          : ret == 0 && c->cluster.n_service == 64,
+		      "%d service addresses: %s", 64 + extra, ret ? msg : "ok");
+		conf_free(c);
+	}
+}
+
+/* Every cluster key is restart-only, and reported by its full name. */
+static void test_cluster_restart(void)
+{
+	static const struct {
+		const char *text; /* the cluster keys after CLUSTER_MIN */
+		const char *changes;
+	} rows[] = {
+	    {"", ""},
+	    {"  announce: bird\n  bird: { protocol: vip }\n",
+	     "cluster.announce,cluster.bird.protocol"},
+	    {"  unicast: 10.0.0.1\n  interface: vip9\n", "cluster.interface,cluster.unicast"},
+	    {"  self-check: { hold-down: 5s, routes: off, return-path: 10.9.9.9 }\n",
+	     "cluster.self-check.hold-down,cluster.self-check.routes,"
+	     "cluster.self-check.return-path"},
+	    {"  liveness-timeout: 400ms\n  drain: { quiet: 1s }\n  frr: { table: 100 }\n",
+	     "cluster.liveness-timeout,cluster.frr.table,cluster.drain.quiet"},
+	};
+	char err[1024], text[1024], buf[512];
+	const char *msg;
+	conf_t *base = NULL, *none = NULL;
+	int ret = load_text(ZONES_TEXT CLUSTER_MIN, &base, err, sizeof(err), &msg);
+	ret |= load_text(ZONES_TEXT, &none, err, sizeof(err), &msg);
+	CHECK(ret == 0, "restart base configs load: %s", err);
+	for (size_t i = 0; ret == 0 && i < sizeof(rows) / sizeof(rows[0]); i++) {
+		conf_t *c = NULL;
+		snprintf(text, sizeof(text), ZONES_TEXT CLUSTER_MIN "%s", rows[i].text);
+		int r = load_text(text, &c, err, sizeof(err), &msg);
+		CHECK(r == 0, "restart row %zu loads: %s", i, err);
+		if (r != 0)
+			continue;
+		conf_restart_only_changes(base, c, buf, sizeof(buf));
+		CHECK(strcmp(buf, rows[i].changes) == 0, "restart row %zu: \"%s\" expected \"%s\"",
+		      i, buf, rows[i].changes);
+		conf_free(c);
+	}
+	conf_t *c = NULL;
+	if (ret == 0 && load_text(ZONES_TEXT "cluster:\n  node-id: n2\n  service-addresses: "
+	                                     "[192.0.2.53, 192.0.2.54]\n",
+	                          &c, err, sizeof(err), &msg) == 0) {
+		conf_restart_only_changes(base, c, buf, sizeof(buf));
+		CHECK(strcmp(buf, "cluster.node-id,cluster.service-addresses") == 0,
+		      "node id and addresses: \"%s\"", buf);
+	}
+	conf_free(c);
+	if (ret == 0) {
+		conf_restart_only_changes(none, base, buf, sizeof(buf));
+		CHECK(strcmp(buf, "cluster") == 0, "a cluster section added: \"%s\"", buf);
+		conf_restart_only_changes(base, none, buf, sizeof(buf));
+		CHECK(strcmp(buf, "cluster") == 0, "a cluster section removed: \"%s\"", buf);
+	}
+	/* the identity answers are data: they follow a reload */
+	c = NULL;
+	if (ret == 0 && load_text("server: { identity: other }\n" ZONES_TEXT CLUSTER_MIN, &c, err,
+	                          sizeof(err), &msg) == 0) {
+		conf_restart_only_changes(base, c, buf, sizeof(buf));
+		CHECK(strcmp(buf, "") == 0 && str_eq(conf_identity(c), "other"),
+		      "server.identity reloads: \"%s\"", buf);
+	}
+	conf_free(c);
+	conf_free(base);
+	conf_free(none);
 }
 
 int main(void)
@@ -1685,6 +2056,9 @@ int main(void)
 	test_add_forward();
 	test_add_allow_recursion();
 	test_restart_changes();
+	test_cluster();
+	test_cluster_errors();
+	test_cluster_restart();
 	test_reference();
 	return unit_finish("test_conf");
 }

@@ -490,6 +490,62 @@ static int rec_cache_flush(void *ctx, const char *name, json_t **data, char *err
 	return rec_filter(ctx, "cache flush", name, data);
 }
 
+static int rec_plain(void *ctx, const char *what, json_t **data)
+{
+	rec_t *r = ctx;
+	snprintf(r->did, sizeof(r->did), "%s", what);
+	return rec_reply(r, data);
+}
+
+static int rec_cluster(void *ctx, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_plain(ctx, "cluster", data);
+}
+
+static int rec_cluster_health(void *ctx, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_plain(ctx, "cluster health", data);
+}
+
+static int rec_cluster_config(void *ctx, const char *daemon, const char *const *opts, size_t n_opts,
+                              json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	rec_t *r = ctx;
+	int len = snprintf(r->did, sizeof(r->did), "config %s", daemon);
+	for (size_t i = 0; i < n_opts && len > 0 && (size_t)len < sizeof(r->did); i++)
+		len += snprintf(r->did + len, sizeof(r->did) - (size_t)len, " %s", opts[i]);
+	return rec_reply(r, data);
+}
+
+static int rec_cluster_notify(void *ctx, const char *state, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_filter(ctx, "notify", state, data);
+}
+
+static int rec_drain(void *ctx, unsigned timeout_ms, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	rec_t *r = ctx;
+	snprintf(r->did, sizeof(r->did), "drain %u", timeout_ms);
+	return rec_reply(r, data);
+}
+
+static int rec_undrain(void *ctx, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return rec_plain(ctx, "undrain", data);
+}
+
 static int rec_override(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
                         size_t errlen)
 {
@@ -525,7 +581,13 @@ static ctl_backend_t rec_backend(rec_t *r)
 	                       .maps = rec_maps,
 	                       .upstreams = rec_upstreams,
 	                       .cache = rec_cache,
-	                       .cache_flush = rec_cache_flush};
+	                       .cache_flush = rec_cache_flush,
+	                       .cluster = rec_cluster,
+	                       .cluster_health = rec_cluster_health,
+	                       .cluster_config = rec_cluster_config,
+	                       .cluster_notify = rec_cluster_notify,
+	                       .drain = rec_drain,
+	                       .undrain = rec_undrain};
 }
 
 static void test_dispatch(void)
@@ -594,7 +656,7 @@ static void test_dispatch(void)
 	     0,
 	     STEER_EINVAL,
 	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
-	     "monitors, maps, override, upstreams, cache)"},
+	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain)"},
 	    {"upstreams", {NULL}, 0, 0, "upstreams -"},
 	    {"upstreams", {"link*", NULL}, 0, 0, "upstreams link*"},
 	    {"upstreams", {"a", "b", NULL}, 0, STEER_EINVAL, "usage: upstreams [PATTERN]"},
@@ -631,6 +693,36 @@ static void test_dispatch(void)
 	     "changes"},
 	    {"override", {"list", NULL}, CTL_DISPATCH_READ_ONLY, 0, "override_list"},
 	    {"health", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "health -"},
+	    {"cluster", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "cluster"},
+	    {"cluster", {"health", NULL}, CTL_DISPATCH_READ_ONLY, 0, "cluster health"},
+	    {"cluster", {"bird-config", NULL}, 0, 0, "config bird"},
+	    {"cluster",
+	     {"frr-config", "ospf", "area=1", NULL},
+	     CTL_DISPATCH_READ_ONLY,
+	     0,
+	     "config frr ospf area=1"},
+	    {"cluster", {"notify", "MASTER", NULL}, 0, 0, "notify master"},
+	    {"cluster",
+	     {"notify", "primary", NULL},
+	     0,
+	     STEER_EINVAL,
+	     "master, backup, fault or stop"},
+	    {"cluster",
+	     {"notify", "master", NULL},
+	     CTL_DISPATCH_READ_ONLY,
+	     STEER_EACCES,
+	     "'cluster notify' changes the server"},
+	    {"cluster", {"frob", NULL}, 0, STEER_EINVAL, "usage: cluster |"},
+	    {"drain", {NULL}, 0, 0, "drain 0"},
+	    {"drain", {"2s", NULL}, 0, 0, "drain 2000"},
+	    {"drain", {"1500ms", NULL}, 0, 0, "drain 1500"},
+	    {"drain", {"2m", NULL}, 0, 0, "drain 120000"},
+	    {"drain", {"30", NULL}, 0, STEER_EINVAL, "a duration like 500ms"},
+	    {"drain", {"0s", NULL}, 0, STEER_EINVAL, "a duration like 500ms"},
+	    {"drain", {"-1s", NULL}, 0, STEER_EINVAL, "a duration like 500ms"},
+	    {"drain", {NULL}, CTL_DISPATCH_READ_ONLY, STEER_EACCES, "'drain' changes the server"},
+	    {"undrain", {NULL}, 0, 0, "undrain"},
+	    {"undrain", {"x", NULL}, 0, STEER_EINVAL, "'undrain' takes no arguments"},
 	};
 	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
 		rec_t rec;
@@ -683,8 +775,9 @@ static void test_table(void)
 {
 	size_t n;
 	const ctl_command_t *t = ctl_command_table(&n);
-	static const char *const mutating[] = {"reload", "override set", "override clear",
-	                                       "override weight", "cache flush"};
+	static const char *const mutating[] = {"reload",          "override set", "override clear",
+	                                       "override weight", "cache flush",  "cluster notify",
+	                                       "drain",           "undrain"};
 	size_t n_mutating = 0;
 	for (size_t i = 0; i < n; i++) {
 		CHECK(t[i].handler && t[i].summary && t[i].args, "row %zu complete", i);

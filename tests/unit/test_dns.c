@@ -6,6 +6,7 @@
 #include "dns/ecs.h"
 #include "dns/msg.h"
 #include "dns/names.h"
+#include "dns/nsid.h"
 #include "dns/pkt.h"
 #include "dns/wire.h"
 #include "unit.h"
@@ -264,6 +265,32 @@ static void test_ecs(void)
 	}
 }
 
+static void test_nsid(void)
+{
+	uint8_t buf[512];
+	dns_query_t q;
+	size_t len = make_query(buf, 0, 1, "example.test.", DNS_TYPE_A, 0, 1232);
+	CHECK(dns_query_parse(buf, len, &q) == DNS_QUERY_OK && q.has_edns && !q.has_nsid,
+	      "an unknown option is not NSID");
+	/* turn the unknown option into NSID, with and without a payload */
+	buf[len - 4] = 0;
+	buf[len - 3] = DNS_EDNS_OPT_NSID;
+	CHECK(dns_query_parse(buf, len, &q) == DNS_QUERY_OK && q.has_nsid, "empty NSID parsed");
+	memcpy(buf + len, "ab", 2);
+	buf[len - 1] = 2;
+	buf[len - 5] = 6; /* OPT rdlength */
+	CHECK(dns_query_parse(buf, len + 2, &q) == DNS_QUERY_OK && q.has_nsid,
+	      "NSID with a payload is a request too");
+	len = make_query(buf, 0, 1, "example.test.", DNS_TYPE_A, -1, 0);
+	CHECK(dns_query_parse(buf, len, &q) == DNS_QUERY_OK && !q.has_nsid, "no OPT, no NSID");
+	uint8_t out[16];
+	size_t n = dns_nsid_write((const uint8_t *)"n1", 2, out);
+	static const uint8_t want[] = {0, 3, 0, 2, 'n', '1'};
+	CHECK(n == sizeof(want) && memcmp(out, want, n) == 0, "NSID option written");
+	n = dns_nsid_write(NULL, 0, out);
+	CHECK(n == 4 && out[1] == 3 && out[3] == 0, "empty NSID option written");
+}
+
 static void test_names(void)
 {
 	static const struct {
@@ -331,6 +358,7 @@ int main(void)
 	test_query_parse();
 	test_msg_compression();
 	test_ecs();
+	test_nsid();
 	test_names();
 	return unit_finish("test_dns");
 }
