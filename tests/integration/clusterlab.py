@@ -351,10 +351,8 @@ class Node:
 
     def close(self) -> None:
         """Stop steerd and the speaker; remove FRR's folder."""
-        if self.stopped and self.steerd_alive():
-            self.sigcont()
-        if self.steerd:
-            self.steerd.stop()
+        self.stop_steerd()
+        self.lab.problems += self.sanitizer_reports()
         self.stop_speaker()
         if self.frr_dir:
             shutil.rmtree(self.frr_dir, ignore_errors=True)
@@ -421,10 +419,24 @@ class Node:
             self.steerd.kill()
 
     def stop_steerd(self) -> None:
+        """SIGTERM; an exit status other than 0 goes into the lab's problems."""
         if self.steerd:
             if self.stopped:
                 self.sigcont()
+            was_alive = self.steerd.alive()
             self.steerd.stop()
+            rc = self.steerd.proc.returncode
+            if was_alive and rc != 0:
+                self.lab.problems.append(f"steerd on {self.id}: exit status {rc} after "
+                                         f"SIGTERM: {self.log()[-2000:]}")
+
+    def sanitizer_reports(self) -> list[str]:
+        """Sanitizer reports in this node's steerd log (every steerd it ran appends to it)."""
+        try:
+            log = (self.dir / "steerd.log").read_text(errors="replace")
+        except OSError:
+            return []
+        return [f"steerd on {self.id}: {m}" for m in fwdlab.SANITIZER_MARKERS if m in log]
 
     def sigstop(self) -> None:
         os.kill(self.steerd.pid, signal.SIGSTOP)
@@ -509,6 +521,9 @@ class Lab:
         self.nodes: dict[int, Node] = {}
         self.active: list[tuple[str, int]] = []  # faults applied and not healed
         self.monitor: Monitor | None = None
+        # What went wrong with a steerd on the way (exit status after SIGTERM, sanitizer
+        # reports, the latter collected at close()): a test's teardown checks it is empty.
+        self.problems: list[str] = []
 
     def __enter__(self) -> "Lab":
         self.build()

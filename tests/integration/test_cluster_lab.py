@@ -59,6 +59,8 @@ def built(tmp_path_factory, variant, speaker="bird", method=None):
         yield lab
     finally:
         labs.close()  # the lab's own finally: processes stopped, namespaces removed
+    # Every steerd stopped by SIGTERM exited 0, and none printed a sanitizer report.
+    assert not lab.problems, lab.problems
 
 
 @pytest.fixture(scope="module")

@@ -135,23 +135,26 @@ static void test_routes(void)
 	CHECK(nl_route_set(&a4, "skp0", 255, true, err, sizeof(err)) == STEER_EINVAL,
 	      "local table refused");
 
-	/* local routes of ours, beside the kernel's own for the holder's address (which IPv6
-	 * adds from a work queue after the link came up: wait for it) */
-	for (int i = 0; i < 200 && !strstr(local_routes(), "2001:db8::53 dev skp0 proto kernel");
+	/*
+	 * Local routes of ours, beside the kernel's own for the holder's address when it has one:
+	 * IPv6 adds it from a work queue after the link came up, and after a quick down/up it
+	 * sometimes does not come back at all (which is what our route is for).
+	 */
+	for (int i = 0; i < 100 && !strstr(local_routes(), "2001:db8::53 dev skp0 proto kernel");
 	     i++)
 		usleep(10000);
+	bool kernels = strstr(local_routes(), "2001:db8::53 dev skp0 proto kernel") != NULL;
 	for (int i = 0; i < 2; i++)
 		CHECK(nl_local_route_set(&a6, true, err, sizeof(err)) == 0, "local v6: %s", err);
 	const char *loc = local_routes();
 	CHECK(strstr(loc, "local 2001:db8::53 dev lo proto 53") != NULL, "ours: %s", loc);
-	CHECK(strstr(loc, "local 2001:db8::53 dev skp0 proto kernel") != NULL, "kernel's: %s", loc);
 	for (int i = 0; i < 2; i++)
 		CHECK(nl_local_route_set(&a6, false, err, sizeof(err)) == 0, "del local v6: %s",
 		      err);
 	loc = local_routes();
 	CHECK(strstr(loc, "dev lo proto 53") == NULL, "ours gone: %s", loc);
-	CHECK(strstr(loc, "local 2001:db8::53 dev skp0 proto kernel") != NULL, "kernel's kept: %s",
-	      loc);
+	CHECK(!kernels || strstr(loc, "local 2001:db8::53 dev skp0 proto kernel") != NULL,
+	      "the kernel's own kept: %s", loc);
 }
 
 static void expect_check(int family, const char *dst, const char *src, int want,
@@ -171,6 +174,20 @@ static void expect_check(int family, const char *dst, const char *src, int want,
 		      why_has);
 }
 
+/* Carrier changes reach the routes through the kernel's link watch, up to a second later. */
+static void settle_check(int family, const char *dst, int want)
+{
+	char why[256];
+	steer_sockaddr_t d;
+	if (dst)
+		d = addr(dst);
+	for (int i = 0; i < 200; i++) {
+		if (nl_route_check(family, dst ? &d : NULL, NULL, why, sizeof(why)) == want)
+			return;
+		usleep(10000);
+	}
+}
+
 static void test_route_check(void)
 {
 	expect_check(AF_INET, NULL, NULL, 0, "no IPv4 default route", __LINE__);
@@ -181,6 +198,8 @@ static void test_route_check(void)
 	         "skpv1 up && ip route add default via 10.9.0.2 && ip -6 addr add fd00::1/64 dev "
 	         "skpv0 nodad && ip -6 route add default via fd00::2 dev skpv0") == 0,
 	      "veth with default routes");
+	settle_check(AF_INET, NULL, 1);
+	settle_check(AF_INET6, NULL, 1);
 	expect_check(AF_INET, NULL, NULL, 1, NULL, __LINE__);
 	expect_check(AF_INET6, NULL, NULL, 1, NULL, __LINE__);
 	expect_check(AF_INET, "198.51.100.1", NULL, 1, NULL, __LINE__);
@@ -190,10 +209,13 @@ static void test_route_check(void)
 
 	/* the link's far end goes: the route stays in the table but leads nowhere */
 	CHECK(sh("ip link set skpv1 down") == 0, "peer down");
+	settle_check(AF_INET, NULL, 0);
+	settle_check(AF_INET6, NULL, 0);
 	expect_check(AF_INET, NULL, NULL, 0, "skpv0", __LINE__);
 	expect_check(AF_INET6, NULL, NULL, 0, "skpv0", __LINE__);
 	expect_check(AF_INET, "198.51.100.1", NULL, 0, "skpv0", __LINE__);
 	CHECK(sh("ip link set skpv1 up") == 0, "peer up");
+	settle_check(AF_INET, NULL, 1);
 	expect_check(AF_INET, NULL, NULL, 1, NULL, __LINE__);
 
 	CHECK(sh("ip route replace unreachable default") == 0, "unreachable default");
