@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
  * loaded machine can delay that wake-up, so a shorter bound would call idle threads stalled. */
 #define CLUSTER_THREAD_AGE_INTERVALS 2
 #define CLUSTER_THREAD_AGE_MIN_MS    300
+/* The cluster thread's SCHED_RR priority: the lowest real-time one, above every normal thread. */
+#define CLUSTER_RT_PRIORITY 1
 /* The shortest heartbeat period: a lower liveness timeout is a misconfiguration the keeper
  * cannot honour anyway. */
 #define CLUSTER_HEARTBEAT_MIN_MS 10
@@ -535,6 +538,17 @@ int cluster_start(cluster_t *c)
 		return -ret;
 	}
 	pthread_setname_np(c->thread, "steer-cluster");
+	/*
+	 * Above every query thread: on a node whose workers saturate the CPUs, a starved
+	 * heartbeat would make the keeper withdraw a node that only is busy, and move its load
+	 * onto the others. The thread sleeps between rounds and works for microseconds.
+	 */
+	struct sched_param rt = {.sched_priority = CLUSTER_RT_PRIORITY};
+	int rt_ret = pthread_setschedparam(c->thread, SCHED_RR, &rt);
+	if (rt_ret != 0)
+		log_warn("cluster: the cluster thread runs without real-time priority (%s): a busy "
+		         "node may miss heartbeats",
+		         strerror(rt_ret));
 	c->thread_started = true;
 	pthread_mutex_lock(&c->lock);
 	c->running = true;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -336,6 +337,10 @@ static void keeper_detach(int fd)
 			log_debug("cluster keeper: oom_score_adj: %s", strerror(errno));
 		close(oom);
 	}
+	/* A withdraw must not wait behind steerd's busy workers for the CPU. */
+	struct sched_param rt = {.sched_priority = 1};
+	if (sched_setscheduler(0, SCHED_RR, &rt) != 0)
+		log_debug("cluster keeper: no real-time priority: %s", strerror(errno));
 }
 
 static STEER_NORETURN void keeper_main(int fd, const conf_cluster_t *cc)

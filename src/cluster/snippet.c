@@ -289,12 +289,14 @@ static void frr_filters(FILE *f, const conf_cluster_t *cc)
 		else
 			seq6 += 5;
 	}
+	/* One origin whatever the method: redistributed routes are "incomplete", `network`
+	 * ones IGP, and a router only merges equal origins into one multipath route. */
 	if (has_family(cc, AF_INET))
 		fprintf(f, "!\nroute-map STEER-SERVICE permit 10\n match ip address prefix-list "
-		           "STEER-SERVICE\nexit\n");
+		           "STEER-SERVICE\n set origin igp\nexit\n");
 	if (has_family(cc, AF_INET6))
 		fprintf(f, "!\nroute-map STEER-SERVICE6 permit 10\n match ipv6 address prefix-list "
-		           "STEER-SERVICE6\nexit\n");
+		           "STEER-SERVICE6\n set origin igp\nexit\n");
 	fprintf(f, "!\n");
 }
 

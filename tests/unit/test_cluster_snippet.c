@@ -87,7 +87,7 @@ static void test_content(void)
 	     "frr",
 	     "peer=10.53.0.1 bfd-interval=50 bfd-multiplier=4",
 	     {"redistribute kernel route-map STEER-SERVICE", "neighbor 10.53.0.1 bfd profile steer",
-	      "receive-interval 50", "bgp graceful-restart-disable"}},
+	      "receive-interval 50", " set origin igp\n"}},
 	    {CONF_ANNOUNCE_INTERFACE,
 	     "frr",
 	     "peer=10.53.0.1 peer=2001:db8:1::1",
