@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fwdlab  # noqa: E402
+from fwdload import qwire, txt_strings  # noqa: E402
 
 TIMEOUT = 1.0  # a client gives up after this: a later answer is a loss
 SERVICE = "192.0.2.53"
@@ -39,35 +40,9 @@ CLIENT = "10.99.0.2"
 IDENTITY = {"chaos": ("id.server", 16, 3), "zone": ("node.cluster.lab", 16, 1)}
 
 
-def qwire(qid: int, qname: str, qtype: int, qclass: int) -> tuple[bytes, bytes]:
-    """A query (RD clear: an authoritative question), and its question section."""
-    q = b"".join(bytes([len(label)]) + label.encode() for label in qname.split(".")) + b"\0"
-    question = q + struct.pack("!HH", qtype, qclass)
-    return struct.pack("!HHHHHH", qid, 0, 1, 0, 0, 0) + question, question
-
-
 def txt_first(reply: bytes, qlen: int) -> str | None:
     """The first string of the first TXT record in the answer section, or None."""
-    try:
-        ancount = struct.unpack_from("!H", reply, 6)[0]
-        off = 12 + qlen
-        for _ in range(ancount):
-            while True:  # owner: labels, or a pointer that ends them
-                b = reply[off]
-                if b & 0xC0 == 0xC0:
-                    off += 2
-                    break
-                off += 1 + b
-                if b == 0:
-                    break
-            rtype, _, _, rdlen = struct.unpack_from("!HHIH", reply, off)
-            off += 10
-            if rtype == 16 and rdlen >= 1:
-                return reply[off + 1:off + 1 + reply[off]].decode(errors="replace")
-            off += rdlen
-    except (IndexError, struct.error):
-        pass
-    return None
+    return next(txt_strings(reply, qlen), None)
 
 
 def run_load(netns: str, server: str, rate: float, duration: float, *, sockets: int = 128,
@@ -103,7 +78,7 @@ def run_load(netns: str, server: str, rate: float, duration: float, *, sockets: 
         while i < total and t0 + i / rate <= now:
             k = i % sockets
             qid = (i // sockets) & 0xFFFF
-            pkt, question = qwire(qid, qname, qtype, qclass)
+            pkt, question = qwire(qid, qname, qtype, rd=False, qclass=qclass)
             t = time.monotonic()
             records.append([k, t - t0, None, None, None])
             try:

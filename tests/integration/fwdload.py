@@ -41,15 +41,18 @@ MIX = (40, 20, 25, 15)
 TIMEOUT = 1.0  # a client gives up after this: a later answer is a failure
 
 
-def qwire(qid: int, qname: str, qtype: int) -> tuple[bytes, bytes]:
-    """A query with RD set, and its question section (to match the answer's)."""
+def qwire(qid: int, qname: str, qtype: int, *, rd: bool = True,
+          qclass: int = 1) -> tuple[bytes, bytes]:
+    """A query (RD set unless @rd is false), and its question section (to match the
+    answer's)."""
     q = b"".join(bytes([len(label)]) + label.encode() for label in qname.split(".")) + b"\0"
-    question = q + struct.pack("!HH", qtype, 1)
-    return struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + question, question
+    question = q + struct.pack("!HH", qtype, qclass)
+    return struct.pack("!HHHHHH", qid, 0x0100 if rd else 0, 1, 0, 0, 0) + question, question
 
 
-def txt_link(reply: bytes, qlen: int) -> int:
-    """The N of the first TXT "linkN" in the answer section, 0 if none."""
+def txt_strings(reply: bytes, qlen: int):
+    """The first string of each TXT record in the answer section, in order (a reply that
+    does not walk ends the list)."""
     try:
         ancount = struct.unpack_from("!H", reply, 6)[0]
         off = 12 + qlen
@@ -65,13 +68,18 @@ def txt_link(reply: bytes, qlen: int) -> int:
                     break
             rtype, _, _, rdlen = struct.unpack_from("!HHIH", reply, off)
             off += 10
-            if rtype == 16 and rdlen > 1:
-                text = reply[off + 1:off + 1 + reply[off]].decode(errors="replace")
-                if text.startswith("link") and text[4:].isdigit():
-                    return int(text[4:])
+            if rtype == 16 and rdlen >= 1:
+                yield reply[off + 1:off + 1 + reply[off]].decode(errors="replace")
             off += rdlen
     except (IndexError, struct.error):
-        pass
+        return
+
+
+def txt_link(reply: bytes, qlen: int) -> int:
+    """The N of the first TXT "linkN" in the answer section, 0 if none."""
+    for text in txt_strings(reply, qlen):
+        if text.startswith("link") and text[4:].isdigit():
+            return int(text[4:])
     return 0
 
 
