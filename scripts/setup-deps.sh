@@ -10,7 +10,8 @@
 set -eu
 
 RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev libyaml-dev
-	libev-dev libjansson-dev libmaxminddb-dev libcurl4-openssl-dev knot-dnsutils"
+	libev-dev libjansson-dev libmaxminddb-dev libcurl4-openssl-dev knot-dnsutils
+	libmicrohttpd-dev libfstrm-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev"
 # The tests: clang for the libFuzzer targets, the reference server and clients of the
 # differential and integration tests, unbound (the ECS resolver of the GSLB test) and iproute2
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).
@@ -18,9 +19,13 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # hierarchy, nftables for the drop and loss faults, dnsdist as a peer forwarder.
 # The cluster lab (tests/integration/clusterlab.py): BIRD 2 and FRR as routers and node
 # speakers, keepalived for the VRRP pair.
+# Operations: Prometheus scrapes /metrics, dnstap-read (bind9-dnsutils) and fstrm_capture read
+# the dnstap log, headless Chromium (driven over the DevTools protocol with python3-websocket)
+# loads the status page.
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
 	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
-	unbound nginx-light openssl nftables dnsdist bird2 frr keepalived"
+	unbound nginx-light openssl nftables dnsdist bird2 frr keepalived prometheus fstrm-bin
+	chromium python3-websocket"
 
 level=${1:-}
 case "$level" in

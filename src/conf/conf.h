@@ -250,6 +250,61 @@ typedef struct {
 	unsigned line;
 } conf_cluster_t;
 
+/* ---- operations (`http`, `dnstap`, `stats-snapshots`, `alerts`, `decision-log`) ---- */
+
+/* The HTTP front end: the control commands as a JSON API, /metrics and the status page. */
+typedef struct {
+	steer_sockaddr_t *listen; /* empty = no HTTP server (the default) */
+	size_t n_listen;
+	char *token_file;    /* the bearer token of mutating calls (first line); NULL = none, and
+	                      * then mutating calls are refused over HTTP */
+	bool read_only_open; /* GET /metrics, /, /api/v1/<read-only> without a token; default
+	                      * true */
+	unsigned line;
+} conf_http_t;
+
+/* dnstap message kinds (conf_dnstap_t.messages, a bit set). */
+#define CONF_DNSTAP_AUTH_QUERY         0x01u /* queries to our zones, as received */
+#define CONF_DNSTAP_AUTH_RESPONSE      0x02u /* our answers to them */
+#define CONF_DNSTAP_CLIENT_QUERY       0x04u /* recursive queries from allowed clients */
+#define CONF_DNSTAP_CLIENT_RESPONSE    0x08u /* our answers to them (cache or upstream) */
+#define CONF_DNSTAP_FORWARDER_QUERY    0x10u /* the forwarder's queries to its upstreams */
+#define CONF_DNSTAP_FORWARDER_RESPONSE 0x20u /* the upstreams' responses */
+
+/* The dnstap query log (libfstrm + protobuf-c): a UNIX socket or a file. */
+typedef struct {
+	bool enabled;     /* a socket or a file is set */
+	char *socket;     /* a Frame Streams reader's UNIX socket (fstrm_capture, dnstap-read) */
+	char *file;       /* or a file, written by steerd itself; exactly one of the two */
+	unsigned messages; /* CONF_DNSTAP_* bits; default auth-query | auth-response */
+	unsigned sample;   /* log every Nth query (with its response), default 1 = all */
+	unsigned queue;    /* messages each thread's queue holds before it drops, default 16384 */
+	unsigned line;
+} conf_dnstap_t;
+
+/* Statistics snapshots: the `stats` counters appended as one JSON line per interval. */
+typedef struct {
+	char *file;        /* NULL = off */
+	unsigned interval; /* ms, default 5 minutes */
+	unsigned line;
+} conf_snapshots_t;
+
+/* One alert destination: state changes are POSTed to the webhook or passed to the command. */
+typedef struct {
+	char *webhook;     /* http:// or https:// URL; NULL when exec is set */
+	char *exec;        /* a command (absolute path, run without a shell); NULL when webhook */
+	unsigned timeout;  /* ms a delivery may take, default 5s */
+	unsigned retries;  /* further attempts after a failed one, default 3 (1 s, 2 s, 4 s ...) */
+	unsigned line;
+} conf_alert_t;
+
+/* The sampled GSLB decision log: one JSON line per sampled decision, with its reasons. */
+typedef struct {
+	char *file;      /* NULL = off */
+	unsigned sample; /* every Nth GSLB decision, default 1000 */
+	unsigned line;
+} conf_decision_log_t;
+
 typedef struct {
 	char *path; /* the config file, NULL in quick mode (command-line zones) */
 
@@ -301,6 +356,14 @@ typedef struct {
 
 	/* cluster node: */
 	conf_cluster_t cluster;
+
+	/* operations: */
+	conf_http_t http;
+	conf_dnstap_t dnstap;
+	conf_snapshots_t snapshots;
+	conf_alert_t *alerts;
+	size_t n_alerts;
+	conf_decision_log_t decision_log;
 } conf_t;
 
 /** A configuration with every default and no zones (quick mode starts from this). */
