@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "base/compiler.h"
 #include "gslb/health.h"
 
@@ -29,6 +31,9 @@ void alerting_health(struct server *s, const gslb_health_t *before, const gslb_h
 
 /** A reload finished: @p ok, or failed with @p err. */
 void alerting_reload(struct server *s, bool ok, const char *err) STEER_NONNULL(1);
+
+/** The alert counters for the stats command (zeros without alerts). Caller owns it. */
+json_t *alerting_stats_json(const struct server *s) STEER_NONNULL(1);
 
 /** Stop polling and delivering (pending deliveries are dropped) and free it all. Safe twice. */
 void alerting_stop(struct server *s) STEER_NONNULL(1);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "daemon/alerting.h"
 #include "daemon/server.h"
 #include "dns/names.h"
 
@@ -259,6 +260,7 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
+	json_object_set_new(*data, "alerts", alerting_stats_json(s));
 	return 0;
 }
 

@@ -23,10 +23,12 @@
 #include "daemon/events.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
+#include "daemon/snapshots.h"
 #include "fwd/engine.h"
 #include "gslb/admin.h"
 #include "gslb/view.h"
 #include "net/net.h"
+#include "ops/alerts.h"
 #include "zone/zone_set.h"
 
 /* Room for the errors of one load or reload: one "file:line: message" line per bad zone. */
@@ -98,9 +100,12 @@ typedef struct server {
 	health_engine_t *engine;
 	monitor_plan_t *plan;
 	ev_prepare publish_w;
-	bool health_dirty; /* a check changed since the last publish */
-	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
-	events_t events;   /* state changes: log lines, the ring of `steerctl events`, alerts */
+	bool health_dirty;     /* a check changed since the last publish */
+	node_t node;           /* the cluster node: keeper and self-check (cluster: section) */
+	events_t events;       /* state changes: log lines, the ring of `steerctl events`, alerts */
+	alerts_t *alerts;      /* the alert destinations; NULL without `alerts:` */
+	char *alerts_sig;      /* the alert list they were built from (daemon/alerting.c); owned */
+	snapshots_t snapshots; /* stats-snapshots: */
 } server_t;
 
 /**
