@@ -20,7 +20,6 @@ void alerting_init(server_t *s)
 {
 	events_init(&s->events);
 	s->alerts = NULL;
-	s->alerts_sig = NULL;
 	memset(&s->snapshots, 0, sizeof(s->snapshots));
 }
 
@@ -86,26 +85,6 @@ static void to_alerts(const event_t *e, void *ctx)
 	alerts_send(s->alerts, &ae);
 }
 
-/* What the alert list of @p conf is, to tell whether a reload changed it. */
-static char *alerts_signature(const conf_t *conf)
-{
-	size_t len = 1;
-	for (size_t i = 0; i < conf->n_alerts; i++) {
-		const conf_alert_t *ca = &conf->alerts[i];
-		len +=
-		    strlen(ca->webhook ? ca->webhook : "") + strlen(ca->exec ? ca->exec : "") + 48;
-	}
-	char *sig = xcalloc(1, len);
-	size_t used = 0;
-	for (size_t i = 0; i < conf->n_alerts; i++) {
-		const conf_alert_t *ca = &conf->alerts[i];
-		used += (size_t)snprintf(sig + used, len - used, "%s|%s|%u|%u\n",
-		                         ca->webhook ? ca->webhook : "", ca->exec ? ca->exec : "",
-		                         ca->timeout, ca->retries);
-	}
-	return sig;
-}
-
 /* Destinations for @p conf's alert list (NULL when it is empty). */
 static int alerts_build(const server_t *s, const conf_t *conf, const char *node, alerts_t **out,
                         char *err, size_t errlen)
@@ -143,11 +122,11 @@ int alerting_start(server_t *s, char *err, size_t errlen)
 {
 	char node[64];
 	node_name(s, node, sizeof(node));
-	const conf_t *conf = s->conf;
+	/* alerts and snapshots apply on restart: a reload reports their changes as such */
+	const conf_t *conf = s->boot_conf;
 	int ret = alerts_build(s, conf, node, &s->alerts, err, errlen);
 	if (ret != 0)
 		return ret;
-	s->alerts_sig = alerts_signature(conf);
 	events_set_sink(&s->events, to_alerts, s);
 	if (conf->snapshots.file) {
 		ret =
@@ -162,36 +141,8 @@ int alerting_start(server_t *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* A reload that changed the alert list replaces the destinations (what they still held is
- * dropped, logged with its count); a broken new list keeps the old one. */
-static void alerts_reconfigure(server_t *s)
-{
-	if (s->alerts_sig == NULL)
-		return; /* not started */
-	char *sig = alerts_signature(s->conf);
-	if (strcmp(sig, s->alerts_sig) == 0) {
-		free(sig);
-		return;
-	}
-	char node[64], err[512];
-	node_name(s, node, sizeof(node));
-	alerts_t *next = NULL;
-	if (alerts_build(s, s->conf, node, &next, err, sizeof(err)) != 0) {
-		log_err("reload: alerts unchanged: %s", err);
-		free(sig);
-		return;
-	}
-	alerts_free(s->alerts);
-	s->alerts = next;
-	free(s->alerts_sig);
-	s->alerts_sig = sig;
-	log_info("reload: alerts: %zu destination(s)", s->conf->n_alerts);
-}
-
 void alerting_reload(server_t *s, bool ok, const char *err)
 {
-	if (ok)
-		alerts_reconfigure(s);
 	events_reload(&s->events, ok, s->opts.config_path, err);
 }
 
@@ -209,6 +160,4 @@ void alerting_stop(server_t *s)
 	snapshots_stop(&s->snapshots);
 	alerts_free(s->alerts);
 	s->alerts = NULL;
-	free(s->alerts_sig);
-	s->alerts_sig = NULL;
 }

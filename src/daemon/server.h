@@ -104,7 +104,6 @@ typedef struct server {
 	node_t node;           /* the cluster node: keeper and self-check (cluster: section) */
 	events_t events;       /* state changes: log lines, the ring of `steerctl events`, alerts */
 	alerts_t *alerts;      /* the alert destinations; NULL without `alerts:` */
-	char *alerts_sig;      /* the alert list they were built from (daemon/alerting.c); owned */
 	snapshots_t snapshots; /* stats-snapshots: */
 } server_t;
 

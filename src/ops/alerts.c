@@ -309,24 +309,6 @@ static void dest_kick(alert_dest_t *d)
 
 /* ---- destinations ---------------------------------------------------------------------- */
 
-/* "/usr/local/bin/hook --quiet" -> {"/usr/local/bin/hook", "--quiet", NULL}. */
-static char **split_blanks(const char *text)
-{
-	char **argv = xcalloc(strlen(text) / 2 + 2, sizeof(*argv));
-	size_t n = 0;
-	for (const char *p = text; *p;) {
-		p += strspn(p, " \t");
-		size_t len = strcspn(p, " \t");
-		if (len == 0)
-			break;
-		argv[n] = xmalloc(len + 1);
-		memcpy(argv[n], p, len);
-		argv[n++][len] = '\0';
-		p += len;
-	}
-	return argv;
-}
-
 static int dest_init(alerts_t *a, alert_dest_t *d, const alert_dest_def_t *def, char *err,
                      size_t errlen)
 {
@@ -355,8 +337,9 @@ static int dest_init(alerts_t *a, alert_dest_t *d, const alert_dest_def_t *def, 
 	}
 	d->is_exec = true;
 	d->target = xstrdup(def->exec);
-	d->argv = split_blanks(def->exec);
-	if (d->argv[0] == NULL || d->argv[0][0] != '/') {
+	d->argv = xcalloc(2, sizeof(*d->argv));
+	d->argv[0] = xstrdup(def->exec);
+	if (d->argv[0][0] != '/') {
 		snprintf(err, errlen, "alert exec '%s': want an absolute path", def->exec);
 		return STEER_EINVAL;
 	}
