@@ -118,22 +118,27 @@ static json_t *snapshot_stats(void *ctx)
 	return data;
 }
 
-int alerting_start(server_t *s, char *err, size_t errlen)
+int alerting_start(server_t *s)
 {
-	char node[64];
+	char node[64], err[512];
+	size_t errlen = sizeof(err);
 	node_name(s, node, sizeof(node));
 	/* alerts and snapshots apply on restart: a reload reports their changes as such */
 	const conf_t *conf = s->boot_conf;
 	int ret = alerts_build(s, conf, node, &s->alerts, err, errlen);
-	if (ret != 0)
+	if (ret != 0) {
+		log_err("%s", err);
 		return ret;
+	}
 	events_set_sink(&s->events, to_alerts, s);
 	if (conf->snapshots.file) {
 		ret =
 		    snapshots_start(&s->snapshots, s->loop, conf->snapshots.file,
 		                    conf->snapshots.interval, node, snapshot_stats, s, err, errlen);
-		if (ret != 0)
+		if (ret != 0) {
+			log_err("%s", err);
 			return ret;
+		}
 	}
 	events_watch_start(&s->events, s->loop, s->fwd, s->node.cluster, node, WATCH_INTERVAL_MS);
 	if (conf->n_alerts > 0)
