@@ -284,3 +284,19 @@ echo END >> {out}
     assert out.read_text().split("\n")[:8] == sorted(out.read_text().split("\n")[:8])
     assert "stdin" not in out.read_text()
     wait_for(lambda: srv.ctl_json("stats")["alerts"]["sent"] >= 1, 3, 0.05, "counted")
+
+
+def test_override_is_an_event_with_its_rule(steerd, backends):
+    port = free_port()
+    backends(TcpBackend, "127.0.0.11", port)
+    backends(TcpBackend, "127.0.0.12", port)
+    srv = start(steerd, tcp_config(port))
+    assert srv.ctl("override", "set", "service/*/dc1/*", "down").returncode == 0
+    ev = events(srv)["events"]
+    assert [(e["kind"], e["subject"], e["to"]) for e in ev] == [
+        ("target", TARGET1, "down"), ("datacenter", "datacenter/dc1", "all-down")], ev
+    assert "forced DOWN by override 'service/*/dc1/*'" in ev[0]["reason"], ev[0]
+    assert srv.ctl("override", "clear", "service/*/dc1/*").returncode == 0
+    back = events(srv, "since=2")["events"]
+    assert [(e["kind"], e["to"]) for e in back] == [("target", "up"), ("datacenter", "up")], back
+    assert back[0]["reason"].startswith(f"web@127.0.0.11:{port}: "), back[0]
