@@ -88,3 +88,25 @@ stats-snapshots: {{ file: {tmp_path}/stats.jsonl, interval: 1s }}
     res = run_steerd("-c", str(conf), timeout=20)
     assert res.returncode != 0, res
     assert f"stats-snapshots: {tmp_path}/stats.jsonl: Is a directory" in res.stderr, res.stderr
+
+
+def test_write_errors_are_logged_once_and_retried(steerd, tmp_path):
+    snap = tmp_path / "stats.jsonl"
+    srv = steerd(zones={ZONE: ZONE_TEXT}, config=yaml(f"""stats-snapshots: {{ file: {snap}, interval: 1s }}
+"""))
+    wait_for(lambda: len(lines(snap)) >= 1, 4, 0.1, "a first snapshot")
+    # a rotation gone wrong: a folder where the file was, for three intervals
+    snap.rename(tmp_path / "stats.jsonl.1")
+    for _ in range(3):
+        try:
+            snap.mkdir()
+            break
+        except FileExistsError:  # a snapshot landed between the two calls
+            snap.unlink()
+    wait_for(lambda: "cannot write" in srv.log(), 3, 0.1, "the error")
+    time.sleep(2.2)
+    assert srv.log().count(f"stats-snapshots: cannot write {snap}: Is a directory") == 1, \
+        srv.log()
+    snap.rmdir()
+    wait_for(lambda: len(lines(snap)) >= 1, 3, 0.1, "written again")
+    assert f"stats-snapshots: writing {snap} again" in srv.log(), srv.log()
