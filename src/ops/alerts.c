@@ -241,6 +241,19 @@ static int spawn_command(alert_dest_t *d, const alert_item_t *item, pid_t *pid)
 	return rc;
 }
 
+/*
+ * SIGKILL the command's process group, but only while the command is not reaped: until then
+ * its pid, and so the group id, cannot belong to anybody else. libev's SIGCHLD handler may
+ * have reaped it in this loop iteration already (on_child() is then pending): WNOWAIT asks
+ * without reaping.
+ */
+static void kill_group(pid_t pid)
+{
+	siginfo_t info;
+	if (pid > 0 && waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0)
+		kill(-pid, SIGKILL);
+}
+
 static void on_child(struct ev_loop *loop, ev_child *w, int revents)
 {
 	(void)revents;
@@ -249,8 +262,6 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
 	ev_timer_stop(loop, &d->kill_w);
 	int status = w->rstatus;
 	d->pid = 0;
-	/* what the command left in its group goes too */
-	kill(-w->rpid, SIGKILL);
 	char detail[96];
 	bool ok = false;
 	if (d->timed_out)
@@ -272,8 +283,7 @@ static void on_kill(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	alert_dest_t *d = w->data;
 	d->timed_out = true;
-	if (d->pid > 0)
-		kill(-d->pid, SIGKILL); /* on_child() reports once it is reaped */
+	kill_group(d->pid); /* on_child() reports once it is reaped */
 }
 
 static void exec_start(alert_dest_t *d)
@@ -417,8 +427,7 @@ static void dest_deinit(alerts_t *a, alert_dest_t *d)
 	ev_timer_stop(a->loop, &d->backoff_w);
 	ev_timer_stop(a->loop, &d->kill_w);
 	ev_child_stop(a->loop, &d->child_w);
-	if (d->pid > 0)
-		kill(-d->pid, SIGKILL); /* the loop's SIGCHLD handler reaps it */
+	kill_group(d->pid); /* the loop's SIGCHLD handler reaps it */
 	if (a->http)
 		alert_webhook_cancel(d);
 	if (d->count > 0)
