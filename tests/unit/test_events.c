@@ -249,6 +249,33 @@ static void test_cluster(void)
 	events_deinit(&ev);
 }
 
+/* Whatever a backend answered, the event is valid JSON text. */
+static void test_text_is_cleaned(void)
+{
+	events_t ev;
+	events_init(&ev);
+	static const struct {
+		const char *in, *want;
+	} rows[] = {
+	    {"HTTP 503: caf\xc3\xa9", "HTTP 503: caf\xc3\xa9"}, /* UTF-8 stays */
+	    {"latin-1 caf\xe9!", "latin-1 caf?!"},
+	    {"line\nbreak\ttab\x7f", "line?break?tab?"},
+	    {"overlong \xc0\xaf", "overlong ??"},
+	    {"cut \xe2\x82", "cut ??"},
+	    {"quote \" and \\", "quote \" and \\"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		events_emit(&ev, EVENT_TARGET, "service/x/dc/192.0.2.1", "up", "down", rows[i].in);
+		json_t *l = events_json(&ev, ev.last_seq - 1, 0);
+		const char *reason =
+		    json_string_value(json_object_get(json_array_get(l, 0), "reason"));
+		CHECK(reason && strcmp(reason, rows[i].want) == 0, "row %zu: '%s'", i,
+		      reason ? reason : "(no JSON)");
+		json_decref(l);
+	}
+	events_deinit(&ev);
+}
+
 int main(void)
 {
 	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_ERR); /* the event lines are notices and warnings */
@@ -257,5 +284,6 @@ int main(void)
 	test_reload();
 	test_upstreams_and_links();
 	test_cluster();
+	test_text_is_cleaned();
 	return unit_finish("events");
 }
