@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "daemon/alerting.h"
 #include "daemon/server.h"
 #include "dns/names.h"
 
@@ -259,6 +260,7 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
+	json_object_set_new(*data, "alerts", alerting_stats_json(s));
 	return 0;
 }
 
@@ -725,6 +727,17 @@ static int be_cache_flush(void *ctx, const char *name, json_t **data, char *err,
 	return 0;
 }
 
+/* events [N] [since=SEQ]: the ring's newest events, oldest first, and the newest number. */
+static int be_events(void *ctx, uint64_t since, size_t max, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
+	*data = json_pack("{s:I, s:I, s:o}", "last_seq", (json_int_t)s->events.last_seq, "kept",
+	                  (json_int_t)EVENTS_RING, "events", events_json(&s->events, since, max));
+	return 0;
+}
+
 static void be_prepare(void *ctx)
 {
 	server_health_flush(ctx); /* report nothing the query threads do not see yet */
@@ -748,6 +761,7 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .upstreams = be_upstreams,
 	    .cache = be_cache,
 	    .cache_flush = be_cache_flush,
+	    .events = be_events,
 	};
 	commands_cluster_fill(&s->backend);
 	return &s->backend;
