@@ -260,3 +260,21 @@ def test_installed_configuration_is_valid(installed):
     for line in ("listen: [127.0.0.1:53, \"[::1]:53\"]", "user: steer", "group: steer",
                  "control-socket: /run/steer/steerd.sock", "file: zones/example.test.zone"):
         assert line in conf, line
+
+
+def test_installed_configuration_with_http_enabled(installed, tmp_path):
+    """The commented http block is valid once uncommented (stats-snapshots needs its folder,
+    which only tmpfiles creates, so it stays commented here)."""
+    _, files, _ = installed
+    text = files["config"].read_text()
+    enabled = re.sub(r"^# (http:|  listen: \[127|  read-only-open)", r"\1", text, flags=re.M)
+    assert enabled.count("\nhttp:\n") == 1, enabled
+    conf = files["config"].parent / "steer-http.yaml"
+    conf.write_text(enabled)
+    try:
+        res = subprocess.run([files["steerd"], "-c", str(conf), "--check-config"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        conf.unlink()
+    assert res.returncode == 0, res.stdout + res.stderr
+
