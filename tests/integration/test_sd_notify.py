@@ -190,6 +190,37 @@ def test_watchdog_pings_at_half_the_period(steerd, notify, monkeypatch):
     assert "systemd watchdog: pinging every 0.200s" in srv.log()
 
 
+def big_zone(records: int) -> str:
+    lines = [f"$ORIGIN {ZONE}.", "$TTL 3600", "@ SOA ns1 hostmaster 2 7200 3600 1209600 300",
+             "  NS ns1", "ns1 A 192.0.2.53"]
+    lines += [f"h{i} A 10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}" for i in range(records)]
+    return "\n".join(lines) + "\n"
+
+
+def test_watchdog_stops_while_the_control_loop_is_busy(steerd, notify, monkeypatch):
+    """The pings come from the control loop itself, not from a thread of their own: while a
+    reload keeps the loop busy re-reading a big zone, none is sent, so a loop that hangs for
+    good gets the service restarted."""
+    monkeypatch.setenv("WATCHDOG_USEC", "100000")  # a ping every 50 ms
+    srv = steerd(zones={ZONE: ZONE_TEXT}, prefix=watchdog_prefix())
+    notify.wait("READY", "1")
+    notify.wait("WATCHDOG", "1", count=3)
+    srv.zone_paths[ZONE].write_text(big_zone(300_000))
+    srv.send_signal(signal.SIGHUP)
+    notify.wait("READY", "1", count=2, timeout=60)
+    messages = notify.all()
+    start = next(i for i, (_, m) in enumerate(messages) if m.get("RELOADING") == "1")
+    end = next(i for i, (_, m) in enumerate(messages) if i > start and m.get("READY") == "1")
+    busy = messages[end][0] - messages[start][0]
+    assert busy > 0.15, f"the reload took {busy:.3f}s, too short to tell"
+    during = [m for _, m in messages[start + 1:end] if "WATCHDOG" in m]
+    assert during == [], f"{len(during)} ping(s) during a {busy:.3f}s reload"
+    assert messages[end][1]["STATUS"].startswith("serving 1 zone(s)")
+    # And they resume once the loop runs again.
+    count = len(notify.with_field("WATCHDOG", "1"))
+    notify.wait("WATCHDOG", "1", count=count + 2)
+
+
 def test_watchdog_of_another_process_is_not_ours(steerd, notify, monkeypatch):
     """WATCHDOG_PID names the process the service manager watches; a child that inherited the
     variables (steerd started by a script) must not ping."""
