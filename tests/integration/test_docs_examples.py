@@ -106,3 +106,41 @@ def test_f5_example_topology_and_pools(example_dir):
     assert "(datacenter west)" in answer_of(out), out
     out = explain(conf, "app.example.test", "192.0.2.1")
     assert "(datacenter east)" in answer_of(out), out
+
+
+def promql_expressions() -> list[str]:
+    """The PromQL of "Reading the metrics": every code span there that uses a steer_ metric."""
+    text = DOC.read_text().split("## Reading the metrics", 1)[1].split("\n## ", 1)[0]
+    text = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)
+    spans = [s.replace("\n", " ") for s in re.findall(r"`([^`]+)`", text, re.S)]
+    return [s for s in spans if "steer_" in s and ("(" in s or "==" in s)]
+
+
+def test_promql_queries_parse(tmp_path):
+    """promtool (Debian's prometheus package) parses each query; the metric names are those
+    of docs/metrics.md."""
+    exprs = promql_expressions()
+    assert len(exprs) >= 8, exprs
+    if shutil.which("promtool") is None:
+        pytest.skip("promtool is not installed (Debian package prometheus)")
+    rules = tmp_path / "rules.yml"
+    body = "".join(f"      - record: steer:doc_query_{i}\n        expr: '{e}'\n"
+                   for i, e in enumerate(exprs))
+    rules.write_text("groups:\n  - name: operations-md\n    rules:\n" + body)
+    res = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in res.stdout, res.stdout
+
+
+def test_promql_metric_names_are_documented():
+    """Each metric the queries use is listed in docs/metrics.md (histograms by their base
+    name)."""
+    metrics_doc = ROOT / "docs" / "metrics.md"
+    if not metrics_doc.exists():
+        pytest.skip("docs/metrics.md is not in this tree")
+    listed = metrics_doc.read_text()
+    names = {re.sub(r"_bucket$", "", n) for e in promql_expressions()
+             for n in re.findall(r"\bsteer_[a-z_]+", e)}
+    missing = sorted(n for n in names if n not in listed)
+    assert not missing, missing
