@@ -10,7 +10,7 @@ _steerctl()
 	local prev=${COMP_WORDS[COMP_CWORD - 1]}
 	case $prev in
 	-s | --socket | --config)
-		COMPREPLY=($(compgen -f -- "$cur"))
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
 	-t | --timeout)
@@ -21,7 +21,7 @@ _steerctl()
 	local words
 	words=$("${COMP_WORDS[0]}" --complete "${COMP_WORDS[@]:1:COMP_CWORD-1}" 2>/dev/null) ||
 		return
-	COMPREPLY=($(compgen -W "$words" -- "$cur"))
+	mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 	# key= options take their value in the same word: no space after them.
 	if [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]]; then
 		compopt -o nospace 2>/dev/null

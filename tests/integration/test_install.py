@@ -234,6 +234,15 @@ def test_bash_completion(installed, tmp_path):
     assert completion_candidates(files, "-s", f"{tmp_path}/ste") == [f"{tmp_path}/steerd.sock"]
 
 
+def test_bash_completion_passes_shellcheck(installed):
+    _, files, _ = installed
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    res = subprocess.run(["shellcheck", "-s", "bash", str(files["completion"])],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 def test_completion_and_man_page_cover_every_command(installed):
     """Every command of the table completes and is documented in steerctl.8."""
     _, files, _ = installed
