@@ -62,18 +62,24 @@ def expected_layout(opts: dict) -> dict[str, Path]:
         "tmpfiles": Path(tmpfiles) / "steer.conf",
         "config": sysconf / "steer.yaml",
         "zone": sysconf / "zones" / "example.test.zone",
+        "example config": under("datadir") / "steer" / "steer.yaml",
+        "example zone": under("datadir") / "steer" / "zones" / "example.test.zone",
         "completion": Path(completions) / "steerctl",
     }
 
 
+def install_into(dest: Path):
+    res = meson("install", "-C", str(BUILD), "--destdir", str(dest), "--no-rebuild", "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """(destdir, {role: path inside destdir}) after `meson install --destdir`."""
+    """(destdir, {role: path inside destdir}, {role: path}) after `meson install --destdir`."""
     if not (BUILD / "meson-info").is_dir():
         pytest.skip(f"{BUILD} is not a meson build directory")
     dest = tmp_path_factory.mktemp("destdir")
-    res = meson("install", "-C", str(BUILD), "--destdir", str(dest), "--no-rebuild", "--quiet")
-    assert res.returncode == 0, res.stdout + res.stderr
+    install_into(dest)
     layout = expected_layout(build_options(BUILD))
     return dest, {role: dest / path.relative_to("/") for role, path in layout.items()}, layout
 
@@ -101,8 +107,10 @@ def test_distribution_layout_with_prefix_usr(tmp_path):
     res = meson("introspect", "--installed", str(build))
     assert res.returncode == 0, res.stderr
     targets = set(json.loads(res.stdout).values())
-    want = {"/usr/sbin/steerd", "/usr/bin/steerctl", "/etc/steer/steer.yaml",
-            "/etc/steer/zones/example.test.zone", "/usr/lib/systemd/system/steerd.service",
+    # /etc/steer/steer.yaml comes from the install script (only when absent), as the
+    # examples under /usr/share/steer: test_upgrade_keeps_the_configuration.
+    want = {"/usr/sbin/steerd", "/usr/bin/steerctl", "/usr/share/steer/steer.yaml",
+            "/usr/share/steer/zones/example.test.zone", "/usr/lib/systemd/system/steerd.service",
             "/usr/lib/sysusers.d/steer.conf", "/usr/lib/tmpfiles.d/steer.conf",
             "/usr/share/man/man8/steerd.8", "/usr/share/man/man8/steerctl.8",
             "/usr/share/man/man5/steer.yaml.5",
@@ -111,6 +119,25 @@ def test_distribution_layout_with_prefix_usr(tmp_path):
     unit = (build / "dist" / "steerd.service").read_text()
     assert "ExecStart=/usr/sbin/steerd -c /etc/steer/steer.yaml\n" in unit
     assert "ExecReload=/usr/bin/steerctl -t 300 reload\n" in unit
+
+
+def test_upgrade_keeps_the_configuration(installed, tmp_path):
+    """A second install (an upgrade) leaves the operator's steer.yaml and zones alone and
+    refreshes only the reference copies."""
+    _, files, layout = installed
+    dest = tmp_path / "destdir"
+    install_into(dest)
+    config = dest / layout["config"].relative_to("/")
+    zone = dest / layout["zone"].relative_to("/")
+    assert config.read_text() == files["example config"].read_text()
+    config.write_text("# the operator's own\n")
+    zone.unlink()
+    (dest / layout["example config"].relative_to("/")).write_text("old example\n")
+    install_into(dest)
+    assert config.read_text() == "# the operator's own\n"
+    assert zone.read_text() == files["example zone"].read_text(), "a missing file is added"
+    assert (dest / layout["example config"].relative_to("/")).read_text() == \
+        files["config"].read_text(), "the reference copy is the new one"
 
 
 def unit_settings(text: str) -> dict[str, str]:
