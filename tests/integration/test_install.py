@@ -314,3 +314,18 @@ def test_installed_configuration_with_http_enabled(installed, tmp_path):
         conf.unlink()
     assert res.returncode == 0, res.stdout + res.stderr
 
+
+
+def test_config_reference_formats(installed):
+    """The installed steer.yaml.5 is what the installed steerd generates; markdown is the
+    default and docs/configuration.md; an unknown format is a usage error."""
+    _, files, _ = installed
+    steerd = str(files["steerd"])
+    man = subprocess.run([steerd, "--config-reference=man"], capture_output=True, text=True)
+    assert man.returncode == 0 and man.stdout == files["steer.yaml.5"].read_text()
+    md = subprocess.run([steerd, "--config-reference=markdown"], capture_output=True, text=True)
+    default = subprocess.run([steerd, "--config-reference"], capture_output=True, text=True)
+    assert md.stdout == default.stdout == (ROOT / "docs" / "configuration.md").read_text()
+    bad = subprocess.run([steerd, "--config-reference=html"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "--config-reference: unknown format 'html' (markdown or man)" in bad.stderr
