@@ -4,7 +4,7 @@
 #   make run     install build/run dependencies if missing, build, run steerd on 127.0.0.1:5353
 #   make test    install test dependencies if missing, build, run the whole suite
 #   make bench   side-by-side benchmark against gdnsd, Knot and NSD (bench/run.py)
-#   make install meson install: steerd to /usr/local/sbin, steerctl to /usr/local/bin
+#   make install meson install: binaries, man pages, systemd unit, /usr/local/etc/steer/steer.yaml
 #   make clean   remove the build directories
 
 BUILD      ?= build

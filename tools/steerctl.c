@@ -160,6 +160,7 @@
 
 #include "base/err.h"
 #include "conf/conf.h"
+#include "complete.h"
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "gslb/view.h"
@@ -1199,6 +1200,10 @@ int main(int argc, char **argv)
 	int status = EXIT_USAGE;
 	char err[1024];
 	json_t *reply = NULL;
+
+	/* Hidden: the bash completion asks for the words that may come next. */
+	if (argc >= 2 && strcmp(argv[1], "--complete") == 0)
+		return steerctl_complete((const char *const *)argv + 2, argc - 2);
 
 	char default_socket[CTL_SOCKET_PATH_MAX];
 	if (!opt.socket || !*opt.socket)

@@ -432,5 +432,13 @@ const char *conf_identity(const conf_t *conf) STEER_NONNULL(1);
 /** Write the configuration reference (Markdown) generated from the schema table. */
 void conf_write_reference(FILE *out) STEER_NONNULL(1);
 
+/**
+ * Write the same reference as the steer.yaml(5) manual page (roff, man macros): the Markdown
+ * of conf_write_reference() translated, so the page and docs/configuration.md say the same.
+ * @p version goes into the page's footer. Returns 0, or -1 when the Markdown could not be
+ * produced (out of memory).
+ */
+int conf_write_reference_man(FILE *out, const char *version) STEER_NONNULL(1, 2);
+
 /** Free a configuration. NULL is ignored. */
 void conf_free(conf_t *conf);

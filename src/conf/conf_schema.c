@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SERVER_UINT(key, field, lo, hi, dflt, fl, text)                                            \
@@ -1654,4 +1655,180 @@ void conf_write_reference(FILE *out)
 				write_key(out, &conf_keys[k]);
 		}
 	}
+}
+
+/* ---- the reference as a manual page ----------------------------------------------------- */
+
+/*
+ * The page is the Markdown reference translated line by line, for the subset the reference
+ * uses: `##`/`###` headings, paragraphs, `- ` list items, fenced code blocks and the inline
+ * `code`, **bold**, *italic* and [text](link) spans. Anything else is printed as text, so a
+ * new construct shows up verbatim in the page rather than disappearing.
+ */
+
+/* Characters roff would take for escapes or, in code, for hyphens that break lines. */
+static void man_escape_char(FILE *out, char c, bool code)
+{
+	if (c == '\\')
+		fputs("\\e", out);
+	else if (c == '-' && code)
+		fputs("\\-", out);
+	else
+		fputc(c, out);
+}
+
+/* The closing @p mark of a span that starts at @p s, or NULL when there is none (an empty
+ * span is no span: "``" and "**" stay text). */
+static const char *man_span_end(const char *s, const char *mark)
+{
+	const char *end = strstr(s, mark);
+	return end == s ? NULL : end;
+}
+
+static void man_write_font(FILE *out, const char *font, const char *s, size_t n, bool code)
+{
+	fprintf(out, "\\f%s", font);
+	for (size_t i = 0; i < n; i++)
+		man_escape_char(out, s[i], code);
+	fputs("\\fR", out);
+}
+
+/* One line of running text with its inline spans; @p s has no newline. */
+static void man_write_inline(FILE *out, const char *s)
+{
+	/* A leading dot or quote would be read as a request. */
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", out);
+	while (*s != '\0') {
+		const char *end;
+		if (*s == '`' && (end = man_span_end(s + 1, "`")) != NULL) {
+			man_write_font(out, "B", s + 1, (size_t)(end - s - 1), true);
+			s = end + 1;
+		} else if (strncmp(s, "**", 2) == 0 && (end = man_span_end(s + 2, "**")) != NULL) {
+			man_write_font(out, "B", s + 2, (size_t)(end - s - 2), false);
+			s = end + 2;
+		} else if (*s == '*' && s[1] != ' ' && (end = man_span_end(s + 1, "*")) != NULL) {
+			man_write_font(out, "I", s + 1, (size_t)(end - s - 1), false);
+			s = end + 1;
+		} else if (*s == '[' && (end = strstr(s, "](")) != NULL &&
+		           strchr(end, ')') != NULL) {
+			const char *close = strchr(end, ')');
+			fprintf(out, "%.*s <%.*s>", (int)(end - s - 1), s + 1,
+			        (int)(close - end - 2), end + 2);
+			s = close + 1;
+		} else {
+			man_escape_char(out, *s++, false);
+		}
+	}
+	fputc('\n', out);
+}
+
+/* A heading's text: the reference writes them as `name` code spans. */
+static void man_write_heading(FILE *out, const char *macro, const char *s)
+{
+	fprintf(out, "%s \"", macro);
+	for (; *s != '\0'; s++) {
+		if (*s != '`' && *s != '"')
+			man_escape_char(out, *s, true);
+	}
+	fputs("\"\n", out);
+}
+
+static void man_write_code_line(FILE *out, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", out);
+	for (; *s != '\0'; s++)
+		man_escape_char(out, *s, true);
+	fputc('\n', out);
+}
+
+typedef struct {
+	bool in_code;
+	bool want_para; /* a blank line came: the next text starts a paragraph */
+} man_state_t;
+
+static void man_write_line(FILE *out, man_state_t *st, const char *line)
+{
+	if (st->in_code) {
+		if (strncmp(line, "```", 3) == 0) {
+			fputs(".EE\n", out);
+			st->in_code = false;
+			st->want_para = true;
+		} else {
+			man_write_code_line(out, line);
+		}
+		return;
+	}
+	if (*line == '\0') {
+		st->want_para = true;
+	} else if (strncmp(line, "<!--", 4) == 0 || strncmp(line, "# ", 2) == 0) {
+		/* The Markdown file's own title and note; the page has .TH and NAME. */
+	} else if (strncmp(line, "### ", 4) == 0) {
+		man_write_heading(out, ".SS", line + 4);
+		st->want_para = false;
+	} else if (strncmp(line, "## ", 3) == 0) {
+		man_write_heading(out, ".SH", line + 3);
+		st->want_para = false;
+	} else if (strncmp(line, "```", 3) == 0) {
+		fputs(".PP\n.EX\n", out);
+		st->in_code = true;
+	} else if (strncmp(line, "- ", 2) == 0) {
+		fputs(".IP \\(bu 2\n", out);
+		man_write_inline(out, line + 2);
+		st->want_para = false;
+	} else {
+		if (st->want_para)
+			fputs(".PP\n", out);
+		st->want_para = false;
+		man_write_inline(out, line);
+	}
+}
+
+static const char man_head[] =
+    ".\\\" Generated from src/conf/conf_schema.c by `steerd --config-reference=man`.\n"
+    ".TH STEER.YAML 5 \"\" \"steer %s\" \"File Formats Manual\"\n"
+    ".SH NAME\n"
+    "steer.yaml \\- configuration file of the Steer DNS server\n"
+    ".SH SYNOPSIS\n"
+    ".B /etc/steer/steer.yaml\n"
+    ".SH DESCRIPTION\n"
+    ".BR steerd (8)\n"
+    "reads its configuration from one YAML file, given with\n"
+    ".BR \"steerd \\-c\" .\n"
+    "This page lists every section and key, as docs/configuration.md does.\n";
+
+static const char man_tail[] = ".SH FILES\n"
+                               ".TP\n"
+                               ".I /etc/steer/steer.yaml\n"
+                               "the configuration the systemd unit starts steerd with\n"
+                               ".SH \"SEE ALSO\"\n"
+                               ".BR steerd (8),\n"
+                               ".BR steerctl (8)\n";
+
+int conf_write_reference_man(FILE *out, const char *version)
+{
+	char *md = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&md, &len);
+	if (mem == NULL)
+		return -1;
+	conf_write_reference(mem);
+	if (fclose(mem) != 0 || md == NULL) {
+		free(md);
+		return -1;
+	}
+	fprintf(out, man_head, version);
+	man_state_t st = {0};
+	for (char *line = md, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		man_write_line(out, &st, line);
+	}
+	if (st.in_code)
+		fputs(".EE\n", out);
+	fputs(man_tail, out);
+	free(md);
+	return 0;
 }

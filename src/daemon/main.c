@@ -44,6 +44,7 @@ typedef struct {
 	server_opts_t opts;
 	bool check;
 	bool reference;
+	bool reference_man; /* --config-reference=man: the steer.yaml(5) page */
 } cli_t;
 
 static void usage(FILE *out)
@@ -80,7 +81,9 @@ static void usage(FILE *out)
 	    "      --force              accept nets files that shrank beyond max-shrink or\n"
 	    "                           emptied since the last accepted load\n"
 	    "                           (gslb.nets-state-file); also with --check-config\n"
-	    "      --config-reference   print the configuration reference (Markdown)\n"
+	    "      --config-reference[=FORMAT]\n"
+	    "                           print the configuration reference: markdown (the\n"
+	    "                           default, docs/configuration.md) or man (steer.yaml.5)\n"
 	    "  -V, --version            print the version\n"
 	    "  -h, --help               this help\n"
 	    "\n"
@@ -146,7 +149,15 @@ static int parse_option(int opt, const char *arg, cli_t *cli)
 		return -1;
 	case OPT_REFERENCE:
 		cli->reference = true;
-		return 0;
+		if (arg == NULL || strcmp(arg, "markdown") == 0)
+			return 0;
+		if (strcmp(arg, "man") == 0) {
+			cli->reference_man = true;
+			return 0;
+		}
+		fprintf(stderr,
+		        "steerd: --config-reference: unknown format '%s' (markdown or man)\n", arg);
+		return -1;
 	case OPT_FORCE:
 		o->force = true;
 		return 0;
@@ -175,7 +186,7 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	    {"tcp-workers", required_argument, NULL, OPT_TCP_WORKERS},
 	    {"control-socket", required_argument, NULL, OPT_CONTROL_SOCKET},
 	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-	    {"config-reference", no_argument, NULL, OPT_REFERENCE},
+	    {"config-reference", optional_argument, NULL, OPT_REFERENCE},
 	    {"force", no_argument, NULL, OPT_FORCE},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
@@ -294,7 +305,10 @@ int main(int argc, char **argv)
 		ret = ret < 0 ? EXIT_USAGE : EXIT_SUCCESS;
 		goto out;
 	}
-	if (cli.reference) {
+	if (cli.reference && cli.reference_man) {
+		ret = conf_write_reference_man(stdout, STEER_VERSION) == 0 ? EXIT_SUCCESS
+		                                                           : EXIT_FAILURE;
+	} else if (cli.reference) {
 		conf_write_reference(stdout);
 		ret = EXIT_SUCCESS;
 	} else if (cli.check) {

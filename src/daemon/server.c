@@ -24,6 +24,7 @@
 #include "daemon/alerting.h"
 #include "daemon/commands.h"
 #include "daemon/forward.h"
+#include "daemon/notify.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -650,6 +651,17 @@ static void log_forward(const server_t *s)
 		log_info("recursion allowed for %zu network(s)", f->n_allow_recursion);
 }
 
+/* One line for the service manager's STATUS=: what is served now. */
+static void serving_status(const server_t *s, char *buf, size_t size)
+{
+	size_t services, maps, whoami, checks = 0;
+	gslb_view_counts(s->gslb, &services, &maps, &whoami);
+	if (s->plan != NULL)
+		(void)monitor_plan_checks(s->plan, &checks);
+	snprintf(buf, size, "serving %zu zone(s), %zu GSLB service(s), %zu health check(s)",
+	         zone_set_count(s->view->auth.zones), services, checks);
+}
+
 static void log_started(const server_t *s)
 {
 	char text[STEER_SOCKADDR_STRLEN];
@@ -750,6 +762,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		log_err("cannot create the control event loop");
 		return STEER_ENOMEM;
 	}
+	/* Before the first health round, which runs this loop and may take a while. */
+	notify_watchdog_start(s->loop);
 	ret = monitors_start(s, err, sizeof(err));
 	if (ret != 0) {
 		zone_set_free(set);
@@ -772,6 +786,10 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0)
 		return ret;
 	log_started(s);
+	char status[256];
+	serving_status(s, status, sizeof(status));
+	/* After the first health round (monitors_start), so nothing is served blind. */
+	notify_ready(status);
 	return 0;
 fail:
 	log_lines("", err);
@@ -821,6 +839,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	zone_set_t *set = NULL;
 	gslb_view_t *gslb = NULL;
 	s->last_reload.at = time(NULL);
+	notify_reloading();
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
 		ret = server_zones_build(conf, s->view->auth.zones, &set, report, err, errlen);
@@ -850,6 +869,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		reload_failed(s, err);
 		node_reloaded(&s->node, false, NULL, err);
 		alerting_reload(s, false, err);
+		notify_reloaded(false, "", err);
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
@@ -875,6 +895,9 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	if (report->restart[0] != '\0')
 		log_warn("reload: changed settings that only apply after a restart: %s",
 		         report->restart);
+	char status[256];
+	serving_status(s, status, sizeof(status));
+	notify_reloaded(true, status, NULL);
 	return 0;
 }
 
@@ -882,6 +905,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 
 void server_stop(server_t *s)
 {
+	notify_stopping();
 	ctl_server_stop(s->ctl);
 	s->ctl = NULL;
 	alerting_stop(s); /* polls the forwarder and the cluster node: before they go */
@@ -911,6 +935,7 @@ void server_stop(server_t *s)
 		log_debug("cannot remove pid file %s: %s", s->boot_conf->pid_file,
 		          steer_strerror(-errno));
 	if (s->loop != NULL) {
+		notify_watchdog_stop(s->loop);
 		ev_signal_stop(s->loop, &sig_hup);
 		ev_signal_stop(s->loop, &sig_term);
 		ev_signal_stop(s->loop, &sig_int);
