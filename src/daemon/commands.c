@@ -18,6 +18,7 @@
 
 #include "base/err.h"
 #include "daemon/server.h"
+#include "daemon/tap.h"
 #include "dns/names.h"
 
 #ifndef STEER_VERSION
@@ -211,6 +212,15 @@ static json_t *counter_map(const _Atomic uint64_t *counters, size_t n,
 
 #define COUNTER(st, field) ((json_int_t)atomic_load_explicit(&(st)->field, memory_order_relaxed))
 
+/* The query log's numbers: whether it is on, messages written and dropped (never waited). */
+static json_t *dnstap_json(const server_t *s)
+{
+	tap_counters_t tc;
+	server_tap_stats(s, &tc);
+	return json_pack("{s:b, s:I, s:I}", "enabled", s->tap != NULL, "logged",
+	                 COUNTER(&tc, logged), "dropped", COUNTER(&tc, dropped));
+}
+
 static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 {
 	(void)err;
@@ -259,6 +269,7 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
+	json_object_set_new(*data, "dnstap", dnstap_json(s));
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "base/err.h"
 #include "daemon/commands.h"
 #include "daemon/forward.h"
+#include "daemon/tap.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -757,6 +758,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret == 0)
 		ret = forward_start(s, err, sizeof(err));
+	if (ret == 0)
+		ret = server_tap_start(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
@@ -891,6 +894,8 @@ void server_stop(server_t *s)
 	s->view = NULL;
 	fwd_engine_free(s->fwd);
 	s->fwd = NULL;
+	/* After every thread that writes to it. */
+	server_tap_stop(s);
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
 	gslb_admin_deinit(&s->admin);

@@ -26,6 +26,7 @@
 #include "gslb/admin.h"
 #include "gslb/view.h"
 #include "net/net.h"
+#include "tap/tap.h"
 #include "zone/zone_set.h"
 
 /* Room for the errors of one load or reload: one "file:line: message" line per bad zone. */
@@ -99,6 +100,7 @@ typedef struct server {
 	ev_prepare publish_w;
 	bool health_dirty; /* a check changed since the last publish */
 	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
+	tap_t *tap;        /* the dnstap log (daemon/tap.c); NULL when off */
 } server_t;
 
 /**
