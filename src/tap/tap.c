@@ -18,6 +18,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "tap/dnstap.pb-c.h"
+#include "tap/socket.h"
 
 #define TAP_QUEUE_DEFAULT 16384
 /* Ring bytes per queued message: a dnstap frame of a typical query or answer is 100 to 600
@@ -52,6 +53,12 @@ struct tap_thread {
 
 struct tap {
 	struct fstrm_iothr *iothr;
+	/* Socket output: whether a reader is connected, kept by the I/O thread; true for a
+	 * file. */
+	atomic_bool connected;
+	/* Frames fstrm threw away while no reader was connected: written by the I/O thread
+	 * only. */
+	steer_counter_t discarded;
 	char *identity;
 	char *version;
 	tap_thread_t *threads;
@@ -195,6 +202,8 @@ static void frame_done(void *buf, void *arg)
 {
 	tap_thread_t *th = arg;
 	chunk_t *c = (chunk_t *)buf - 1;
+	if (!atomic_load_explicit(&th->tap->connected, memory_order_relaxed))
+		STEER_COUNTER_INC(th->tap->discarded);
 	atomic_store_explicit(&c->done, 1, memory_order_release);
 	ring_consume(th);
 }
@@ -288,17 +297,15 @@ static int check_file(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static struct fstrm_writer *writer_new(const tap_opts_t *opts)
+static struct fstrm_writer *writer_new(const tap_opts_t *opts, atomic_bool *connected)
 {
 	struct fstrm_writer_options *wopt = fstrm_writer_options_init();
 	struct fstrm_writer *w = NULL;
 	fstrm_writer_options_add_content_type(wopt, TAP_CONTENT_TYPE, strlen(TAP_CONTENT_TYPE));
 	if (opts->socket != NULL) {
-		struct fstrm_unix_writer_options *uopt = fstrm_unix_writer_options_init();
-		fstrm_unix_writer_options_set_socket_path(uopt, opts->socket);
-		w = fstrm_unix_writer_init(uopt, wopt);
-		fstrm_unix_writer_options_destroy(&uopt);
+		w = tap_socket_writer_new(opts->socket, wopt, connected);
 	} else {
+		atomic_store(connected, true);
 		struct fstrm_file_options *fopt = fstrm_file_options_init();
 		fstrm_file_options_set_file_path(fopt, opts->file);
 		w = fstrm_file_writer_init(fopt, wopt);
@@ -367,16 +374,19 @@ int tap_new(const tap_opts_t *opts, tap_t **out, char *err, size_t errlen)
 	unsigned queue =
 	    round_pow2(opts->queue ? opts->queue : TAP_QUEUE_DEFAULT,
 	               FSTRM_IOTHR_INPUT_QUEUE_SIZE_MIN, FSTRM_IOTHR_INPUT_QUEUE_SIZE_MAX);
-	struct fstrm_writer *w = writer_new(opts);
+	/* The I/O thread reads the flag from its start: the tap exists before it. */
+	tap_t *tap = xcalloc(1, sizeof(*tap));
+	atomic_init(&tap->connected, false);
+	struct fstrm_writer *w = writer_new(opts, &tap->connected);
 	struct fstrm_iothr *iothr = w != NULL ? iothr_new(opts, queue, &w) : NULL;
 	if (iothr == NULL) {
 		if (w != NULL)
 			fstrm_writer_destroy(&w);
 		snprintf(err, errlen, "dnstap: cannot start the Frame Streams writer for %s",
 		         opts->socket != NULL ? opts->socket : opts->file);
+		free(tap);
 		return STEER_EINVAL;
 	}
-	tap_t *tap = xcalloc(1, sizeof(*tap));
 	tap->iothr = iothr;
 	tap->identity = opts->identity != NULL ? xstrdup(opts->identity) : NULL;
 	tap->version = opts->version != NULL ? xstrdup(opts->version) : NULL;
@@ -396,10 +406,19 @@ tap_thread_t *tap_thread(tap_t *tap, unsigned idx)
 
 void tap_stats(const tap_t *tap, tap_counters_t *sum)
 {
+	tap_counters_t all = {0};
 	for (unsigned i = 0; i < tap->n_threads; i++)
-		steer_counters_add((steer_counter_t *)sum,
+		steer_counters_add((steer_counter_t *)&all,
 		                   (const steer_counter_t *)&tap->threads[i].counters,
 		                   STEER_COUNTERS_IN(tap_counters_t));
+	/* A frame may come back before its thread counted it as logged. */
+	uint64_t discarded = atomic_load_explicit(&tap->discarded, memory_order_relaxed);
+	uint64_t logged = atomic_load_explicit(&all.logged, memory_order_relaxed);
+	if (discarded > logged)
+		discarded = logged;
+	STEER_COUNTER_ADD(sum->logged, logged - discarded);
+	STEER_COUNTER_ADD(sum->dropped,
+	                  atomic_load_explicit(&all.dropped, memory_order_relaxed) + discarded);
 }
 
 void tap_free(tap_t *tap)

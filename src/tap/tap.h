@@ -53,10 +53,12 @@ typedef struct {
 	                       * 1 = every query */
 } tap_opts_t;
 
-/* One writing thread's counters, written by it only. */
+/* One writing thread's counters, written by it only (tap_stats() adds the I/O thread's). */
 typedef struct {
 	steer_counter_t logged;  /* messages handed to the I/O thread */
-	steer_counter_t dropped; /* messages dropped: queue or ring full, or too large */
+	steer_counter_t dropped; /* messages dropped: queue or ring full, or too large; in
+	                          * tap_stats() also those the I/O thread threw away while no
+	                          * reader was connected */
 } tap_counters_t;
 
 /* One DNS message to log. Unset parts: NULL pointers, zero times, family 0 addresses. */
@@ -77,7 +79,8 @@ typedef struct {
 
 /**
  * Open the output (for a socket: a connection attempt now and every second after a
- * failure, so a collector may start later) and start fstrm's I/O thread. Returns 0 and
+ * failure, so a collector may start later; a reader that leaves a read or write waiting for
+ * a second is disconnected and reconnected) and start fstrm's I/O thread. Returns 0 and
  * *out, or a negative steer_err with a message in @p err (bad options, fstrm refused them).
  * Control thread, at start-up (allocates).
  */
@@ -108,7 +111,10 @@ int tap_log(tap_thread_t *th, const tap_msg_t *msg) STEER_NONNULL(1, 2);
 /** Now, on the clock of tap_msg_t times. */
 struct timespec tap_now(void);
 
-/** Add every thread's counters into @p sum (not cleared first). Any thread. */
+/**
+ * Add every thread's counters into @p sum (not cleared first), with what the I/O thread threw
+ * away while no reader was connected moved from logged to dropped. Any thread.
+ */
 void tap_stats(const tap_t *tap, tap_counters_t *sum) STEER_NONNULL(1, 2);
 
 /**

@@ -288,6 +288,38 @@ static void test_stalled_reader_drops(void)
 	unlink(path);
 }
 
+/* No reader at all: the I/O thread throws the frames away, and they count as dropped. */
+static void test_no_reader_counts_drops(void)
+{
+	char path[108];
+	snprintf(path, sizeof(path), "/tmp/steer-test-tap-%d-nobody.sock", (int)getpid());
+	unlink(path);
+	tap_opts_t opts = {.socket = path,
+	                   .n_threads = 1,
+	                   .queue = 16,
+	                   .messages = TAP_BIT(TAP_AUTH_QUERY),
+	                   .sample = 1};
+	tap_t *tap = NULL;
+	char err[256];
+	CHECK(tap_new(&opts, &tap, err, sizeof(err)) == 0, "tap_new: %s", err);
+	if (tap == NULL)
+		return;
+	tap_msg_t msg = {.type = TAP_AUTH_QUERY, .query = QUERY, .query_len = sizeof(QUERY)};
+	for (int i = 0; i < 10; i++)
+		(void)tap_log(tap_thread(tap, 0), &msg);
+	tap_counters_t sum = {0};
+	for (int i = 0; i < 300; i++) {
+		memset(&sum, 0, sizeof(sum));
+		tap_stats(tap, &sum);
+		if (sum.dropped == 10)
+			break;
+		usleep(10000);
+	}
+	CHECK(sum.dropped == 10 && sum.logged == 0, "without a reader: %llu logged, %llu dropped",
+	      (unsigned long long)sum.logged, (unsigned long long)sum.dropped);
+	tap_free(tap);
+}
+
 static void test_bad_options(void)
 {
 	char err[256];
@@ -308,6 +340,7 @@ int main(void)
 	test_file_round_trip();
 	test_oversize_dropped();
 	test_stalled_reader_drops();
+	test_no_reader_counts_drops();
 	test_bad_options();
 	return unit_finish("tap");
 }
