@@ -18,6 +18,7 @@
 
 #include "base/err.h"
 #include "daemon/server.h"
+#include "daemon/decisions.h"
 #include "daemon/tap.h"
 #include "dns/names.h"
 
@@ -270,6 +271,11 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
 	json_object_set_new(*data, "dnstap", dnstap_json(s));
+	uint64_t dl_written, dl_dropped;
+	decisions_stats(s, &dl_written, &dl_dropped);
+	json_object_set_new(*data, "decision_log",
+	                    json_pack("{s:b, s:I, s:I}", "enabled", s->decisions != NULL, "written",
+	                              (json_int_t)dl_written, "dropped", (json_int_t)dl_dropped));
 	return 0;
 }
 

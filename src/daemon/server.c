@@ -22,6 +22,7 @@
 #include "auth/check.h"
 #include "base/err.h"
 #include "daemon/commands.h"
+#include "daemon/decisions.h"
 #include "daemon/forward.h"
 #include "daemon/tap.h"
 #include "dns/dname.h"
@@ -760,6 +761,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		ret = forward_start(s, err, sizeof(err));
 	if (ret == 0)
 		ret = server_tap_start(s, err, sizeof(err));
+	if (ret == 0)
+		ret = decisions_start(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
@@ -890,6 +893,8 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
+	/* With no query thread left; it still explains with the GSLB view. */
+	decisions_stop(s);
 	view_free(s->view);
 	s->view = NULL;
 	fwd_engine_free(s->fwd);

@@ -101,6 +101,7 @@ typedef struct server {
 	bool health_dirty; /* a check changed since the last publish */
 	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
 	tap_t *tap;        /* the dnstap log (daemon/tap.c); NULL when off */
+	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
 } server_t;
 
 /**

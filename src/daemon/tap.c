@@ -42,7 +42,7 @@ int server_tap_start(server_t *s, char *err, size_t errlen)
 	const char *identity = conf_identity(s->conf);
 	if (identity == NULL && gethostname(host, sizeof(host) - 1) == 0)
 		identity = host;
-	unsigned query_threads = net_tap_threads(s->net);
+	unsigned query_threads = net_query_threads(s->net);
 	tap_opts_t opts = {.socket = d->socket,
 	                   .file = d->file,
 	                   .identity = identity,

@@ -391,7 +391,7 @@ size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max)
 	return n;
 }
 
-unsigned net_tap_threads(const net_t *net)
+unsigned net_query_threads(const net_t *net)
 {
 	return (unsigned)(net->n_udp + net->n_tcp);
 }
@@ -403,6 +403,17 @@ void net_set_tap(net_t *net, tap_t *tap)
 		udp_worker_set_tap(net->udp[i], tap_thread(tap, (unsigned)i));
 	for (size_t i = 0; i < net->n_tcp; i++)
 		tcp_worker_set_tap(net->tcp[i], tap_thread(tap, (unsigned)(net->n_udp + i)));
+}
+
+void net_set_decision_log(net_t *net, gslb_decision_cb record, void *const *args, unsigned sample)
+{
+	STEER_ASSERT(net->bound && !net->started);
+	for (size_t i = 0; i < net->n_udp + net->n_tcp; i++) {
+		auth_qctx_t *qctx = i < net->n_udp ? udp_worker_qctx(net->udp[i])
+		                                   : tcp_worker_qctx(net->tcp[i - net->n_udp]);
+		qctx->gslb.decisions = (gslb_decision_sampler_t){
+		    .record = record, .arg = args[i], .sample = sample, .countdown = 0};
+	}
 }
 
 size_t net_listen_count(const net_t *net)

@@ -676,6 +676,11 @@ void tcp_worker_set_tap(tcp_worker_t *w, tap_thread_t *tap)
 	w->tap = tap;
 }
 
+auth_qctx_t *tcp_worker_qctx(tcp_worker_t *w)
+{
+	return w->qctx;
+}
+
 int tcp_worker_start(tcp_worker_t *w)
 {
 	net_heartbeat(&w->alive_ms);

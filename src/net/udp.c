@@ -408,6 +408,11 @@ void udp_worker_set_tap(udp_worker_t *w, tap_thread_t *tap)
 	w->tap = tap;
 }
 
+auth_qctx_t *udp_worker_qctx(udp_worker_t *w)
+{
+	return w->qctx;
+}
+
 int udp_worker_start(udp_worker_t *w)
 {
 	net_heartbeat(&w->alive_ms);
