@@ -208,15 +208,16 @@ static void test_file_round_trip(void)
 		                 .response_len = 900 + (size_t)(i % 7)};
 		if (tap_log(th, &msg) == 0)
 			ok++;
-		if (i % 64 == 0)
-			usleep(50); /* let the I/O thread keep up some of the time */
+		else
+			usleep(200); /* full: give the I/O thread time to give bytes back */
 	}
 	tap_counters_t sum = {0};
 	tap_stats(tap, &sum);
 	CHECK(sum.logged == (uint64_t)ok, "logged %llu, accepted %d",
 	      (unsigned long long)sum.logged, ok);
 	CHECK(sum.logged + sum.dropped == (uint64_t)total, "every message logged or dropped");
-	CHECK(ok > total / 10, "most of the time there was room (%d of %d)", ok, total);
+	/* Enough frames to go round the 64 KiB ring a dozen times at least. */
+	CHECK(ok >= 1000, "the I/O thread gave room back (%d of %d logged)", ok, total);
 	tap_free(tap);
 	size_t bad;
 	size_t n = read_back(tmp_path, &bad);
