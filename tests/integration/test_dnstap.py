@@ -17,7 +17,7 @@ import dns.rcode
 import pytest
 import yaml
 
-from conftest import query, server_config, wait_for
+from conftest import free_port, query, server_config, wait_for
 from unbound_support import UNBOUND, LocalUnbound
 
 DNSTAP_READ = shutil.which("dnstap-read") or "/usr/bin/dnstap-read"
@@ -96,6 +96,21 @@ def test_file_auth_messages(steerd, tmp_path):
         assert m["response_address"] == "::1" and m["response_port"] == v6_port
     assert nope[1]["message"]["response_message_data"]["status"] == "NXDOMAIN"
     assert question(nope[1], "response_message_data") == "nope.example.test. IN AAAA"
+
+
+def test_wildcard_bind_logs_the_address_asked(steerd, tmp_path):
+    """On 0.0.0.0 the responder address is the one the query arrived at (IP_PKTINFO)."""
+    path = tmp_path / "tap.fstrm"
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"}, listen=[("0.0.0.0", port)],
+                 config=dnstap_config(f"file: {path}"))
+    r = srv.udp(query("www.example.test", "A"), host="127.0.0.2", port=port)
+    assert r.rcode() == dns.rcode.NOERROR
+    srv.stop()
+    frames = [f for f in read_frames(path) if f["message"]["query_address"] == "127.0.0.1"
+              and f["message"]["response_address"] == "127.0.0.2"]
+    assert [f["message"]["type"] for f in frames] == ["AUTH_QUERY", "AUTH_RESPONSE"]
+    assert all(f["message"]["response_port"] == port for f in frames)
 
 
 def test_only_configured_kinds(steerd, tmp_path):
@@ -181,10 +196,18 @@ def test_forwarder_messages(steerd, tmp_path):
         assert first.rcode() == dns.rcode.NOERROR
         hit = srv.udp(q)
         assert hit.rcode() == dns.rcode.NOERROR
+        # A miss over TCP: the engine's answer goes back through the connection's thread.
+        q6 = query("www.fwd.test", "AAAA")
+        q6.flags |= dns.flags.RD
+        assert srv.tcp(q6).rcode() == dns.rcode.NOERROR
         srv.stop()
     finally:
         upstream.stop()
     frames = [f for f in read_frames(path) if "fwd.test" in str(f["message"])]
+    tcp = [f for f in frames if f["message"]["socket_protocol"] == "TCP"]
+    assert [f["message"]["type"] for f in tcp] == ["CLIENT_QUERY", "CLIENT_RESPONSE"]
+    assert question(tcp[1], "response_message_data").lower() == "www.fwd.test. in aaaa"
+    frames = [f for f in frames if f not in tcp and "AAAA" not in str(f["message"])]
     kinds_seen = [f["message"]["type"] for f in frames]
     assert kinds_seen.count("CLIENT_QUERY") == 2
     assert kinds_seen.count("CLIENT_RESPONSE") == 2
