@@ -6,7 +6,9 @@ test_gslb.py (tests/data/gslb/integration).
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import dns.edns
@@ -132,6 +134,30 @@ def test_sample_10_about_a_tenth(steerd, tmp_path):
     rows = read_lines(log, GEO)
     assert 15 <= len(rows) <= 25, len(rows)
     assert all(r["answer"]["addresses"] == ["198.51.100.10"] for r in rows)
+
+
+@pytest.mark.skipif(not shutil.which("dnsperf"), reason="needs dnsperf")
+def test_full_ring_drops_are_counted(steerd, tmp_path):
+    """A burst far above what a ring holds between two drains: the query thread drops the
+    records it has no room for and counts them; every decision is written or counted."""
+    srv, log = start(steerd, tmp_path, 1)
+    queries = tmp_path / "queries.txt"
+    queries.write_text(f"{GEO} A\n" * 100)
+    res = subprocess.run(["dnsperf", "-s", srv.host, "-p", str(srv.port), "-d", str(queries),
+                          "-n", "100", "-c", "4", "-q", "100"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    answered = int(re.search(r"Queries completed:\s+(\d+)", res.stdout).group(1))
+    assert answered > 5000, res.stdout
+
+    def settled():
+        st = srv.ctl_json("stats")["decision_log"]
+        return st["written"] + st["dropped"] >= answered and st
+    st = wait_for(settled, 10, what="every decision written or counted")
+    assert st["dropped"] > 0, st
+    assert st["written"] + st["dropped"] == answered, (st, answered)
+    srv.stop()
+    assert len(read_lines(log, GEO)) == st["written"]
 
 
 def test_off_by_default(steerd, tmp_path):
