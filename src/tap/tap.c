@@ -27,6 +27,8 @@
 #define TAP_RING_MIN         (64 * 1024)
 #define TAP_RING_MAX         (8 * 1024 * 1024)
 #define TAP_ALIGN            8
+/* The largest frame: a 64 KiB response (TCP), its query, addresses, identity and version. */
+#define TAP_FRAME_MAX (70 * 1024)
 
 /* The start of every chunk of a ring. A padding chunk fills the end of the ring when the next
  * frame does not fit there. */
@@ -267,7 +269,7 @@ int tap_log(tap_thread_t *th, const tap_msg_t *msg)
 	size_t len = dnstap__dnstap__get_packed_size(&d);
 	size_t need = align_up(sizeof(chunk_t) + len);
 	size_t advance;
-	chunk_t *c = need <= th->ring_size / 4 ? ring_reserve(th, need, &advance) : NULL;
+	chunk_t *c = len <= TAP_FRAME_MAX ? ring_reserve(th, need, &advance) : NULL;
 	if (c == NULL)
 		return dropped(th);
 	dnstap__dnstap__pack(&d, (uint8_t *)(c + 1));
@@ -346,7 +348,12 @@ static struct fstrm_iothr *iothr_new(const tap_opts_t *opts, unsigned queue,
 
 static void threads_init(tap_t *tap, const tap_opts_t *opts, unsigned queue)
 {
-	size_t ring = round_pow2(queue * TAP_RING_PER_MESSAGE, TAP_RING_MIN, TAP_RING_MAX);
+	/* The I/O thread is woken when a queue holds notify_threshold() frames: the ring must
+	 * hold that many of the largest, or a full ring would wait for its timer (a second). */
+	unsigned want = queue * TAP_RING_PER_MESSAGE;
+	if (want < notify_threshold(queue) * TAP_FRAME_MAX)
+		want = notify_threshold(queue) * TAP_FRAME_MAX;
+	size_t ring = round_pow2(want, TAP_RING_MIN, TAP_RING_MAX);
 	tap->threads = xcalloc(opts->n_threads, sizeof(*tap->threads));
 	for (unsigned i = 0; i < opts->n_threads; i++) {
 		tap_thread_t *th = &tap->threads[i];

@@ -103,7 +103,7 @@ bool tap_sample(tap_thread_t *th) STEER_NONNULL(1);
 /**
  * Encode @p msg (a kind tap_wants()) with the writer's identity and version and queue it for
  * the I/O thread. Never blocks, never allocates. Returns 0, or STEER_EAGAIN when it was
- * dropped (queue or ring full, larger than a quarter of the ring), counted either way.
+ * dropped (queue or ring full, a frame over 70 KiB), counted either way.
  * Owner thread only.
  */
 int tap_log(tap_thread_t *th, const tap_msg_t *msg) STEER_NONNULL(1, 2);

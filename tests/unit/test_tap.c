@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fstrm.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,13 +232,15 @@ static void test_oversize_dropped(void)
 	tap_t *tap = open_file_tap(8, 1, 1);
 	if (tap == NULL)
 		return;
-	/* The smallest ring is 64 KiB; a frame may take a quarter of it. */
-	static uint8_t big[20000];
-	tap_msg_t msg = {.type = TAP_AUTH_RESPONSE, .response = big, .response_len = sizeof(big)};
-	CHECK(tap_log(tap_thread(tap, 0), &msg) == STEER_EAGAIN, "a 20 kB frame is dropped");
+	/* A frame holds at most a 64 KiB DNS message and its query. */
+	static uint8_t big[80000];
+	tap_msg_t msg = {.type = TAP_AUTH_RESPONSE, .response = big, .response_len = 65535};
+	CHECK(tap_log(tap_thread(tap, 0), &msg) == 0, "a 64 kB answer is logged");
+	msg.response_len = sizeof(big);
+	CHECK(tap_log(tap_thread(tap, 0), &msg) == STEER_EAGAIN, "an 80 kB frame is dropped");
 	tap_counters_t sum = {0};
 	tap_stats(tap, &sum);
-	CHECK(sum.dropped == 1 && sum.logged == 0, "counted as dropped");
+	CHECK(sum.dropped == 1 && sum.logged == 1, "counted as dropped");
 	tap_free(tap);
 	unlink(tmp_path);
 }
@@ -321,6 +324,123 @@ static void test_no_reader_counts_drops(void)
 	tap_free(tap);
 }
 
+/* A collector built from fstrm's own reader over an accepted connection: it does the
+ * receiving side of the handshake, then reads frames, pausing once for a while (less than
+ * the writer's send timeout, which would disconnect it). */
+typedef struct {
+	int lfd;
+	size_t frames, bad;
+	bool finished;
+} slow_reader_t;
+
+static fstrm_res fd_read(void *obj, void *data, size_t count)
+{
+	int fd = *(int *)obj;
+	uint8_t *p = data;
+	while (count > 0) {
+		ssize_t n = read(fd, p, count);
+		if (n == 0)
+			return fstrm_res_stop;
+		if (n < 0)
+			return fstrm_res_failure;
+		p += n;
+		count -= (size_t)n;
+	}
+	return fstrm_res_success;
+}
+
+static fstrm_res fd_write(void *obj, const struct iovec *iov, int iovcnt)
+{
+	int fd = *(int *)obj;
+	for (int i = 0; i < iovcnt; i++)
+		if (write(fd, iov[i].iov_base, iov[i].iov_len) != (ssize_t)iov[i].iov_len)
+			return fstrm_res_failure;
+	return fstrm_res_success;
+}
+
+static fstrm_res fd_noop(void *obj)
+{
+	(void)obj;
+	return fstrm_res_success;
+}
+
+static void *slow_reader_main(void *arg)
+{
+	slow_reader_t *sr = arg;
+	int fd = accept(sr->lfd, NULL, NULL);
+	struct fstrm_rdwr *rdwr = fstrm_rdwr_init(&fd);
+	fstrm_rdwr_set_open(rdwr, fd_noop);
+	fstrm_rdwr_set_close(rdwr, fd_noop);
+	fstrm_rdwr_set_read(rdwr, fd_read);
+	fstrm_rdwr_set_write(rdwr, fd_write);
+	struct fstrm_reader_options *ropt = fstrm_reader_options_init();
+	fstrm_reader_options_add_content_type(ropt, TAP_CONTENT_TYPE, strlen(TAP_CONTENT_TYPE));
+	struct fstrm_reader *r = fstrm_reader_init(ropt, &rdwr);
+	fstrm_reader_options_destroy(&ropt);
+	if (fstrm_reader_open(r) == fstrm_res_success) {
+		const uint8_t *data;
+		size_t len;
+		fstrm_res res;
+		while ((res = fstrm_reader_read(r, &data, &len)) == fstrm_res_success) {
+			Dnstap__Dnstap *d = dnstap__dnstap__unpack(NULL, len, data);
+			if (d == NULL || d->message == NULL ||
+			    d->message->response_message.len != 2000)
+				sr->bad++;
+			if (d != NULL)
+				dnstap__dnstap__free_unpacked(d, NULL);
+			if (++sr->frames == 200)
+				usleep(600 * 1000);
+		}
+		sr->finished = res == fstrm_res_stop;
+	}
+	fstrm_reader_destroy(&r);
+	close(fd);
+	return NULL;
+}
+
+static void test_slow_reader_gets_every_frame(void)
+{
+	char path[108];
+	snprintf(path, sizeof(path), "/tmp/steer-test-tap-%d-slow.sock", (int)getpid());
+	unlink(path);
+	slow_reader_t sr = {.lfd = socket(AF_UNIX, SOCK_STREAM, 0)};
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	CHECK(bind(sr.lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0 && listen(sr.lfd, 4) == 0,
+	      "listen on %s", path);
+	pthread_t reader;
+	pthread_create(&reader, NULL, slow_reader_main, &sr);
+	tap_opts_t opts = {.socket = path,
+	                   .n_threads = 1,
+	                   .queue = 256,
+	                   .messages = TAP_BIT(TAP_AUTH_RESPONSE),
+	                   .sample = 1};
+	tap_t *tap = NULL;
+	char err[256];
+	CHECK(tap_new(&opts, &tap, err, sizeof(err)) == 0, "tap_new: %s", err);
+	if (tap == NULL)
+		return;
+	static uint8_t response[2000];
+	tap_msg_t msg = {.type = TAP_AUTH_RESPONSE, .response = response, .response_len = 2000};
+	int logged = 0;
+	/* 3000 frames of 2 kB: far more than the socket buffers, so sends wait for the reader,
+	 * the queue fills during its pause and the writer waits between tries. */
+	for (int tries = 0; logged < 3000 && tries < 200000; tries++) {
+		if (tap_log(tap_thread(tap, 0), &msg) == 0)
+			logged++;
+		else
+			usleep(1000);
+	}
+	CHECK(logged == 3000, "logged %d of 3000", logged);
+	tap_free(tap); /* flushes, then ends the stream */
+	pthread_join(reader, NULL);
+	CHECK(sr.frames == (size_t)logged && sr.bad == 0 && sr.finished,
+	      "the reader got %zu intact frames of %d (%zu damaged), stream %s", sr.frames, logged,
+	      sr.bad, sr.finished ? "ended cleanly" : "cut");
+	close(sr.lfd);
+	unlink(path);
+}
+
 static void test_bad_options(void)
 {
 	char err[256];
@@ -342,6 +462,7 @@ int main(void)
 	test_oversize_dropped();
 	test_stalled_reader_drops();
 	test_no_reader_counts_drops();
+	test_slow_reader_gets_every_frame();
 	test_bad_options();
 	return unit_finish("tap");
 }
