@@ -1434,11 +1434,13 @@ const conf_key_t conf_keys[] = {
      .offset = offsetof(conf_dnstap_t, queue),
      .size = sizeof(unsigned),
      .min = 2,
-     .max = 1048576,
+     .max = 16384,
      .def = "16384",
      .flags = CONF_F_RESTART,
-     .doc = "Messages each thread's queue holds while the writer is busy; beyond that they "
-            "are dropped and counted. Rounded up to a power of two."},
+     .doc = "Messages each thread's queue holds while the writer is busy (rounded up to a "
+            "power of two, at most 16384, "
+            "libfstrm's limit); beyond that, or when the thread's buffer is full, they are "
+            "dropped and counted."},
     {.section = "stats-snapshots",
      .name = "file",
      .type = CONF_TYPE_PATH,

@@ -19,6 +19,8 @@
 #include "base/err.h"
 #include "daemon/alerting.h"
 #include "daemon/server.h"
+#include "daemon/decisions.h"
+#include "daemon/tap.h"
 #include "dns/names.h"
 
 #ifndef STEER_VERSION
@@ -212,6 +214,15 @@ static json_t *counter_map(const _Atomic uint64_t *counters, size_t n,
 
 #define COUNTER(st, field) ((json_int_t)atomic_load_explicit(&(st)->field, memory_order_relaxed))
 
+/* The query log's numbers: whether it is on, messages written and dropped (never waited). */
+static json_t *dnstap_json(const server_t *s)
+{
+	tap_counters_t tc;
+	server_tap_stats(s, &tc);
+	return json_pack("{s:b, s:I, s:I}", "enabled", s->tap != NULL, "logged",
+	                 COUNTER(&tc, logged), "dropped", COUNTER(&tc, dropped));
+}
+
 static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 {
 	(void)err;
@@ -261,6 +272,12 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
 	json_object_set_new(*data, "alerts", alerting_stats_json(s));
+	json_object_set_new(*data, "dnstap", dnstap_json(s));
+	uint64_t dl_written, dl_dropped;
+	decisions_stats(s, &dl_written, &dl_dropped);
+	json_object_set_new(*data, "decision_log",
+	                    json_pack("{s:b, s:I, s:I}", "enabled", s->decisions != NULL, "written",
+	                              (json_int_t)dl_written, "dropped", (json_int_t)dl_dropped));
 	return 0;
 }
 

@@ -23,8 +23,10 @@
 #include "base/err.h"
 #include "daemon/alerting.h"
 #include "daemon/commands.h"
+#include "daemon/decisions.h"
 #include "daemon/forward.h"
 #include "daemon/notify.h"
+#include "daemon/tap.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -774,6 +776,10 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret == 0)
 		ret = forward_start(s, err, sizeof(err));
+	if (ret == 0)
+		ret = server_tap_start(s, err, sizeof(err));
+	if (ret == 0)
+		ret = decisions_start(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
@@ -918,10 +924,14 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
+	/* With no query thread left; it still explains with the GSLB view. */
+	decisions_stop(s);
 	view_free(s->view);
 	s->view = NULL;
 	fwd_engine_free(s->fwd);
 	s->fwd = NULL;
+	/* After every thread that writes to it. */
+	server_tap_stop(s);
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
 	gslb_admin_deinit(&s->admin);

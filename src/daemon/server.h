@@ -29,6 +29,7 @@
 #include "gslb/view.h"
 #include "net/net.h"
 #include "ops/alerts.h"
+#include "tap/tap.h"
 #include "zone/zone_set.h"
 
 /* Room for the errors of one load or reload: one "file:line: message" line per bad zone. */
@@ -105,6 +106,8 @@ typedef struct server {
 	events_t events;       /* state changes: log lines, the ring of `steerctl events`, alerts */
 	alerts_t *alerts;      /* the alert destinations; NULL without `alerts:` */
 	snapshots_t snapshots; /* stats-snapshots: */
+	tap_t *tap;            /* the dnstap log (daemon/tap.c); NULL when off */
+	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
 } server_t;
 
 /**

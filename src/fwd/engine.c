@@ -568,6 +568,11 @@ void fwd_engine_set_identity(fwd_engine_t *e, const char *identity)
 	pthread_mutex_unlock(&e->lock);
 }
 
+void fwd_engine_set_tap(fwd_engine_t *e, tap_thread_t *tap)
+{
+	e->tap = tap;
+}
+
 void fwd_engine_stats(fwd_engine_t *e, fwd_engine_stats_t *out)
 {
 	pthread_mutex_lock(&e->lock);

@@ -33,6 +33,7 @@
 #include "fwd/cache.h"
 #include "fwd/upstream.h"
 #include "fwd/wire.h"
+#include "tap/tap.h"
 
 /* Requests in flight (client queries and prefetches) by default. */
 #define FWD_ENGINE_MAX_PENDING 10000
@@ -63,6 +64,8 @@ struct fwd_client {
 	steer_sockaddr_t local;  /* the query's destination = the reply's source; family 0 =
 	                          * the socket's own address */
 	uint32_t ifindex;        /* arrival interface (link-local IPv6 replies), 0 = any */
+	bool tapped;             /* the query was sampled for the dnstap log: log its upstream
+	                          * legs and the answer too */
 };
 
 /* Flags of fwd_engine_submit(). */
@@ -153,6 +156,13 @@ int fwd_engine_flush(fwd_engine_t *e, const char *name, bool subtree) STEER_NONN
  * it: @p identity (copied; at most 255 bytes), NULL = none. Control thread, any time.
  */
 void fwd_engine_set_identity(fwd_engine_t *e, const char *identity) STEER_NONNULL(1);
+
+/**
+ * Log the engine's messages (forwarder queries and responses of sampled requests, the answers
+ * delivered to their clients) through @p tap, the engine thread's dnstap queue; NULL = none.
+ * Before fwd_engine_start(); @p tap must outlive the engine thread. Control thread.
+ */
+void fwd_engine_set_tap(fwd_engine_t *e, tap_thread_t *tap) STEER_NONNULL(1);
 
 /** Copy the engine's counters into @p out. Control thread (any thread but the engine's). */
 void fwd_engine_stats(fwd_engine_t *e, fwd_engine_stats_t *out) STEER_NONNULL(1, 2);

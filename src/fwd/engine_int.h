@@ -99,6 +99,7 @@ struct fwd_req {
 	ev_timer retry; /* the current attempt's timeout, or the rest of the budget */
 	ev_timer stale; /* RFC 8767 client response timer */
 	bool answered;  /* the client has an answer (stale): only the cache is left to refresh */
+	bool tapped;    /* sampled for the dnstap log (the client's query was, or a prefetch) */
 	/* The last accepted reply that was not usable (REFUSED, LAME, other): given to the
 	 * client when no upstream is left (LAME as SERVFAIL). */
 	uint8_t *last;
@@ -194,6 +195,7 @@ struct fwd_engine {
 	uint8_t out[DNS_MSG_MAXLEN];
 	char identity[256]; /* the NSID of answers (fwd_engine_set_identity), under @c lock */
 	uint8_t identity_len;
+	tap_thread_t *tap; /* the engine thread's dnstap queue; NULL = no log */
 };
 
 /* Monotonic clock, the epoch of the query threads' CLOCK_MONOTONIC_COARSE. */

@@ -57,12 +57,60 @@ static size_t with_nsid(fwd_req_t *r, size_t len)
 	return dns_nsid_append(e->out, len, client_limit(r), (const uint8_t *)id, id_len);
 }
 
+/* The dnstap record of one upstream leg of a sampled request: from our socket @p a to its
+ * upstream, over TCP when @p tcp. */
+static void tap_leg(const fwd_req_t *r, const fwd_att_t *a, tap_type_t type, const uint8_t *msg,
+                    size_t len, bool tcp)
+{
+	tap_thread_t *tap = r->e->tap;
+	if (!r->tapped || !tap_wants(tap, type))
+		return;
+	steer_sockaddr_t local;
+	socklen_t local_len = sizeof(local);
+	memset(&local, 0, sizeof(local));
+	if (getsockname(a->fd, &local.sa, &local_len) != 0)
+		local.sa.sa_family = 0;
+	tap_msg_t m = {.type = type,
+	               .tcp = tcp,
+	               .query_address = &local,
+	               .response_address = &r->e->eup[a->upstream].address};
+	if (type == TAP_FORWARDER_QUERY) {
+		m.query = msg;
+		m.query_len = len;
+		m.query_time = tap_now();
+	} else {
+		m.response = msg;
+		m.response_len = len;
+		m.response_time = tap_now();
+	}
+	(void)tap_log(tap, &m);
+}
+
+/* The dnstap record of the answer to a sampled client, as it leaves. */
+static void tap_client_response(const fwd_req_t *r, const uint8_t *msg, size_t len)
+{
+	tap_thread_t *tap = r->e->tap;
+	if (!r->tapped || !tap_wants(tap, TAP_CLIENT_RESPONSE))
+		return;
+	tap_msg_t m = {.type = TAP_CLIENT_RESPONSE,
+	               .tcp = r->client.tcp,
+	               .query_address = &r->client.remote,
+	               .response_address = &r->client.local,
+	               .query = r->pkt,
+	               .query_len = r->len,
+	               .response = msg,
+	               .response_len = len,
+	               .response_time = tap_now()};
+	(void)tap_log(tap, &m);
+}
+
 static void deliver(fwd_req_t *r, const uint8_t *msg, size_t len)
 {
 	if (!r->answered && r->client.reply) {
 		if (r->q.has_nsid && msg == r->e->out)
 			len = with_nsid(r, len);
 		r->client.reply(&r->client, msg, len);
+		tap_client_response(r, msg, len);
 	}
 	r->answered = true;
 }
@@ -207,6 +255,7 @@ static int att_send(fwd_req_t *r, uint32_t id)
 		return ret ? ret : STEER_EAGAIN;
 	}
 	a->fd = fd;
+	tap_leg(r, a, TAP_FORWARDER_QUERY, q, (size_t)qlen, false);
 	a->state = FWD_ATT_UDP;
 	a->sent_us = fwd_eng_now_us();
 	ev_io_init(&a->io, on_udp, fd, EV_READ);
@@ -379,6 +428,7 @@ static int tcp_start(fwd_req_t *r, fwd_att_t *a)
 		return ret;
 	}
 	a->fd = fd;
+	tap_leg(r, a, TAP_FORWARDER_QUERY, a->tcp_buf + 2, (size_t)qlen, true);
 	a->state = FWD_ATT_TCP_WRITE;
 	a->sent_us = fwd_eng_now_us();
 	ev_io_init(&a->io, on_tcp, fd, EV_WRITE);
@@ -408,6 +458,7 @@ static int resend_plain(fwd_req_t *r, fwd_att_t *a)
 	if (send(a->fd, q, (size_t)qlen, 0) != qlen)
 		return errno ? -errno : STEER_EAGAIN;
 	a->formerr_retried = true;
+	tap_leg(r, a, TAP_FORWARDER_QUERY, q, (size_t)qlen, false);
 	a->sent_us = fwd_eng_now_us();
 	return 0;
 }
@@ -419,6 +470,7 @@ static void att_reply(fwd_req_t *r, fwd_att_t *a, const uint8_t *msg, size_t len
 	fwd_engine_t *e = r->e;
 	uint64_t rtt = fwd_eng_now_us() - a->sent_us;
 	uint32_t rtt_us = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+	tap_leg(r, a, TAP_FORWARDER_RESPONSE, msg, len, tcp);
 	if (info->tc && !tcp) {
 		if (tcp_start(r, a) == 0)
 			return;
@@ -578,6 +630,9 @@ void fwd_eng_req_start(fwd_engine_t *e, fwd_req_t *r)
 	r->stale.data = r;
 	if (r->flags & FWD_SUBMIT_PREFETCH)
 		r->client.reply = NULL;
+	/* A client's request follows its query's sampling; prefetches are sampled here. */
+	r->tapped = e->tap != NULL &&
+	            (r->client.tapped || ((r->flags & FWD_SUBMIT_PREFETCH) && tap_sample(e->tap)));
 	/* The caller parsed it already; this parse only rebuilds the view into our copy. */
 	if (dns_query_parse(r->pkt, r->len, &r->q) != DNS_QUERY_OK || !r->q.has_question) {
 		fwd_eng_req_free(r);

@@ -19,6 +19,7 @@
 #include "base/warnings.h"
 #include "conf/conf.h"
 #include "dns/ecs.h"
+#include "gslb/decision.h"
 #include "gslb/health.h"
 #include "gslb/nets_set.h"
 #include "gslb/policy.h"
@@ -37,6 +38,7 @@ typedef struct gslb_view gslb_view_t;
 typedef struct {
 	gslb_policy_rng_t rng;
 	gslb_stats_t stats;
+	gslb_decision_sampler_t decisions; /* the decision log's sampler; zero = off */
 } gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */

@@ -264,6 +264,44 @@ static void count_decision(gslb_stats_t *st, const gslb_result_t *r, const decid
 		STEER_COUNTER_INC(st->ecs_ignored);
 }
 
+/* Every Nth decision of this thread goes to the decision log, as the query saw it. */
+static void sample_decision(gslb_decision_sampler_t *ds, const gslb_name_t *name, uint16_t qtype,
+                            const gslb_client_t *client, const gslb_result_t *out)
+{
+	if (ds->countdown > 0) {
+		ds->countdown--;
+		return;
+	}
+	ds->countdown = ds->sample > 1 ? ds->sample - 1 : 0;
+	gslb_decision_t d;
+	clock_gettime(CLOCK_REALTIME, &d.time);
+	memcpy(d.name, name->wire, name->len);
+	d.qtype = qtype;
+	d.resolver = *client->resolver;
+	d.has_ecs = client->ecs != NULL;
+	if (d.has_ecs) {
+		d.ecs_family = client->ecs->family;
+		d.ecs_source_len = client->ecs->source_len;
+		memcpy(d.ecs_addr, client->ecs->addr, sizeof(d.ecs_addr));
+	}
+	d.kind = out->ans.kind;
+	d.all_down = out->ans.all_down;
+	d.ecs_scope = out->ecs_scope;
+	d.ttl = out->ans.ttl;
+	d.count = 0;
+	d.family = qtype == DNS_TYPE_AAAA ? AF_INET6 : AF_INET;
+	if (d.kind == GSLB_ANSWER_ADDRS) {
+		d.count = out->ans.count;
+		unsigned n = d.count < GSLB_DECISION_ADDRS ? d.count : GSLB_DECISION_ADDRS;
+		for (unsigned i = 0; i < n; i++)
+			memcpy(d.addrs[i], gslb_result_addr(out, i), 16);
+	}
+	d.cname[0] = 0;
+	if (d.kind == GSLB_ANSWER_CNAME && out->ans.cname != NULL)
+		memcpy(d.cname, out->ans.cname, dname_len(out->ans.cname));
+	ds->record(ds->arg, &d);
+}
+
 void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t qtype,
                       const gslb_client_t *client, gslb_qstate_t *qs, gslb_result_t *out)
 {
@@ -298,4 +336,6 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	out->ecs_scope = view_decide(view, s, family, client, &qs->rng, &d, &out->ans, NULL);
 	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
 	count_decision(&qs->stats, out, &d);
+	if (STEER_UNLIKELY(qs->decisions.record != NULL))
+		sample_decision(&qs->decisions, name, qtype, client, out);
 }

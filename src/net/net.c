@@ -279,24 +279,102 @@ static size_t forwarded_nsid(const net_view_t *view, const auth_client_t *client
 	                       view->auth.identity_len);
 }
 
+/* What net_answer() passes along to answer a query, once parsed. */
+typedef struct {
+	const net_view_t *view;
+	const auth_client_t *client;
+	const uint8_t *pkt;
+	size_t len;
+	uint8_t *resp;
+	size_t resp_cap;
+	auth_qctx_t *qctx;
+	auth_axfr_t *axfr;
+	fwd_serve_counters_t *fwd_ctr;
+	fwd_client_fill_cb fill;
+	void *fill_arg;
+} answer_args_t;
+
+static size_t answer(const answer_args_t *a, dns_query_t *q, dns_query_status_t status,
+                     bool forward, bool *deferred)
+{
+	if (forward) {
+		fwd_serve_client_t fc = {a->client->remote, a->client->tcp, a->fill, a->fill_arg};
+		size_t rlen;
+		fwd_serve_result_t r = fwd_serve(&a->view->fwd, q, a->pkt, a->len, &fc, now_ms(),
+		                                 a->resp, a->resp_cap, &rlen, a->fwd_ctr);
+		*deferred = r == FWD_SERVE_QUEUED;
+		if (r != FWD_SERVE_REFUSED)
+			return forwarded_nsid(a->view, a->client, q, a->resp, rlen, a->resp_cap);
+	}
+	return auth_answer_parsed(&a->view->auth, a->client, q, status, a->resp, a->resp_cap,
+	                          a->qctx, a->axfr);
+}
+
+/* The transport's description of a client handed to the engine, marked as sampled. */
+typedef struct {
+	fwd_client_fill_cb fill;
+	void *arg;
+} tapped_fill_t;
+
+static void tapped_fill(void *arg, fwd_client_t *out)
+{
+	const tapped_fill_t *t = arg;
+	t->fill(t->arg, out);
+	out->tapped = true;
+}
+
+static void tap_message(const net_tap_t *tap, const answer_args_t *a, tap_type_t type,
+                        struct timespec query_time, size_t rlen)
+{
+	if (!tap_wants(tap->tap, type))
+		return;
+	bool response = type == TAP_AUTH_RESPONSE || type == TAP_CLIENT_RESPONSE;
+	tap_msg_t m = {.type = type,
+	               .tcp = a->client->tcp,
+	               .query_address = a->client->remote,
+	               .response_address = tap->local,
+	               .query_time = query_time,
+	               .query = a->pkt,
+	               .query_len = a->len};
+	if (response) {
+		m.response = a->resp;
+		m.response_len = rlen;
+		m.response_time = tap_now();
+	}
+	(void)tap_log(tap->tap, &m);
+}
+
+/* A sampled query: logged as it came, answered, and its answer logged as it leaves. */
+static size_t answer_tapped(const net_tap_t *tap, const answer_args_t *a, dns_query_t *q,
+                            dns_query_status_t status, bool forward, bool *deferred)
+{
+	struct timespec query_time = tap_now();
+	tap_message(tap, a, forward ? TAP_CLIENT_QUERY : TAP_AUTH_QUERY, query_time, 0);
+	tapped_fill_t tf = {a->fill, a->fill_arg};
+	answer_args_t marked = *a;
+	marked.fill = tapped_fill;
+	marked.fill_arg = &tf;
+	size_t rlen = answer(&marked, q, status, forward, deferred);
+	if (rlen > 0)
+		tap_message(tap, a, forward ? TAP_CLIENT_RESPONSE : TAP_AUTH_RESPONSE, query_time,
+		            rlen);
+	return rlen;
+}
+
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
                   fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
-                  bool *deferred)
+                  const net_tap_t *tap, bool *deferred)
 {
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(pkt, len, &q);
 	*deferred = false;
-	if (forwardable(view, &q, status)) {
-		fwd_serve_client_t fc = {client->remote, client->tcp, fill, fill_arg};
-		size_t rlen;
-		fwd_serve_result_t r = fwd_serve(&view->fwd, &q, pkt, len, &fc, now_ms(), resp,
-		                                 resp_cap, &rlen, fwd_ctr);
-		*deferred = r == FWD_SERVE_QUEUED;
-		if (r != FWD_SERVE_REFUSED)
-			return forwarded_nsid(view, client, &q, resp, rlen, resp_cap);
-	}
-	return auth_answer_parsed(&view->auth, client, &q, status, resp, resp_cap, qctx, axfr);
+	answer_args_t a = {view, client, pkt,     len,  resp,    resp_cap,
+	                   qctx, axfr,   fwd_ctr, fill, fill_arg};
+	bool forward = forwardable(view, &q, status);
+	if (STEER_UNLIKELY(tap->tap != NULL) && tap_sample(tap->tap))
+		return answer_tapped(tap, &a, &q, status, forward, deferred);
+	return answer(&a, &q, status, forward, deferred);
 }
 
 size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max)
@@ -311,6 +389,31 @@ size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max)
 			out[n++] = port;
 	}
 	return n;
+}
+
+unsigned net_query_threads(const net_t *net)
+{
+	return (unsigned)(net->n_udp + net->n_tcp);
+}
+
+void net_set_tap(net_t *net, tap_t *tap)
+{
+	STEER_ASSERT(net->bound && !net->started);
+	for (size_t i = 0; i < net->n_udp; i++)
+		udp_worker_set_tap(net->udp[i], tap_thread(tap, (unsigned)i));
+	for (size_t i = 0; i < net->n_tcp; i++)
+		tcp_worker_set_tap(net->tcp[i], tap_thread(tap, (unsigned)(net->n_udp + i)));
+}
+
+void net_set_decision_log(net_t *net, gslb_decision_cb record, void *const *args, unsigned sample)
+{
+	STEER_ASSERT(net->bound && !net->started);
+	for (size_t i = 0; i < net->n_udp + net->n_tcp; i++) {
+		auth_qctx_t *qctx = i < net->n_udp ? udp_worker_qctx(net->udp[i])
+		                                   : tcp_worker_qctx(net->tcp[i - net->n_udp]);
+		qctx->gslb.decisions = (gslb_decision_sampler_t){
+		    .record = record, .arg = args[i], .sample = sample, .countdown = 0};
+	}
 }
 
 size_t net_listen_count(const net_t *net)

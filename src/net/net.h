@@ -19,6 +19,7 @@
 #include "base/sockaddr.h"
 #include "conf/conf.h"
 #include "fwd/serve.h"
+#include "tap/tap.h"
 
 typedef struct net net_t;
 
@@ -121,6 +122,28 @@ unsigned net_tcp_workers(const net_t *net) STEER_NONNULL(1);
  * after net_bind().
  */
 size_t net_listen_ports(const net_t *net, uint16_t *out, size_t max) STEER_NONNULL(1, 2);
+
+/**
+ * The number of query threads: one per UDP worker socket, then one per TCP thread, numbered in
+ * that order by net_set_tap() and net_set_decision_log(). Valid after net_bind().
+ */
+unsigned net_query_threads(const net_t *net) STEER_NONNULL(1);
+
+/**
+ * Log the query threads' messages through @p tap: the i-th UDP worker socket writes to
+ * tap_thread(@p tap, i), TCP thread t to tap_thread(@p tap, udp + t) (net_query_threads()
+ * in all). Which messages and how many (sampling) is @p tap's configuration. After net_bind(),
+ * before net_start(); @p tap must outlive the threads. Control thread.
+ */
+void net_set_tap(net_t *net, tap_t *tap) STEER_NONNULL(1, 2);
+
+/**
+ * Hand every @p sample th GSLB decision of each query thread i to @p record with @p args[i]
+ * (net_query_threads() of them), on that thread (see gslb/decision.h). After net_bind(),
+ * before net_start(). Control thread.
+ */
+void net_set_decision_log(net_t *net, gslb_decision_cb record, void *const *args, unsigned sample)
+    STEER_NONNULL(1, 2, 3);
 
 /**
  * Stop every thread (UDP workers notice within their receive timeout, TCP loops are woken at

@@ -43,18 +43,27 @@ struct net {
 	bool started;
 };
 
+/* The calling query thread's dnstap state for net_answer(). */
+typedef struct {
+	tap_thread_t *tap;             /* NULL: no dnstap log (then nothing else is read) */
+	const steer_sockaddr_t *local; /* the address the query arrived at; NULL = unknown */
+} net_tap_t;
+
 /**
  * Answer the query @p pkt (@p len bytes) from @p client on a query thread, inside its RCU
  * read-side section on @p view: names inside our zones by auth_answer(), others by the
  * forwarder when it is on and the client may recurse (@p fill then describes the client for
  * a hand-off), else auth_answer()'s REFUSED. Returns the reply's length in @p resp, or 0 when
  * nothing is sent now: dropped, or (@p *deferred set) the forwarder's engine answers later
- * through the fwd_client_t that @p fill described.
+ * through the fwd_client_t that @p fill described. With @p tap->tap set, a sampled query
+ * and its answer go to the dnstap log (auth-* for our names and for everything when
+ * forwarding is off, client-* for the forwarder's clients; a deferred answer is logged by
+ * the engine).
  */
 size_t net_answer(const net_view_t *view, const auth_client_t *client, const uint8_t *pkt,
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
                   fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
-                  bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10);
+                  const net_tap_t *tap, bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10, 12, 13);
 
 /** CLOCK_MONOTONIC in milliseconds: the clock of the query threads' heartbeats. */
 uint64_t net_clock_ms(void);

@@ -83,6 +83,7 @@ struct tcp_worker {
 	net_counters_t counters;      /* written by this thread only */
 	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this thread */
 	auth_qctx_t *qctx;            /* owned; this thread's answering state (counters, GSLB) */
+	tap_thread_t *tap;            /* this thread's dnstap queue; NULL = no log */
 	net_t *net;
 	unsigned idx;
 	struct ev_loop *loop;
@@ -120,6 +121,7 @@ struct tcp_conn {
 	ev_tstamp activity; /* last byte received or sent */
 	int outq;           /* kernel send queue when we started waiting to write */
 	steer_sockaddr_t remote;
+	steer_sockaddr_t local;    /* our address, for the dnstap log only (family 0 otherwise) */
 	size_t in_start, in_end;   /* unconsumed input */
 	size_t out_start, out_end; /* unsent output; both 0 when drained */
 	auth_axfr_t axfr;
@@ -249,8 +251,10 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	bool deferred;
 	rcu_read_lock();
 	const net_view_t *view = rcu_dereference(w->net->view);
-	size_t rlen = net_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX,
-	                         w->qctx, &c->axfr, &w->fwd_ctr, tcp_client_fill, c, &deferred);
+	net_tap_t tap = {w->tap, &c->local};
+	size_t rlen =
+	    net_answer(view, &client, msg, len, c->out + c->out_end + 2, TCP_MSG_MAX, w->qctx,
+	               &c->axfr, &w->fwd_ctr, tcp_client_fill, c, &tap, &deferred);
 	rcu_read_unlock();
 	c->in_start += 2 + len;
 	c->msg_timing = false;
@@ -477,6 +481,10 @@ static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
 	c->w = w;
 	c->fd = fd;
 	c->remote = *remote;
+	c->local.sa.sa_family = 0;
+	socklen_t local_len = sizeof(c->local);
+	if (w->tap != NULL && getsockname(fd, &c->local.sa, &local_len) != 0)
+		c->local.sa.sa_family = 0;
 	c->v6 = remote->sa.sa_family == AF_INET6;
 	c->eof = c->in_axfr = c->msg_timing = c->fwd_wait = c->zombie = false;
 	c->outq = 0;
@@ -661,6 +669,16 @@ int tcp_worker_new(net_t *net, unsigned worker_idx, tcp_worker_t **out, char *er
 			return ret;
 	}
 	return 0;
+}
+
+void tcp_worker_set_tap(tcp_worker_t *w, tap_thread_t *tap)
+{
+	w->tap = tap;
+}
+
+auth_qctx_t *tcp_worker_qctx(tcp_worker_t *w)
+{
+	return w->qctx;
 }
 
 int tcp_worker_start(tcp_worker_t *w)

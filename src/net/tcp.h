@@ -43,5 +43,11 @@ void tcp_worker_name(const tcp_worker_t *w, char *buf, size_t size) STEER_NONNUL
 /* Period of a TCP thread's heartbeat timer. */
 #define TCP_HEARTBEAT_MS 100
 
+/** Log this thread's messages through @p tap (before tcp_worker_start()). */
+void tcp_worker_set_tap(tcp_worker_t *w, tap_thread_t *tap) STEER_NONNULL(1, 2);
+
+/** The thread's query context (before tcp_worker_start(), to configure it). */
+auth_qctx_t *tcp_worker_qctx(tcp_worker_t *w) STEER_NONNULL(1);
+
 /** Close the sockets and free (after tcp_worker_stop()). NULL is ignored. */
 void tcp_worker_free(tcp_worker_t *w);

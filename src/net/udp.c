@@ -61,6 +61,7 @@ struct udp_worker {
 	net_counters_t counters;      /* written by the worker only */
 	fwd_serve_counters_t fwd_ctr; /* the forwarder's side on this worker */
 	auth_qctx_t *qctx;            /* owned; the worker's answering state (counters, GSLB) */
+	tap_thread_t *tap;            /* the worker's dnstap queue; NULL = no log */
 	net_t *net;
 	const udp_api_t *api;
 	pthread_t thread;
@@ -288,18 +289,41 @@ static void udp_client_fill(void *arg, fwd_client_t *out)
 		client_local(a->pkt->hdr, out);
 }
 
+/* The address @p pkt arrived at, for the dnstap log: the listen address, or on a wildcard
+ * bind its packet info's destination (into @p buf). */
+static const steer_sockaddr_t *packet_local(const udp_worker_t *w, const udp_pkt_t *pkt,
+                                            steer_sockaddr_t *buf)
+{
+	const steer_sockaddr_t *listen = &w->net->listen[w->addr_idx];
+	if (pkt->hdr == NULL)
+		return listen;
+	fwd_client_t c;
+	memset(&c, 0, sizeof(c));
+	client_local(pkt->hdr, &c);
+	*buf = c.local;
+	if (buf->sa.sa_family == AF_INET)
+		buf->sin.sin_port = listen->sin.sin_port;
+	else if (buf->sa.sa_family == AF_INET6)
+		buf->sin6.sin6_port = listen->sin6.sin6_port;
+	return buf->sa.sa_family != 0 ? buf : listen;
+}
+
 static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 {
 	auth_client_t client = {.tcp = false};
+	net_tap_t tap = {w->tap, NULL};
+	steer_sockaddr_t local;
 	rcu_read_lock();
 	const net_view_t *view = rcu_dereference(w->net->view);
 	for (int k = 0; k < n; k++) {
 		client.remote = pkts[k].remote;
 		udp_fill_arg_t fill = {w, &pkts[k]};
 		bool deferred;
+		if (STEER_UNLIKELY(w->tap != NULL))
+			tap.local = packet_local(w, &pkts[k], &local);
 		pkts[k].tx_len = net_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
 		                            pkts[k].tx_cap, w->qctx, NULL, &w->fwd_ctr,
-		                            udp_client_fill, &fill, &deferred);
+		                            udp_client_fill, &fill, &tap, &deferred);
 	}
 	rcu_read_unlock();
 }
@@ -377,6 +401,16 @@ int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_
 	mmsg_init(&w->io, fd, addr->sa.sa_family == AF_INET6, pktinfo);
 	*out = w;
 	return 0;
+}
+
+void udp_worker_set_tap(udp_worker_t *w, tap_thread_t *tap)
+{
+	w->tap = tap;
+}
+
+auth_qctx_t *udp_worker_qctx(udp_worker_t *w)
+{
+	return w->qctx;
 }
 
 int udp_worker_start(udp_worker_t *w)

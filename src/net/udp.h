@@ -56,6 +56,12 @@ int udp_worker_new(net_t *net, size_t addr_idx, unsigned worker_idx, udp_worker_
 /** Start the worker's thread. Returns 0 or a negative errno. */
 int udp_worker_start(udp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
 
+/** Log this worker's messages through @p tap (before udp_worker_start()). */
+void udp_worker_set_tap(udp_worker_t *w, tap_thread_t *tap) STEER_NONNULL(1, 2);
+
+/** The worker's query context (before udp_worker_start(), to configure it). */
+auth_qctx_t *udp_worker_qctx(udp_worker_t *w) STEER_NONNULL(1);
+
 /** Wait for the thread to exit (after net->stopping was set); no-op if never started. */
 void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
 

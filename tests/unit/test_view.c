@@ -1322,6 +1322,52 @@ static void test_name_types(const gslb_view_t *v)
 	      whoamis);
 }
 
+/* The decision log's sample hook: every Nth service decision, with what the query saw. */
+static gslb_decision_t recorded[8];
+static unsigned n_recorded;
+
+static void record_decision(void *arg, const gslb_decision_t *d)
+{
+	(*(unsigned *)arg)++;
+	if (n_recorded < STEER_ARRAY_LEN(recorded))
+		recorded[n_recorded++] = *d;
+}
+
+static void test_decision_sampler(const gslb_view_t *v)
+{
+	unsigned calls = 0;
+	n_recorded = 0;
+	qs.decisions =
+	    (gslb_decision_sampler_t){.record = record_decision, .arg = &calls, .sample = 3};
+	for (int i = 0; i < 7; i++)
+		(void)ask(v, "vpn.example.test", DNS_TYPE_A, "8.8.8.8", "58.32.1.0/24");
+	CHECK(calls == 3, "sample 3: decisions 1, 4 and 7 recorded, got %u", calls);
+	(void)ask(v, "whoami.example.test", DNS_TYPE_A, "8.8.8.8", NULL);
+	CHECK(calls == 3, "whoami answers are not GSLB decisions for the log");
+	qs.decisions.sample = 1;
+	qs.decisions.countdown = 0;
+	(void)ask(v, "vpn.example.test", DNS_TYPE_AAAA, "192.0.2.77", NULL);
+	CHECK(calls == 4 && n_recorded == 4, "sample 1 records every decision");
+	const gslb_decision_t *d = &recorded[0];
+	uint8_t wire[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str("vpn.example.test", wire) > 0 && dname_equal(d->name, wire), "name");
+	CHECK(d->qtype == DNS_TYPE_A && d->time.tv_sec > 0, "qtype and time");
+	steer_sockaddr_t res = sock("8.8.8.8");
+	CHECK(d->resolver.sin.sin_addr.s_addr == res.sin.sin_addr.s_addr, "resolver address");
+	CHECK(d->has_ecs && d->ecs_family == DNS_ECS_FAMILY_IPV4 && d->ecs_source_len == 24 &&
+	          d->ecs_addr[0] == 58 && d->ecs_addr[1] == 32 && d->ecs_addr[2] == 1,
+	      "ECS subnet");
+	CHECK(d->kind == GSLB_ANSWER_ADDRS && d->count == 1 && d->family == AF_INET &&
+	          memcmp(d->addrs[0], "\xc6\x33\x64\x0a", 4) == 0,
+	      "answered 198.51.100.10");
+	CHECK(d->ecs_scope == 13 && d->ttl > 0, "scope %u of the /13 block", d->ecs_scope);
+	const gslb_decision_t *six = &recorded[3];
+	CHECK(six->qtype == DNS_TYPE_AAAA && !six->has_ecs && six->family == AF_INET6 &&
+	          six->kind == GSLB_ANSWER_ADDRS && six->count >= 1,
+	      "an AAAA decision without ECS");
+	qs.decisions = (gslb_decision_sampler_t){0};
+}
+
 int main(void)
 {
 	gslb_policy_rng_init(&qs.rng, 42);
@@ -1341,6 +1387,7 @@ int main(void)
 		test_ecs_ignored_flag(v);
 		test_targets(v, &c);
 		test_name_types(v);
+		test_decision_sampler(v);
 	}
 	gslb_view_free(v);
 	test_build_errors();
