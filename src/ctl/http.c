@@ -35,15 +35,15 @@
  * connection may stay idle, and the memory of one connection's request line and headers (MHD
  * answers 414 or 431 beyond it; no honest request needs a tenth of it).
  */
-#define CONN_MAX         256u
-#define CONN_PER_IP_MAX  64u
-#define CONN_IDLE_S      10u
-#define CONN_MEMORY_MAX  (16u * 1024u)
-#define DEFAULT_CSP      "default-src 'none'; frame-ancestors 'none'"
-#define DEFAULT_CACHE    "no-store"
-#define API_ALLOW        "GET, HEAD, POST"
-#define PAGE_ALLOW       "GET, HEAD"
-#define ERR_TEXT_MAX     4096
+#define CONN_MAX        256u
+#define CONN_PER_IP_MAX 64u
+#define CONN_IDLE_S     10u
+#define CONN_MEMORY_MAX (16u * 1024u)
+#define DEFAULT_CSP     "default-src 'none'; frame-ancestors 'none'"
+#define DEFAULT_CACHE   "no-store"
+#define API_ALLOW       "GET, HEAD, POST"
+#define PAGE_ALLOW      "GET, HEAD"
+#define ERR_TEXT_MAX    4096
 
 typedef struct {
 	char *path; /* owned */
@@ -135,8 +135,8 @@ bool ctl_http_path_safe(const char *path)
 }
 
 /* Append the decoded @p len bytes of @p text to @p args as a string. */
-static unsigned args_append(json_t *args, const char *what, const char *text, size_t len,
-                            char *err, size_t errlen)
+static unsigned args_append(json_t *args, const char *what, const char *text, size_t len, char *err,
+                            size_t errlen)
 {
 	if (json_array_size(args) >= CALL_ARGS_MAX) {
 		snprintf(err, errlen, "too many arguments (at most %d)", CALL_ARGS_MAX);
@@ -181,7 +181,8 @@ static unsigned parse_path(const char *path, char **cmd, json_t *args, char *err
 		if (len == 0 && p[len] == '\0')
 			break; /* one trailing slash */
 		if (len == 0) {
-			snprintf(err, errlen, "empty path segment (an empty argument is never valid)");
+			snprintf(err, errlen,
+			         "empty path segment (an empty argument is never valid)");
 			return 400;
 		}
 		unsigned st = args_append(args, "path segment", p, len, err, errlen);
@@ -197,8 +198,8 @@ static unsigned parse_query(const ctl_http_request_t *req, json_t *args, char *e
 	for (size_t i = 0; i < req->n_query; i++) {
 		const ctl_http_query_t *q = &req->query[i];
 		if (strcmp(q->key, "arg") != 0) {
-			snprintf(err, errlen, "unknown query parameter '%.64s' (the only one is arg=)",
-			         q->key);
+			snprintf(err, errlen,
+			         "unknown query parameter '%.64s' (the only one is arg=)", q->key);
 			return 400;
 		}
 		if (q->value == NULL) {
@@ -296,8 +297,8 @@ static unsigned match_row(ctl_http_call_t *call, char *err, size_t errlen)
 	return command_known(call->cmd) ? 400 : 404;
 }
 
-static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
-                           const char **allow, char *err, size_t errlen)
+static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call, const char **allow,
+                           char *err, size_t errlen)
 {
 	bool post = strcmp(req->method, "POST") == 0;
 	bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
@@ -307,7 +308,8 @@ static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
 		return 405;
 	}
 	if (!ctl_http_path_safe(req->path)) {
-		snprintf(err, errlen, "bad path: a '.' or '..' segment, a NUL or bad percent-encoding");
+		snprintf(err, errlen,
+		         "bad path: a '.' or '..' segment, a NUL or bad percent-encoding");
 		return 400;
 	}
 	call->args = json_array();
@@ -423,13 +425,15 @@ int ctl_http_token_read(const char *path, char *token, size_t size, char *err, s
 	buf[len] = '\0';
 	for (size_t i = 0; i < len; i++)
 		if (!isgraph((unsigned char)buf[i]) && buf[i] != ' ') {
-			snprintf(err, errlen, "http token-file %s: the token has a control character",
-			         path);
+			snprintf(err, errlen,
+			         "http token-file %s: the token has a control character", path);
 			return STEER_EINVAL;
 		}
 	if (len == 0 || len > CTL_HTTP_TOKEN_MAX || len >= size) {
-		snprintf(err, errlen, "http token-file %s: the first line must hold a token of 1..%u "
-		         "characters", path, CTL_HTTP_TOKEN_MAX);
+		snprintf(err, errlen,
+		         "http token-file %s: the first line must hold a token of 1..%u "
+		         "characters",
+		         path, CTL_HTTP_TOKEN_MAX);
 		return STEER_EINVAL;
 	}
 	memcpy(token, buf, len + 1);
@@ -511,9 +515,9 @@ static unsigned authorise(const ctl_http_t *http, struct MHD_Connection *conn, b
 	}
 	const char *given = auth + sizeof(scheme) - 1;
 	if (!ctl_http_token_equal(http->token, given, strlen(given))) {
-		*queued = reply_error(conn, 401, "wrong bearer token",
-		                      MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-		                      "Bearer realm=\"steer\", error=\"invalid_token\"");
+		*queued =
+		    reply_error(conn, 401, "wrong bearer token", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                "Bearer realm=\"steer\", error=\"invalid_token\"");
 		return 401;
 	}
 	return 0;
@@ -639,15 +643,18 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 			return STEER_EEXIST;
 	http->pages = xrealloc(http->pages, (http->n_pages + 1) * sizeof(*http->pages));
 	size_t len = strlen(path);
-	http->pages[http->n_pages++] = (http_page_t){
-	    .path = xstrdup(path), .len = len, .prefix = path[len - 1] == '/', .cb = cb, .ctx = ctx};
+	http->pages[http->n_pages++] = (http_page_t){.path = xstrdup(path),
+	                                             .len = len,
+	                                             .prefix = path[len - 1] == '/',
+	                                             .cb = cb,
+	                                             .ctx = ctx};
 	return 0;
 }
 
 static bool etag_matches(struct MHD_Connection *conn, const char *etag)
 {
-	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-	                                              MHD_HTTP_HEADER_IF_NONE_MATCH);
+	const char *inm =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	if (inm == NULL || etag == NULL)
 		return false;
 	if (strcmp(inm, "*") == 0)
@@ -673,8 +680,8 @@ static struct MHD_Response *page_response(struct MHD_Connection *conn, ctl_http_
 			page->free_body((void *)page->body);
 		r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	} else if (page->free_body != NULL) {
-		r = MHD_create_response_from_buffer_with_free_callback(page->len, (void *)page->body,
-		                                                       page->free_body);
+		r = MHD_create_response_from_buffer_with_free_callback(
+		    page->len, (void *)page->body, page->free_body);
 		if (r == NULL)
 			page->free_body((void *)page->body);
 	} else {
@@ -695,15 +702,17 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
                                   const char *method, const http_conn_t *hc)
 {
 	if (!ctl_http_path_safe(url))
-		return reply_error(conn, 400, "bad path: a '.' or '..' segment, a NUL or bad "
-		                              "percent-encoding", NULL, NULL);
+		return reply_error(conn, 400,
+		                   "bad path: a '.' or '..' segment, a NUL or bad "
+		                   "percent-encoding",
+		                   NULL, NULL);
 	const http_page_t *p = page_find(http, url);
 	if (p == NULL)
 		return reply_error(conn, 404, "no such page (the API is under " API_PREFIX "/)",
 		                   NULL, NULL);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply_error(conn, 405, "pages answer GET and HEAD only", MHD_HTTP_HEADER_ALLOW,
-		                   PAGE_ALLOW);
+		return reply_error(conn, 405, "pages answer GET and HEAD only",
+		                   MHD_HTTP_HEADER_ALLOW, PAGE_ALLOW);
 	if (hc->len > 0 || hc->too_large)
 		return reply_error(conn, 400, "a GET has no body", NULL, NULL);
 	enum MHD_Result queued = MHD_NO;
@@ -758,9 +767,8 @@ static void body_append(http_conn_t *hc, const char *data, size_t len)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
 	(void)version;
 	ctl_http_t *http = cls;

@@ -54,8 +54,8 @@ typedef struct {
  * strings of @p page (content type, cache control, etag, csp) must stay valid until the
  * callback's next call or the server stops; the body until free_body is called.
  */
-typedef int (*ctl_http_page_cb)(const char *path, ctl_http_page_t *page, char *err,
-                                size_t errlen, void *ctx);
+typedef int (*ctl_http_page_cb)(const char *path, ctl_http_page_t *page, char *err, size_t errlen,
+                                void *ctx);
 
 /* How the server listens and authorises. Strings are copied. */
 typedef struct {
