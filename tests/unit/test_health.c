@@ -4,6 +4,7 @@
  * states, with the state file).
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -393,6 +394,107 @@ static void test_state_file_load(void)
 	gslb_overrides_deinit(&ov);
 }
 
+/* Write @p text to a fresh file under @p dir and load it into @p ov. */
+static int load_text(const char *dir, const char *text, gslb_overrides_t *ov, char *err,
+                     size_t errlen)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/expiry.state", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return STEER_ENOENT;
+	fputs(text, f);
+	fclose(f);
+	int ret = gslb_overrides_load(ov, path, err, errlen);
+	unlink(path);
+	return ret;
+}
+
+/* "UNTIL T" after a rule: kept to the millisecond, lapsed rules skipped, bad forms refused. */
+static void test_state_file_expiry(void)
+{
+	char dir[] = "/tmp/steer-test-expiry-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	static const struct {
+		const char *text;
+		int ret;
+		size_t count;       /* rules loaded */
+		int64_t expires_ms; /* of the last rule */
+		const char *err;    /* a piece of the message */
+	} rows[] = {
+	    {"a/* DOWN UNTIL 4102444800\n", 0, 1, 4102444800000, NULL},
+	    {"a/* DOWN UNTIL 4102444800.25\n", 0, 1, 4102444800250, NULL},
+	    {"a/* up until 4102444800.123 # 2100-01-01\n", 0, 1, 4102444800123, NULL},
+	    {"a/* WEIGHT 4 UNTIL 4102444800.5\n", 0, 1, 4102444800500, NULL},
+	    {"a/* DOWN\n", 0, 1, 0, NULL},
+	    /* lapsed while the daemon was down: skipped, the others stay */
+	    {"a/* DOWN UNTIL 1000000000\nb/* UP\n", 0, 1, 0, NULL},
+	    {"a/* WEIGHT 4 UNTIL 1000000000.5\n", 0, 0, 0, NULL},
+	    {"a/* DOWN UNTIL\n", STEER_ESYNTAX, 0, 0, "bad time after UNTIL ''"},
+	    {"a/* DOWN UNTIL soon\n", STEER_ESYNTAX, 0, 0, "bad time after UNTIL 'soon'"},
+	    {"a/* DOWN UNTIL 12.\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 12.1234\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL -5\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 0\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 99999999999999\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 4102444800 x\n", STEER_ESYNTAX, 0, 0, "unexpected words after UNTIL"},
+	    {"a/* DOWN LATER 4102444800\n", STEER_ESYNTAX, 0, 0,
+	     "unexpected 'LATER' after the state"},
+	    {"a/* WEIGHT 4 x\n", STEER_ESYNTAX, 0, 0, "unexpected 'x' after the weight"},
+	    {"a/* SIDEWAYS UNTIL 4102444800\n", STEER_ESYNTAX, 0, 0, "bad state 'SIDEWAYS'"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_overrides_t ov;
+		gslb_overrides_init(&ov);
+		char err[512] = "";
+		int ret = load_text(dir, rows[i].text, &ov, err, sizeof(err));
+		CHECK(ret == rows[i].ret, "row %zu: ret %d, want %d (%s)", i, ret, rows[i].ret,
+		      err);
+		if (rows[i].err)
+			CHECK(strstr(err, rows[i].err) != NULL, "row %zu: error '%s'", i, err);
+		else
+			CHECK(ov.count == rows[i].count &&
+			          (ov.count == 0 ||
+			           ov.rules[ov.count - 1].expires_ms == rows[i].expires_ms),
+			      "row %zu: %zu rules, expires %lld", i, ov.count,
+			      ov.count ? (long long)ov.rules[ov.count - 1].expires_ms : 0LL);
+		gslb_overrides_deinit(&ov);
+	}
+
+	/* Saved and read back to the millisecond; the file says when in UTC too. */
+	gslb_overrides_t ov, back;
+	gslb_overrides_init(&ov);
+	gslb_overrides_init(&back);
+	char path[128], err[512];
+	snprintf(path, sizeof(path), "%s/saved.state", dir);
+	gslb_override_t timed = {.pattern = "t/*", .down = true, .expires_ms = 4102444800042};
+	gslb_override_t weight = {.pattern = "w/*",
+	                          .kind = GSLB_OVERRIDE_WEIGHT,
+	                          .weight = 9,
+	                          .expires_ms = 4102444801999};
+	CHECK(gslb_overrides_add(&ov, &timed, err, sizeof(err)) == 0, "add timed");
+	CHECK(gslb_overrides_add(&ov, &weight, err, sizeof(err)) == 0, "add weight");
+	CHECK(gslb_overrides_set(&ov, "p/*", false, 0, err, sizeof(err)) == 0, "add permanent");
+	CHECK(gslb_overrides_save(&ov, path, err, sizeof(err)) == 0, "save: %s", err);
+	CHECK(gslb_overrides_load(&back, path, err, sizeof(err)) == 0, "load back: %s", err);
+	CHECK(back.count == 3 && back.rules[0].expires_ms == 4102444800042 &&
+	          back.rules[1].expires_ms == 4102444801999 && back.rules[1].weight == 9 &&
+	          back.rules[2].expires_ms == 0,
+	      "round trip keeps the expiries");
+	FILE *f = fopen(path, "r");
+	char text[1024] = "";
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strstr(text, "t/* DOWN UNTIL 4102444800.042 # 2100-01-01T00:00:00Z\n") != NULL,
+	      "saved text: %s", text);
+	gslb_overrides_deinit(&ov);
+	gslb_overrides_deinit(&back);
+	unlink(path);
+	rmdir(dir);
+}
+
 static bool dir_has_only(const char *dir, const char *name)
 {
 	DIR *d = opendir(dir);
@@ -714,6 +816,7 @@ int main(void)
 	test_override_list();
 	test_state_file_load();
 	test_state_file_save();
+	test_state_file_expiry();
 	test_weights();
 	test_admin();
 	return unit_finish("test_health");
