@@ -297,6 +297,13 @@ static unsigned match_row(ctl_http_call_t *call, char *err, size_t errlen)
 	return command_known(call->cmd) ? 400 : 404;
 }
 
+/* "/api/v1" itself or anything below it. */
+static bool is_api_path(const char *path)
+{
+	size_t n = strlen(API_PREFIX);
+	return strncmp(path, API_PREFIX, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call, const char **allow,
                            char *err, size_t errlen)
 {
@@ -311,6 +318,10 @@ static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
 		snprintf(err, errlen,
 		         "bad path: a '.' or '..' segment, a NUL or bad percent-encoding");
 		return 400;
+	}
+	if (!is_api_path(req->path)) {
+		snprintf(err, errlen, "not an API path (the API is under %s/)", API_PREFIX);
+		return 404;
 	}
 	call->args = json_array();
 	unsigned st = parse_path(req->path, &call->cmd, call->args, err, errlen);
@@ -780,8 +791,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (strncmp(url, API_PREFIX, strlen(API_PREFIX)) == 0 &&
-	    (url[strlen(API_PREFIX)] == '/' || url[strlen(API_PREFIX)] == '\0'))
+	if (is_api_path(url))
 		return serve_api(http, conn, url, method, hc);
 	return serve_page(http, conn, url, method, hc);
 }
@@ -859,8 +869,7 @@ static int listener_open(ctl_http_t *http, http_listener_t *l, const steer_socka
 	    CONN_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT, CONN_IDLE_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_MAX,
 	    MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+	    on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
 	char text[STEER_SOCKADDR_STRLEN];
 	steer_sockaddr_str(addr, text, sizeof(text));
 	if (l->mhd == NULL) {
@@ -911,6 +920,15 @@ void ctl_http_reconfigure(ctl_http_t *http, const ctl_http_opts_t *opts)
 {
 	token_set(http, opts->token);
 	http->read_only_open = opts->read_only_open;
+}
+
+uint16_t ctl_http_port(const ctl_http_t *http, size_t i)
+{
+	if (i >= http->n_listeners)
+		return 0;
+	const union MHD_DaemonInfo *info =
+	    MHD_get_daemon_info(http->listeners[i].mhd, MHD_DAEMON_INFO_BIND_PORT);
+	return info ? info->port : 0;
 }
 
 void ctl_http_stop(ctl_http_t *http)

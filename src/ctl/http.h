@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
@@ -79,6 +80,9 @@ int ctl_http_start(ctl_http_t **out, struct ev_loop *loop, const ctl_http_opts_t
  * addresses only change on restart. Takes effect for the next request.
  */
 void ctl_http_reconfigure(ctl_http_t *http, const ctl_http_opts_t *opts) STEER_NONNULL(1, 2);
+
+/** The port listen address @p i (in ctl_http_opts_t order) is bound to: for port 0. */
+uint16_t ctl_http_port(const ctl_http_t *http, size_t i) STEER_NONNULL(1);
 
 /** Stop listening, close every connection and free the server. NULL is ignored. */
 void ctl_http_stop(ctl_http_t *http);
@@ -138,7 +142,8 @@ typedef struct {
  * Turn an API request (@p req->path under /api/v1/) into a command call: decode the path
  * segments, add the ?arg= values and the POST body's "args", and match the command table.
  * Returns 0 with @p call filled (release with ctl_http_call_clear()), or the HTTP status to
- * answer (400, 404, 405, 413, 415) with the reason in @p err; @p call is then empty. 405 comes
+ * answer (400, 404 also for a path not under /api/v1, 405, 413, 415) with the reason in
+ * @p err; @p call is then empty. 405 comes
  * with the methods allowed in @p allow (a static string). Any thread; no I/O.
  */
 unsigned ctl_http_parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
