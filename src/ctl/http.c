@@ -297,6 +297,25 @@ static unsigned match_row(ctl_http_call_t *call, char *err, size_t errlen)
 	return command_known(call->cmd) ? 400 : 404;
 }
 
+/*
+ * What a reload fails at is the server's own (its configuration, zone, nets and token files),
+ * never the request's, so its errors are 500; its one option is checked here, so that a bad
+ * one is still the client's 400.
+ */
+static bool is_reload(const ctl_command_t *row)
+{
+	return strcmp(row->name, "reload") == 0;
+}
+
+static unsigned check_reload(const ctl_http_call_t *call, char *err, size_t errlen)
+{
+	const char *opt = json_string_value(json_array_get(call->args, 0));
+	if (!is_reload(call->row) || opt == NULL || strcmp(opt, "--force") == 0)
+		return 0;
+	snprintf(err, errlen, "reload: the only option is --force, not '%.64s'", opt);
+	return 400;
+}
+
 /* "/api/v1" itself or anything below it. */
 static bool is_api_path(const char *path)
 {
@@ -331,6 +350,8 @@ static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
 		st = parse_body(req, call->args, err, errlen);
 	if (st == 0)
 		st = match_row(call, err, errlen);
+	if (st == 0)
+		st = check_reload(call, err, errlen);
 	if (st == 0 && call->row->mutates && !post) {
 		snprintf(err, errlen, "'%s%s%s' changes the server: use POST", call->cmd,
 		         call->row->sub ? " " : "", call->row->sub ? call->row->sub : "");
@@ -575,7 +596,8 @@ static enum MHD_Result serve_call(ctl_http_t *http, struct MHD_Connection *conn,
 		json_decref(data);
 		if (err[0] == '\0')
 			snprintf(err, sizeof(err), "%s", steer_strerror(ret));
-		return reply_error(conn, ctl_http_status_of(ret), err, NULL, NULL);
+		unsigned status = is_reload(call->row) ? 500 : ctl_http_status_of(ret);
+		return reply_error(conn, status, err, NULL, NULL);
 	}
 	json_t *reply = json_pack("{s:b, s:o}", "ok", 1, "data", data ? data : json_null());
 	return reply_json(conn, 200, reply, NULL, NULL);
@@ -717,6 +739,10 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 		                   "bad path: a '.' or '..' segment, a NUL or bad "
 		                   "percent-encoding",
 		                   NULL, NULL);
+	/* The token first: a closed server does not even say which pages exist. */
+	enum MHD_Result queued = MHD_NO;
+	if (authorise(http, conn, false, &queued) != 0)
+		return queued;
 	const http_page_t *p = page_find(http, url);
 	if (p == NULL)
 		return reply_error(conn, 404, "no such page (the API is under " API_PREFIX "/)",
@@ -726,9 +752,6 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 		                   MHD_HTTP_HEADER_ALLOW, PAGE_ALLOW);
 	if (hc->len > 0 || hc->too_large)
 		return reply_error(conn, 400, "a GET has no body", NULL, NULL);
-	enum MHD_Result queued = MHD_NO;
-	if (authorise(http, conn, false, &queued) != 0)
-		return queued;
 	ctl_http_page_t page = {.status = 200};
 	char err[ERR_TEXT_MAX] = "";
 	int ret = p->cb(url, &page, err, sizeof(err), p->ctx);

@@ -162,7 +162,9 @@ bool ctl_http_path_safe(const char *path) STEER_NONNULL(1);
 
 /**
  * The HTTP status for a command's error @p ret (a negative steer_err): 400 for bad
- * arguments, 404 for something that does not exist, 403 for refused, 500 for anything the
- * backend failed at (a configuration or zone error of a reload, no memory).
+ * arguments, 404 for something that does not exist, 403 for refused, 409 for a conflict, 500
+ * for anything the backend failed at (no memory, I/O). A reload's errors are always 500 (what
+ * fails is the server's configuration or files, not the request); the parser checks its
+ * option.
  */
 unsigned ctl_http_status_of(int ret);
