@@ -603,34 +603,35 @@ static enum MHD_Result serve_call(ctl_http_t *http, struct MHD_Connection *conn,
 	return reply_json(conn, 200, reply, NULL, NULL);
 }
 
+/* The query parameters as MHD keeps them (its memory, valid for the request). */
+typedef struct {
+	ctl_http_query_t *list;
+	size_t n, cap;
+} query_list_t;
+
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
 	(void)kind;
-	json_t *list = cls;
-	json_array_append_new(list, json_pack("[s, s?]", key, value));
+	query_list_t *q = cls;
+	if (q->n == q->cap) {
+		q->cap = q->cap ? q->cap * 2 : 8;
+		q->list = xrealloc(q->list, q->cap * sizeof(*q->list));
+	}
+	q->list[q->n++] = (ctl_http_query_t){key, value};
 	return MHD_YES;
 }
 
 static enum MHD_Result serve_api(ctl_http_t *http, struct MHD_Connection *conn, const char *url,
                                  const char *method, const http_conn_t *hc)
 {
-	json_t *pairs = json_array();
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, pairs);
-	size_t n_query = json_array_size(pairs);
-	ctl_http_query_t *query = xcalloc(n_query ? n_query : 1, sizeof(*query));
-	for (size_t i = 0; i < n_query; i++) {
-		json_t *pair = json_array_get(pairs, i);
-		query[i].key = json_string_value(json_array_get(pair, 0));
-		query[i].value = json_string_value(json_array_get(pair, 1));
-		if (query[i].key == NULL) /* a key that is not UTF-8: refuse like an unknown one */
-			query[i].key = "";
-	}
+	query_list_t query = {0};
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &query);
 	ctl_http_request_t req = {
 	    .method = method,
 	    .path = url,
-	    .query = query,
-	    .n_query = n_query,
+	    .query = query.list,
+	    .n_query = query.n,
 	    .content_type =
 	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
 	    .body = hc->body,
@@ -640,8 +641,7 @@ static enum MHD_Result serve_api(ctl_http_t *http, struct MHD_Connection *conn, 
 	const char *allow = NULL;
 	char err[ERR_TEXT_MAX];
 	unsigned st = ctl_http_parse_call(&req, &call, &allow, err, sizeof(err));
-	free(query);
-	json_decref(pairs);
+	free(query.list);
 	if (st != 0)
 		return reply_error(conn, st, err, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 	enum MHD_Result ret = serve_call(http, conn, &call);

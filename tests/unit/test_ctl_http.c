@@ -718,6 +718,17 @@ static void check_api(uint16_t port)
 	CHECK(http(port, "GET", "/api/v1/health?arg=svc%2F*", NULL, NULL, &r) == 0 &&
 	          r.status == 200 && strstr(r.body, "[\"svc/*\"]"),
 	      "query arg: %u %s", r.status, r.body);
+	CHECK(http(port, "GET", "/api/v1/health?arg=\xff", NULL, NULL, &r) == 0 &&
+	          r.status == 400 && strstr(r.body, "not UTF-8"),
+	      "raw byte in a query value: %u %s", r.status, r.body);
+	CHECK(http(port, "GET", "/api/v1/health?\xff=1", NULL, NULL, &r) == 0 && r.status == 400,
+	      "raw byte in a query key: %u %s", r.status, r.body);
+	CHECK(http(port, "GET", "/api/v1/health/a+b?arg=c+d", NULL, NULL, &r) == 0 &&
+	          r.status == 400 && strstr(r.body, "usage: health"),
+	      "two arguments: %u %s", r.status, r.body);
+	CHECK(http(port, "GET", "/api/v1/health?arg=c+d", NULL, NULL, &r) == 0 && r.status == 200 &&
+	          strstr(r.body, "[\"c d\"]"),
+	      "'+' in a query value is a space: %u %s", r.status, r.body);
 	CHECK(http(port, "GET", "/api/v1/health/missing", NULL, NULL, &r) == 0 && r.status == 404 &&
 	          strstr(r.body, "\"ok\":false") && strstr(r.body, "no target matches"),
 	      "backend ENOENT: %u %s", r.status, r.body);
