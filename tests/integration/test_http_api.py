@@ -276,6 +276,24 @@ def test_reload_rereads_the_token_file(steerd):
     assert api(srv, "GET", "/api/v1/status").status == 200
 
 
+def test_reload_applies_read_only_open_and_reports_listen_as_restart_only(steerd):
+    srv = start(steerd)
+    assert api(srv, "GET", "/api/v1/status").status == 200
+    text = srv.config_path.read_text()
+    closed = text.replace("read-only-open: true", "read-only-open: false")
+    srv.config_path.write_text(closed)
+    r = api(srv, "POST", "/api/v1/reload", token=TOKEN)
+    assert r.status == 200 and r.json["data"]["restart_needed"] == [], r.body
+    assert api(srv, "GET", "/api/v1/status").status == 401
+    assert api(srv, "GET", "/api/v1/status", token=TOKEN).status == 200
+    other = free_port()
+    srv.config_path.write_text(closed.replace(f":{srv.http_port}", f":{other}"))
+    r = api(srv, "POST", "/api/v1/reload", token=TOKEN)
+    assert r.status == 200 and "http.listen" in r.json["data"]["restart_needed"], r.body
+    assert api(srv, "GET", "/api/v1/status", token=TOKEN).status == 200  # still the old port
+    assert not port_open(other)
+
+
 @pytest.mark.parametrize("token,mode,needle", [
     ("", 0o600, "the first line must hold a token"),
     ("s3cret", 0o604, "readable or writable by everyone"),

@@ -796,6 +796,57 @@ static void test_admin(void)
 	CHECK(gslb_admin_pattern_targets(v, "service/*/west/*") == 2 &&
 	          gslb_admin_pattern_targets(v, "[bad") == 0,
 	      "pattern target counts");
+
+	/* Timed rules: the earliest expiry, nothing dropped before it, each dropped at it. */
+	gslb_admin_req_t timed = {.action = GSLB_ADMIN_SET,
+	                          .rule = {.pattern = (char *)east, .expires_ms = 5000}};
+	gslb_admin_req_t timed_w = {.action = GSLB_ADMIN_SET,
+	                            .rule = {.pattern = "service/www.example.test/west/*",
+	                                     .kind = GSLB_OVERRIDE_WEIGHT,
+	                                     .weight = 3,
+	                                     .expires_ms = 9000}};
+	gslb_admin_result_t res;
+	CHECK(gslb_admin_next_expiry(&admin) == 0, "no timed rule yet");
+	CHECK(gslb_admin_change(&admin, conf, v, &timed, &next, &res, err, sizeof(err)) == 0,
+	      "timed set: %s", err);
+	gslb_view_free(v);
+	v = next;
+	CHECK(gslb_admin_change(&admin, conf, v, &timed_w, &next, &res, err, sizeof(err)) == 0,
+	      "timed weight: %s", err);
+	gslb_view_free(v);
+	v = next;
+	CHECK(gslb_admin_next_expiry(&admin) == 5000 && target_state(v, east, NULL) == 'U',
+	      "forced UP over the monitor's DOWN; earliest expiry %lld",
+	      (long long)gslb_admin_next_expiry(&admin));
+	CHECK(gslb_admin_expire(&admin, conf, v, 4999, &next) == 0 && next == NULL &&
+	          admin.rules.count == 3,
+	      "nothing lapses before its time");
+	CHECK(gslb_admin_expire(&admin, conf, v, 5000, &next) == 1 && next != NULL &&
+	          admin.rules.count == 2 && target_state(next, east, NULL) == 'D',
+	      "the state rule lapses at its time: the monitor's DOWN again");
+	gslb_view_free(v);
+	v = next;
+	char saved[512] = "";
+	f = fopen(state, "r");
+	size_t n = f ? fread(saved, 1, sizeof(saved) - 1, f) : 0;
+	saved[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strstr(saved, east) == NULL && strstr(saved, "west/* WEIGHT 3 UNTIL 9.000"),
+	      "saved without the lapsed rule: %s", saved);
+	CHECK(gslb_admin_next_expiry(&admin) == 9000, "next expiry");
+	weight = -2;
+	(void)target_state(v, w2, &weight);
+	CHECK(weight == 3, "timed weight in effect: %d", weight);
+	CHECK(gslb_admin_expire(&admin, conf, v, 20000, &next) == 1 && next != NULL &&
+	          admin.rules.count == 1 && gslb_admin_next_expiry(&admin) == 0,
+	      "the weight rule lapses");
+	weight = -2;
+	(void)target_state(next, w2, &weight);
+	CHECK(weight == -1 && target_state(next, w2, NULL) == 'D',
+	      "back to the configured weight, the permanent rule stays (%d)", weight);
+	gslb_view_free(v);
+	v = next;
 	gslb_admin_deinit(&admin);
 out:
 	gslb_view_free(v);
