@@ -688,13 +688,17 @@ static int http_raw(uint16_t port, const char *request, size_t len, reply_t *r)
 static int http(uint16_t port, const char *method, const char *target, const char *headers,
                 const char *body, reply_t *r)
 {
-	char req[8192];
-	int n = snprintf(req, sizeof(req),
+	size_t size = 256 + strlen(target) + (headers ? strlen(headers) : 0) +
+	              (body ? strlen(body) : 0);
+	char *req = malloc(size);
+	int n = snprintf(req, size,
 	                 "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s"
 	                 "Content-Length: %zu\r\n\r\n%s",
 	                 method, target, headers ? headers : "", body ? strlen(body) : 0,
 	                 body ? body : "");
-	return http_raw(port, req, (size_t)n, r);
+	int ret = n > 0 && (size_t)n < size ? http_raw(port, req, (size_t)n, r) : -1;
+	free(req);
+	return ret;
 }
 
 static bool has_header(const reply_t *r, const char *line)
