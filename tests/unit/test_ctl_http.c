@@ -613,6 +613,66 @@ static int page_fail(const char *path, ctl_http_page_t *page, char *err, size_t 
 	return STEER_ENOMEM;
 }
 
+/* A body far larger than a socket buffer: MHD must keep writing it across loop turns. */
+#define BIG_PAGE_LEN (3u << 20)
+
+static int page_big(const char *path, ctl_http_page_t *page, char *err, size_t errlen, void *ctx)
+{
+	(void)path;
+	(void)err;
+	(void)errlen;
+	(void)ctx;
+	char *body = malloc(BIG_PAGE_LEN);
+	for (size_t i = 0; i < BIG_PAGE_LEN; i++)
+		body[i] = (char)('a' + i % 26);
+	page->content_type = "text/plain";
+	page->body = body;
+	page->len = BIG_PAGE_LEN;
+	page->free_body = free;
+	return 0;
+}
+
+/* GET @p path and count the body's bytes, checking the pattern page_big() wrote. */
+static size_t get_big(uint16_t port, const char *path)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		close(fd);
+		return 0;
+	}
+	char req[256];
+	int n = snprintf(req, sizeof(req),
+	                 "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
+	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+		close(fd);
+		return 0;
+	}
+	char buf[65536];
+	size_t body = 0, head_seen = 0;
+	bool in_body = false, pattern_ok = true;
+	ssize_t got;
+	while ((got = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		for (ssize_t i = 0; i < got; i++) {
+			if (in_body) {
+				pattern_ok &= buf[i] == (char)('a' + body % 26);
+				body++;
+			} else {
+				/* the end of the head: "\r\n\r\n" */
+				head_seen = (buf[i] == (head_seen % 2 ? '\n' : '\r'))
+				                ? head_seen + 1
+				                : buf[i] == '\r';
+				in_body = head_seen == 4;
+			}
+		}
+	}
+	close(fd);
+	return pattern_ok ? body : 0;
+}
+
 typedef struct {
 	struct ev_loop *loop;
 	ev_async stop_w;
@@ -688,8 +748,8 @@ static int http_raw(uint16_t port, const char *request, size_t len, reply_t *r)
 static int http(uint16_t port, const char *method, const char *target, const char *headers,
                 const char *body, reply_t *r)
 {
-	size_t size = 256 + strlen(target) + (headers ? strlen(headers) : 0) +
-	              (body ? strlen(body) : 0);
+	size_t size =
+	    256 + strlen(target) + (headers ? strlen(headers) : 0) + (body ? strlen(body) : 0);
 	char *req = malloc(size);
 	int n = snprintf(req, size,
 	                 "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s"
@@ -846,6 +906,7 @@ static void check_pages(uint16_t port)
 	      "failing page: %u %s", r.status, r.body);
 	CHECK(http(port, "GET", "/static/../metrics", NULL, NULL, &r) == 0 && r.status == 400,
 	      "dot-dot page: %u", r.status);
+	CHECK(get_big(port, "/big") == BIG_PAGE_LEN, "a 3 MiB page arrives whole");
 	CHECK(http(port, "GET", "/api/v2/x", NULL, NULL, &r) == 0 && r.status == 200 &&
 	          strstr(r.body, "root page"),
 	      "only /api/v1 is the API: %u", r.status);
@@ -893,6 +954,7 @@ static void test_server(void)
 	CHECK(ctl_http_add_page(http_srv, "/metrics", page_metrics, NULL) == 0, "add /metrics");
 	CHECK(ctl_http_add_page(http_srv, "/", page_root, NULL) == 0, "add /");
 	CHECK(ctl_http_add_page(http_srv, "/fail/", page_fail, NULL) == 0, "add /fail/");
+	CHECK(ctl_http_add_page(http_srv, "/big", page_big, NULL) == 0, "add /big");
 	CHECK(ctl_http_add_page(http_srv, "/metrics", page_metrics, NULL) == STEER_EEXIST,
 	      "duplicate page");
 	CHECK(ctl_http_add_page(http_srv, "/api/v1/x", page_metrics, NULL) == STEER_EINVAL,
