@@ -540,6 +540,10 @@ static int be_reload(void *ctx, bool force, json_t **data, char *err, size_t err
 	(void)ctx;
 	(void)data;
 	snprintf(rec.did, sizeof(rec.did), "reload%s", force ? " force" : "");
+	if (force) {
+		snprintf(err, errlen, "nets/isp.nets: No such file or directory");
+		return STEER_ENOENT;
+	}
 	snprintf(err, errlen, "steer.yaml:3: unknown key 'lisen'");
 	return STEER_ECONF;
 }
@@ -825,6 +829,12 @@ static void check_api(uint16_t port)
 	CHECK(http(port, "POST", "/api/v1/reload", AUTH, NULL, &r) == 0 && r.status == 500 &&
 	          strstr(r.body, "steer.yaml:3: unknown key 'lisen'"),
 	      "reload error: %u %s", r.status, r.body);
+	CHECK(http(port, "POST", "/api/v1/reload/--force", AUTH, NULL, &r) == 0 &&
+	          r.status == 500 && strstr(r.body, "nets/isp.nets"),
+	      "a reload's missing file is the server's failure, not a 404: %u %s", r.status,
+	      r.body);
+	CHECK(http(port, "POST", "/api/v1/reload/--now", AUTH, NULL, &r) == 0 && r.status == 400,
+	      "a bad reload option is the client's: %u %s", r.status, r.body);
 	CHECK(http(port, "POST", "/api/v1/reload", AUTH "Content-Type: text/plain\r\n", "x", &r) ==
 	              0 &&
 	          r.status == 415,
