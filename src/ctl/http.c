@@ -243,9 +243,11 @@ static unsigned parse_body(const ctl_http_request_t *req, json_t *args, char *er
 	json_error_t jerr;
 	json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (body == NULL) {
-		snprintf(err, errlen, "body: invalid JSON at line %d column %d: %s", jerr.line,
+		/* Not JSON at all is the media type's fault (415); a repeated key is JSON whose
+		 * meaning would depend on the parser, refused like any other bad shape (400). */
+		snprintf(err, errlen, "body: not JSON at line %d column %d: %s", jerr.line,
 		         jerr.column, jerr.text);
-		return 400;
+		return json_error_code(&jerr) == json_error_duplicate_key ? 400 : 415;
 	}
 	unsigned st = 0;
 	json_t *list = json_object_get(body, "args");

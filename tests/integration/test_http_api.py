@@ -340,7 +340,10 @@ def test_bad_input_gets_a_4xx_json_error(steerd):
     srv = start(steerd)
     cases = [
         ("POST", "/api/v1/reload", b"x" * 100_000, {"Content-Type": "application/json"}, 413),
-        ("POST", "/api/v1/reload", b'{"args": [', {"Content-Type": "application/json"}, 400),
+        ("POST", "/api/v1/reload", b'{"args": [', {"Content-Type": "application/json"}, 415),
+        ("POST", "/api/v1/reload", b"hello", {"Content-Type": "application/json"}, 415),
+        ("POST", "/api/v1/reload", b'{"args": [], "args": ["--force"]}',
+         {"Content-Type": "application/json"}, 400),
         ("POST", "/api/v1/reload", b"--force", {"Content-Type": "text/plain"}, 415),
         ("POST", "/api/v1/reload", b'{"args": [7]}', {"Content-Type": "application/json"}, 400),
         ("GET", "/api/v1/health/%zz", None, {}, 400),

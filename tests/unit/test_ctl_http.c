@@ -265,8 +265,8 @@ static void test_parse(void)
 	     {0},
 	     "application/json",
 	     "{\"args\": [",
-	     400,
-	     "invalid JSON at line 1",
+	     415,
+	     "body: not JSON at line 1",
 	     NULL},
 	    {"POST",
 	     "/api/v1/reload",
@@ -311,7 +311,7 @@ static void test_parse(void)
 	     NULL,
 	     "{\"args\": [], \"args\": []}",
 	     400,
-	     "invalid JSON",
+	     "duplicate object key",
 	     NULL},
 	    {"POST",
 	     "/api/v1/override",
@@ -394,8 +394,8 @@ static void test_parse(void)
 	const char *allow;
 	char err[256];
 	CHECK(ctl_http_parse_call(&req, &call, &allow, err, sizeof(err)) == 413, "big body");
-	req.body_len = CTL_HTTP_BODY_MAX; /* exactly the limit: parsed (and all spaces: bad) */
-	CHECK(ctl_http_parse_call(&req, &call, &allow, err, sizeof(err)) == 400, "limit body");
+	req.body_len = CTL_HTTP_BODY_MAX; /* exactly the limit: parsed (all spaces: not JSON) */
+	CHECK(ctl_http_parse_call(&req, &call, &allow, err, sizeof(err)) == 415, "limit body");
 	free(big);
 }
 
@@ -841,7 +841,7 @@ static void check_api(uint16_t port)
 	      "text body: %u", r.status);
 	CHECK(http(port, "POST", "/api/v1/reload", AUTH "Content-Type: application/json\r\n",
 	           "{bad", &r) == 0 &&
-	          r.status == 400 && strstr(r.body, "invalid JSON"),
+	          r.status == 415 && strstr(r.body, "not JSON"),
 	      "bad JSON: %u %s", r.status, r.body);
 	CHECK(http(port, "GET", "/api/v1/../status", NULL, NULL, &r) == 0 && r.status == 400,
 	      "dot-dot: %u", r.status);
