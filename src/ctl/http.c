@@ -463,11 +463,11 @@ int ctl_http_token_read(const char *path, char *token, size_t size, char *err, s
 			         "http token-file %s: the token has a control character", path);
 			return STEER_EINVAL;
 		}
-	if (len == 0 || len > CTL_HTTP_TOKEN_MAX || len >= size) {
+	if (len < CTL_HTTP_TOKEN_MIN || len > CTL_HTTP_TOKEN_MAX || len >= size) {
 		snprintf(err, errlen,
-		         "http token-file %s: the first line must hold a token of 1..%u "
-		         "characters",
-		         path, CTL_HTTP_TOKEN_MAX);
+		         "http token-file %s: the first line must hold a token of %u..%u "
+		         "characters (e.g. openssl rand -hex 32), not %zu",
+		         path, CTL_HTTP_TOKEN_MIN, CTL_HTTP_TOKEN_MAX, len);
 		return STEER_EINVAL;
 	}
 	memcpy(token, buf, len + 1);

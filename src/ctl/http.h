@@ -34,7 +34,9 @@ typedef struct ctl_http ctl_http_t;
 /* A request body larger than this is refused with 413: the largest command is a few hundred
  * bytes, so 64 KiB leaves room for any honest client and bounds what one request can cost. */
 #define CTL_HTTP_BODY_MAX (64u * 1024u)
-/* A bearer token longer than this is refused when the file is read. */
+/* Token lengths the file may hold: below the minimum a token is guessable (16 random
+ * characters are 64 bits and more), above the maximum it is not a token. */
+#define CTL_HTTP_TOKEN_MIN 16u
 #define CTL_HTTP_TOKEN_MAX 1024u
 
 /* What a registered page answers. */
@@ -100,9 +102,10 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 /**
  * Read the bearer token: the first line of the file at @p path, without the line end. The
  * file must exist, be readable, not be readable or writable by others (a token everyone can
- * read authorises everyone) and its first line must hold 1..CTL_HTTP_TOKEN_MAX printable
- * characters. Returns 0 with the token in @p token (@p size bytes, CTL_HTTP_TOKEN_MAX + 1 is
- * enough), or a negative steer_err with a message naming the file in @p err. Any thread.
+ * read authorises everyone) and its first line must hold CTL_HTTP_TOKEN_MIN..
+ * CTL_HTTP_TOKEN_MAX printable characters. Returns 0 with the token in @p token (@p size bytes,
+ * CTL_HTTP_TOKEN_MAX + 1 is enough), or a negative steer_err with a message naming the file in @p
+ * err. Any thread.
  */
 int ctl_http_token_read(const char *path, char *token, size_t size, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 4) STEER_WUR;

@@ -266,10 +266,10 @@ def test_reload_rereads_the_token_file(steerd):
     assert api(srv, "POST", "/api/v1/reload", token=TOKEN).status == 401
     assert api(srv, "POST", "/api/v1/reload", token="a-new-token-for-the-api").status == 200
     # A token file everyone can read fails the reload; the running token stays.
-    write_token(steerd.workdir, "third", mode=0o644)
+    write_token(steerd.workdir, "a-third-token-for-the-api", mode=0o644)
     r = api(srv, "POST", "/api/v1/reload", token="a-new-token-for-the-api")
     assert r.status == 500 and "readable or writable by everyone" in r.json["error"], r.body
-    assert api(srv, "POST", "/api/v1/reload", token="third").status == 401
+    assert api(srv, "POST", "/api/v1/reload", token="a-third-token-for-the-api").status == 401
     os.unlink(steerd.workdir / "api.token")
     r = socket_reply(srv, "reload")
     assert r["ok"] is False and "api.token" in r["error"], r
@@ -296,7 +296,8 @@ def test_reload_applies_read_only_open_and_reports_listen_as_restart_only(steerd
 
 @pytest.mark.parametrize("token,mode,needle", [
     ("", 0o600, "the first line must hold a token"),
-    ("s3cret", 0o604, "readable or writable by everyone"),
+    ("short", 0o600, "of 16..1024 characters"),
+    ("s3cret-token-0123", 0o604, "readable or writable by everyone"),
     (None, 0o600, "No such file"),
 ])
 def test_bad_token_file_fails_the_start(steerd, token, mode, needle):

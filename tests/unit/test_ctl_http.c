@@ -467,22 +467,25 @@ static void test_token_read(void)
 		int ret;
 		const char *want; /* the token, or a piece of the error */
 	} rows[] = {
-	    {"good", "s3cret\n", 0600, 0, "s3cret"},
-	    {"group", "s3cret\n", 0640, 0, "s3cret"},
-	    {"nonl", "s3cret", 0400, 0, "s3cret"},
-	    {"crlf", "s3cret\r\nsecond line\n", 0600, 0, "s3cret"},
-	    {"trailing", "s3cret  \t\n", 0600, 0, "s3cret"},
-	    {"inner", "two words\n", 0600, 0, "two words"},
-	    {"world", "s3cret\n", 0644, STEER_EACCES,
+	    {"good", "s3cret-token-0123\n", 0600, 0, "s3cret-token-0123"},
+	    {"group", "s3cret-token-0123\n", 0640, 0, "s3cret-token-0123"},
+	    {"nonl", "s3cret-token-0123", 0400, 0, "s3cret-token-0123"},
+	    {"crlf", "s3cret-token-0123\r\nsecond line\n", 0600, 0, "s3cret-token-0123"},
+	    {"trailing", "s3cret-token-0123  \t\n", 0600, 0, "s3cret-token-0123"},
+	    {"inner", "two words and more\n", 0600, 0, "two words and more"},
+	    {"sixteen", "0123456789abcdef\n", 0600, 0, "0123456789abcdef"},
+	    {"world", "s3cret-token-0123\n", 0644, STEER_EACCES,
 	     "readable or writable by everyone (mode 0644)"},
-	    {"worldw", "s3cret\n", 0602, STEER_EACCES, "by everyone"},
-	    {"empty", "", 0600, STEER_EINVAL, "the first line must hold a token"},
-	    {"blank", "\nsecond\n", 0600, STEER_EINVAL, "the first line must hold a token"},
+	    {"worldw", "s3cret-token-0123\n", 0602, STEER_EACCES, "by everyone"},
+	    {"empty", "", 0600, STEER_EINVAL, "the first line must hold a token of 16..1024"},
+	    {"blank", "\nsecond line of the file\n", 0600, STEER_EINVAL,
+	     "the first line must hold a token"},
+	    {"short", "0123456789abcde\n", 0600, STEER_EINVAL, "not 15"},
 	    {"ctrl",
-	     "s3\x01"
-	     "cret\n",
+	     "s3cret-tok\x01"
+	     "en-0123\n",
 	     0600, STEER_EINVAL, "control character"},
-	    {"long", NULL, 0600, STEER_EINVAL, "1..1024 characters"},
+	    {"long", NULL, 0600, STEER_EINVAL, "not 1025"},
 	};
 	char path[256], token[CTL_HTTP_TOKEN_MAX + 1], err[512];
 	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
@@ -509,7 +512,7 @@ static void test_token_read(void)
 	      "a folder: %s", err);
 	if (geteuid() != 0) {
 		snprintf(path, sizeof(path), "%s/unreadable", dir);
-		write_file(path, "s3cret\n", 0200);
+		write_file(path, "s3cret-token-0123\n", 0200);
 		CHECK(ctl_http_token_read(path, token, sizeof(token), err, sizeof(err)) ==
 		          STEER_EACCES,
 		      "unreadable: %s", err);
