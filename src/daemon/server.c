@@ -394,6 +394,8 @@ int64_t server_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+#define OVERRIDE_EXPIRY_RECHECK_MS 60000
+
 /* Sleep until the admin's next timed override lapses (none: no timer). */
 static void overrides_expiry_arm(server_t *s)
 {
@@ -402,6 +404,10 @@ static void overrides_expiry_arm(server_t *s)
 	if (next == 0)
 		return;
 	int64_t wait = next - server_wall_ms();
+	/* The expiry is wall-clock time and the timer monotonic: waking at least once a minute
+	 * catches a clock step (NTP, an admin) within that minute instead of days later. */
+	if (wait > OVERRIDE_EXPIRY_RECHECK_MS)
+		wait = OVERRIDE_EXPIRY_RECHECK_MS;
 	/* The timer counts from the loop's cached time, which may lag: refresh it first. */
 	ev_now_update(s->loop);
 	ev_timer_set(&s->expiry_w, wait > 0 ? (double)wait / 1000.0 : 0., 0.);
