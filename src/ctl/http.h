@@ -54,8 +54,10 @@ typedef struct {
 /*
  * Fill @p page for a GET (or HEAD) of @p path (the part after the host, without the query).
  * Return 0, or a negative steer_err (500 with the message in @p err). Control thread. The
- * strings of @p page (content type, cache control, etag, csp) must stay valid until the
- * callback's next call or the server stops; the body until free_body is called.
+ * strings of @p page (content type, cache control, etag, csp) are copied into the reply as
+ * soon as the callback returns; the body is sent from where it is, so it must stay valid until
+ * free_body is called (static data: as long as the server runs). On error free_body, if set,
+ * is called on the body.
  */
 typedef int (*ctl_http_page_cb)(const char *path, ctl_http_page_t *page, char *err, size_t errlen,
                                 void *ctx);
