@@ -20,6 +20,7 @@
 #include "conf/conf.h"
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
+#include "ctl/http.h"
 #include "daemon/events.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
@@ -82,6 +83,7 @@ typedef struct server {
 	net_t *net;           /* owned */
 	fwd_engine_t *fwd;    /* the caching forwarder; NULL when `forward:` has no groups */
 	ctl_server_t *ctl;    /* NULL when the control socket could not be created (quick mode) */
+	ctl_http_t *http;     /* the HTTP front end; NULL when `http.listen` is empty */
 	struct ev_loop *loop; /* libev default loop of the control thread */
 	uid_t uid;            /* target of the privilege drop, valid when @c drop */
 	gid_t gid;
@@ -95,6 +97,7 @@ typedef struct server {
 	 * reload); without one they last until the process exits, across reloads.
 	 */
 	gslb_admin_t admin;
+	ev_timer expiry_w;     /* fires when the admin's next timed override lapses */
 	ctl_backend_t backend; /* what the control socket serves (daemon/commands.c) */
 	/* Health monitors, on the control loop: the engine runs the checks of @c plan, whose
 	 * results are folded into the GSLB health table once per loop iteration (publish_w). */
@@ -182,6 +185,10 @@ int server_reload(server_t *server, bool force, server_report_t *report, char *e
  */
 int server_override(server_t *server, const gslb_admin_req_t *req, gslb_admin_result_t *res,
                     char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4);
+
+/** The wall clock in ms since the epoch: what timed overrides expire by (they survive a
+ *  restart, so they cannot use the monotonic clock). */
+int64_t server_wall_ms(void);
 
 /**
  * Stop the query threads, close the control socket, remove the pid file and free everything.
