@@ -97,7 +97,7 @@ function formatDuration(seconds) {
 	if (h > 0)
 		return `${h} h ${m} min`;
 	if (m > 0)
-		return `${m} min ${s} s`;
+		return s ? `${m} min ${s} s` : `${m} min`;
 	return `${s} s`;
 }
 
@@ -378,13 +378,14 @@ function push(series, point) {
 
 function renderDatacenters(totals, rates) {
 	const tbody = $("dc-table").tBodies[0];
+	const empty = !totals || totals.size === 0;
+	$("dc-chart").hidden = empty;
+	$("dc-table").hidden = empty;
 	if (!totals) {
 		setText("dc-note", "This daemon does not report answers per datacenter.");
-		replaceRows(tbody, []);
-		drawBars($("dc-chart"), []);
 		return;
 	}
-	setText("dc-note", totals.size ? "" : "No GSLB answers yet.");
+	setText("dc-note", empty ? "No GSLB answers yet." : "");
 	const names = [...totals.keys()].sort();
 	replaceRows(tbody, names.map((dc) => el("tr", {"data-datacenter": dc}, el("th", {scope: "row"}, dc),
 	                                        el("td", {class: "num"}, rates ? formatRate(rates.get(dc) || 0) : "…"),
@@ -404,10 +405,15 @@ function themeColours() {
 	return {fg: get("--fg"), muted: get("--muted"), line: get("--line"), accent: get("--accent")};
 }
 
-/* A canvas sized for the device's pixels at its CSS width; returns its context and size. */
+/*
+ * A canvas sized for the device's pixels at its CSS width; returns its context and size, or
+ * null while it is not displayed (it has no width to draw at).
+ */
 function prepare(canvas) {
 	const ratio = window.devicePixelRatio || 1;
-	const width = canvas.clientWidth || canvas.width;
+	const width = canvas.clientWidth;
+	if (!width)
+		return null;
 	const height = Math.round(width * (canvas.getAttribute("height") /
 	                                   canvas.getAttribute("width")));
 	if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
@@ -422,7 +428,10 @@ function prepare(canvas) {
 }
 
 function drawLine(canvas, series, opts) {
-	const {ctx, width, height} = prepare(canvas);
+	const area = prepare(canvas);
+	if (!area)
+		return;
+	const {ctx, width, height} = area;
 	const c = themeColours();
 	const left = 44, bottom = height - 16, top = 8, right = width - 6;
 	const values = series.map((p) => p.v).filter((v) => v !== null);
@@ -463,10 +472,11 @@ function drawLine(canvas, series, opts) {
 }
 
 function drawBars(canvas, bars, unit) {
-	const {ctx, width, height} = prepare(canvas);
-	const c = themeColours();
-	if (!bars.length)
+	const area = prepare(canvas);
+	if (!area || !bars.length)
 		return;
+	const {ctx, width, height} = area;
+	const c = themeColours();
 	const max = Math.max(1, ...bars.map((b) => b.v));
 	const labelWidth = Math.min(120, width * 0.35), gap = 6;
 	const barHeight = Math.max(8, Math.min(24, (height - 14) / bars.length - gap));
