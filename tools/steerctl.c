@@ -138,6 +138,13 @@
  *           by its timeout (the node stays withdrawn either way); `drain --no-wait` returns
  *           at once
  *   undrain {"state": "starting" | "announced" | ...}
+ *   events [N] [since=SEQ]
+ *           {"last_seq": 42 (the newest event's, 0 before the first), "kept": 256,
+ *            "events": [{"seq": 41, "time": 1700000000.25, "kind": "target" | "service" |
+ *                        "datacenter" | "upstream" | "link" | "cluster" | "reload",
+ *                        "subject": "service/www.example.test/dc1/192.0.2.10",
+ *                        "from": "up", "to": "down", "reason": "HTTP 503"}, ...]}
+ *           (oldest first; a poller passes since=<last_seq it saw>)
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
@@ -888,6 +895,29 @@ static void print_drain(const json_t *d)
 		printf("%s\n", str_of(d, "state", "?"));
 }
 
+static void print_events(const json_t *d)
+{
+	const json_t *rows = json_object_get(d, "events"), *row;
+	size_t i;
+	if (!json_is_array(rows)) {
+		print_value_line(d);
+		return;
+	}
+	if (json_array_size(rows) == 0)
+		puts("no state changes");
+	json_array_foreach(rows, i, row)
+	{
+		double t = json_number_value(json_object_get(row, "time"));
+		json_t *whole = json_integer((json_int_t)t);
+		printf("%6lld  ", int_of(row, "seq"));
+		print_time(stdout, whole);
+		json_decref(whole);
+		printf("  %-10s %s  %s -> %s  %s\n", str_of(row, "kind", "?"),
+		       str_of(row, "subject", "?"), str_of(row, "from", "?"),
+		       str_of(row, "to", "?"), str_of(row, "reason", ""));
+	}
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* How each command's reply is printed; names, arguments and help come from ctl's table. */
@@ -899,7 +929,7 @@ static const struct {
     {"stats", print_stats},         {"explain", print_explain},   {"health", print_health},
     {"monitors", print_monitors},   {"override", print_override}, {"maps", print_maps},
     {"upstreams", print_upstreams}, {"cache", print_cache},       {"cluster", print_cluster},
-    {"drain", print_drain},         {"undrain", print_drain},
+    {"drain", print_drain},         {"undrain", print_drain},     {"events", print_events},
 };
 
 /* A command without its own printer (one the daemon has and this steerctl does not know). */

@@ -5,6 +5,7 @@
 #include "ctl/commands.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,46 @@ static int cmd_undrain(const ctl_backend_t *b, const char *const *argv, size_t a
 	return b->undrain(b->ctx, data, err, errlen);
 }
 
+/* A decimal number without sign or junk, up to @p max. */
+static bool parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+	char *end = NULL;
+	if (!isdigit((unsigned char)text[0]))
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno != 0 || *end != '\0' || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* "events [N] [since=SEQ]", the two in either order, each at most once. */
+static int cmd_events(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                      char *err, size_t errlen)
+{
+	uint64_t since = 0, max = 0;
+	bool has_since = false, has_max = false;
+	for (size_t i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "since=", 6) == 0 && !has_since) {
+			has_since = parse_count(a + 6, UINT64_MAX, &since);
+			if (!has_since) {
+				snprintf(err, errlen,
+				         "events: since= wants a sequence number, not '%s'", a + 6);
+				return STEER_EINVAL;
+			}
+		} else if (!has_max && parse_count(a, SIZE_MAX, &max) && max > 0) {
+			has_max = true;
+		} else {
+			snprintf(err, errlen,
+			         "events: want [N] [since=SEQ] with N above 0, not '%s'", a);
+			return STEER_EINVAL;
+		}
+	}
+	return b->events(b->ctx, since, (size_t)max, data, err, errlen);
+}
+
 static int cmd_override_list(const ctl_backend_t *b, const char *const *argv, size_t argc,
                              json_t **data, char *err, size_t errlen)
 {
@@ -293,6 +334,9 @@ static const ctl_command_t commands[] = {
      1, true, cmd_drain},
     {"undrain", NULL, "", "end a drain: announce again once the self-check is good", 0, 0, true,
      cmd_undrain},
+    {"events", NULL, "[N] [since=SEQ]",
+     "the last state changes (targets, services, upstreams, cluster, reloads), oldest first", 0, 2,
+     false, cmd_events},
 };
 
 const ctl_command_t *ctl_command_table(size_t *n)

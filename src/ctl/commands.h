@@ -35,6 +35,11 @@
  *   cluster notify STATE          backend cluster_notify() keepalived's VRRP state (notify hook)
  *   drain [TIMEOUT]               backend drain()      withdraw and wait for queries to stop
  *   undrain                       backend undrain()    announce again after a drain
+ *   events [N] [since=SEQ]        backend events()     the last state changes, oldest first:
+ *                                                      at most N (default all kept), only
+ *                                                      those with a sequence number above
+ *                                                      SEQ (a poller passes the last one it
+ *                                                      saw and gets what is new)
  *
  * PATTERN filters are fnmatch(3) globs, case-insensitive. reload, override set, clear and
  * weight, cache flush, cluster notify, drain and undrain are marked mutating. TIMEOUT is a
@@ -107,6 +112,9 @@ typedef struct {
 	/* @p timeout_ms 0 = the configured drain timeout */
 	int (*drain)(void *ctx, unsigned timeout_ms, json_t **data, char *err, size_t errlen);
 	int (*undrain)(void *ctx, json_t **data, char *err, size_t errlen);
+	/* @p since 0 = every kept event; @p max 0 = no limit */
+	int (*events)(void *ctx, uint64_t since, size_t max, json_t **data, char *err,
+	              size_t errlen);
 } ctl_backend_t;
 
 /*

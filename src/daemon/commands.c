@@ -733,6 +733,17 @@ static int be_cache_flush(void *ctx, const char *name, json_t **data, char *err,
 	return 0;
 }
 
+/* events [N] [since=SEQ]: the ring's newest events, oldest first, and the newest number. */
+static int be_events(void *ctx, uint64_t since, size_t max, json_t **data, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	const server_t *s = ctx;
+	*data = json_pack("{s:I, s:I, s:o}", "last_seq", (json_int_t)s->events.last_seq, "kept",
+	                  (json_int_t)EVENTS_RING, "events", events_json(&s->events, since, max));
+	return 0;
+}
+
 static void be_prepare(void *ctx)
 {
 	server_health_flush(ctx); /* report nothing the query threads do not see yet */
@@ -756,6 +767,7 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .upstreams = be_upstreams,
 	    .cache = be_cache,
 	    .cache_flush = be_cache_flush,
+	    .events = be_events,
 	};
 	commands_cluster_fill(&s->backend);
 	return &s->backend;

@@ -21,6 +21,7 @@
 #include "base/alloc.h"
 #include "auth/check.h"
 #include "base/err.h"
+#include "daemon/alerting.h"
 #include "daemon/commands.h"
 #include "daemon/forward.h"
 #include "daemon/http.h"
@@ -277,6 +278,7 @@ static void view_free(const net_view_t *view)
 static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
+	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	net_view_t *old = (net_view_t *)net_publish(s->net, view);
@@ -712,6 +714,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	s->conf = s->boot_conf = conf;
 	s->started_at = time(NULL);
 	log_setup(conf->log_target, conf->log_level);
+	alerting_init(s);
 
 	int ret = resolve_user(s, err, sizeof(err));
 	if (ret != 0)
@@ -770,6 +773,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
 	    (ret = net_start(s->net)) != 0)
 		return ret;
+	if ((ret = alerting_start(s, err, sizeof(err))) != 0)
+		goto fail;
 	log_started(s);
 	return 0;
 fail:
@@ -795,6 +800,7 @@ static void reload_failed(server_t *s, const char *err)
 static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
+	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	net_view_t *view = view_new(set, gslb, conf, s->fwd);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const net_view_t *old = net_publish(s->net, view);
@@ -850,6 +856,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		conf_free(conf);
 		reload_failed(s, err);
 		node_reloaded(&s->node, false, NULL, err);
+		alerting_reload(s, false, err);
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
@@ -857,6 +864,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	server_http_reconfigure(s, conf, http_token);
 	explicit_bzero(http_token, sizeof(http_token));
 	node_reloaded(&s->node, true, set, NULL);
+	alerting_reload(s, true, NULL);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';
 	for (size_t i = 0; i < report->n_loaded; i++) {
@@ -886,6 +894,7 @@ void server_stop(server_t *s)
 	ctl_server_stop(s->ctl);
 	s->ctl = NULL;
 	server_http_stop(s);
+	alerting_stop(s); /* polls the forwarder and the cluster node: before they go */
 	/* Withdraw before anything stops answering. */
 	node_stop(&s->node);
 	/* The engine first: it hands answers to the transports' sockets and threads. */

@@ -21,6 +21,7 @@
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
 #include "ctl/http.h"
+#include "daemon/events.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
 #include "fwd/engine.h"
@@ -101,6 +102,7 @@ typedef struct server {
 	ev_prepare publish_w;
 	bool health_dirty; /* a check changed since the last publish */
 	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
+	events_t events;   /* state changes: log lines, the ring of `steerctl events`, alerts */
 } server_t;
 
 /**

@@ -546,6 +546,17 @@ static int rec_undrain(void *ctx, json_t **data, char *err, size_t errlen)
 	return rec_plain(ctx, "undrain", data);
 }
 
+static int rec_events(void *ctx, uint64_t since, size_t max, json_t **data, char *err,
+                      size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	rec_t *r = ctx;
+	snprintf(r->did, sizeof(r->did), "events since %llu max %zu", (unsigned long long)since,
+	         max);
+	return rec_reply(r, data);
+}
+
 static int rec_override(void *ctx, const ctl_override_req_t *req, json_t **data, char *err,
                         size_t errlen)
 {
@@ -587,7 +598,8 @@ static ctl_backend_t rec_backend(rec_t *r)
 	                       .cluster_config = rec_cluster_config,
 	                       .cluster_notify = rec_cluster_notify,
 	                       .drain = rec_drain,
-	                       .undrain = rec_undrain};
+	                       .undrain = rec_undrain,
+	                       .events = rec_events};
 }
 
 static void test_dispatch(void)
@@ -656,7 +668,7 @@ static void test_dispatch(void)
 	     0,
 	     STEER_EINVAL,
 	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
-	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain)"},
+	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain, events)"},
 	    {"upstreams", {NULL}, 0, 0, "upstreams -"},
 	    {"upstreams", {"link*", NULL}, 0, 0, "upstreams link*"},
 	    {"upstreams", {"a", "b", NULL}, 0, STEER_EINVAL, "usage: upstreams [PATTERN]"},
@@ -723,6 +735,27 @@ static void test_dispatch(void)
 	    {"drain", {NULL}, CTL_DISPATCH_READ_ONLY, STEER_EACCES, "'drain' changes the server"},
 	    {"undrain", {NULL}, 0, 0, "undrain"},
 	    {"undrain", {"x", NULL}, 0, STEER_EINVAL, "'undrain' takes no arguments"},
+	    {"events", {NULL}, CTL_DISPATCH_READ_ONLY, 0, "events since 0 max 0"},
+	    {"events", {"20", NULL}, 0, 0, "events since 0 max 20"},
+	    {"events", {"since=17", NULL}, 0, 0, "events since 17 max 0"},
+	    {"events", {"since=0", "5", NULL}, 0, 0, "events since 0 max 5"},
+	    {"events",
+	     {"5", "since=18446744073709551615", NULL},
+	     0,
+	     0,
+	     "events since 18446744073709551615 max 5"},
+	    {"events",
+	     {"0", NULL},
+	     0,
+	     STEER_EINVAL,
+	     "want [N] [since=SEQ] with N above 0, not '0'"},
+	    {"events", {"-3", NULL}, 0, STEER_EINVAL, "not '-3'"},
+	    {"events", {"7x", NULL}, 0, STEER_EINVAL, "not '7x'"},
+	    {"events", {"5", "6", NULL}, 0, STEER_EINVAL, "not '6'"},
+	    {"events", {"since=", NULL}, 0, STEER_EINVAL, "since= wants a sequence number"},
+	    {"events", {"since=18446744073709551616", NULL}, 0, STEER_EINVAL, "since= wants"},
+	    {"events", {"since=1", "since=2", NULL}, 0, STEER_EINVAL, "not 'since=2'"},
+	    {"events", {"1", "2", "3", NULL}, 0, STEER_EINVAL, "usage: events [N] [since=SEQ]"},
 	};
 	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
 		rec_t rec;
