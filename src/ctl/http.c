@@ -51,6 +51,7 @@ typedef struct {
 	bool prefix; /* @c path ends in '/': serves every path below it */
 	ctl_http_page_cb cb;
 	void *ctx;
+	bool open; /* served without a token whatever read-only-open says */
 } http_page_t;
 
 typedef struct {
@@ -632,7 +633,7 @@ static const http_page_t *page_find(const ctl_http_t *http, const char *path)
 	return best;
 }
 
-int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+static int add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx, bool open)
 {
 	if (http == NULL)
 		return 0;
@@ -647,8 +648,19 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 	                                             .len = len,
 	                                             .prefix = path[len - 1] == '/',
 	                                             .cb = cb,
-	                                             .ctx = ctx};
+	                                             .ctx = ctx,
+	                                             .open = open};
 	return 0;
+}
+
+int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+{
+	return add_page(http, path, cb, ctx, false);
+}
+
+int ctl_http_add_open_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+{
+	return add_page(http, path, cb, ctx, true);
 }
 
 static bool etag_matches(struct MHD_Connection *conn, const char *etag)
@@ -716,7 +728,7 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 	if (hc->len > 0 || hc->too_large)
 		return reply_error(conn, 400, "a GET has no body", NULL, NULL);
 	enum MHD_Result queued = MHD_NO;
-	if (authorise(http, conn, false, &queued) != 0)
+	if (!p->open && authorise(http, conn, false, &queued) != 0)
 		return queued;
 	ctl_http_page_t page = {.status = 200};
 	char err[ERR_TEXT_MAX] = "";
