@@ -139,6 +139,33 @@ class Cdp:
             if "method" in msg:
                 self.events.append(msg)
 
+    def wait_event(self, method: str, after: int, timeout: float = 10.0) -> dict:
+        """The first event @method among those received after the first @after ones."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for ev in self.events[after:]:
+                if ev.get("method") == method:
+                    return ev
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {method} within {timeout} s")
+            self.ws.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                msg = json.loads(self.ws.recv())
+            except websocket.WebSocketTimeoutException:
+                continue
+            finally:
+                self.ws.settimeout(10)
+            if "method" in msg:
+                self.events.append(msg)
+
+    def load(self, method: str, **params):
+        """Page.navigate or Page.reload, returning once the page's load event fired."""
+        mark = len(self.events)
+        res = self.call(method, **params)
+        if res.get("errorText"):
+            raise RuntimeError(f"{params}: {res['errorText']}")
+        self.wait_event("Page.loadEventFired", mark)
+
     def evaluate(self, expression: str):
         res = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
         if "exceptionDetails" in res:
@@ -172,9 +199,7 @@ class Cdp:
         for domain in ("Runtime", "Log", "Page"):
             self.call(f"{domain}.enable")
         self.viewport(width, height, mobile)
-        res = self.call("Page.navigate", url=url)
-        if res.get("errorText"):
-            raise RuntimeError(f"{url}: {res['errorText']}")
+        self.load("Page.navigate", url=url)
 
     def viewport(self, width: int, height: int, mobile: bool = False):
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
@@ -330,7 +355,7 @@ def send_queries(srv, n: int = 40):
 
 def page_ready(page: Cdp) -> bool:
     return bool(page.evaluate(
-        "document.body.dataset.updated !== undefined && "
+        "document.body !== null && document.body.dataset.updated !== undefined && "
         "document.querySelectorAll('#services tr[data-target]').length > 0"))
 
 
@@ -430,6 +455,7 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
 def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromium, tmp_path):
     token = "s3cret-status-token"
     (tmp_path / "api.token").write_text(token + "\n")
+    (tmp_path / "api.token").chmod(0o600)
     srv, http_port, _, _ = start_daemon(
         steerd, backends,
         f"  token-file: {tmp_path / 'api.token'}\n  read-only-open: false\n")
@@ -452,8 +478,7 @@ def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromiu
     assert page.evaluate("sessionStorage.getItem('steer.api-token')") == token
     assert "127.0.0.11" in text_of(page, "#services")
     # The token stays for the tab: a reload needs no new prompt.
-    page.call("Page.reload")
-    time.sleep(0.2)
+    page.load("Page.reload")
     wait_for(lambda: page_ready(page), 5, 0.05, "the reloaded page")
     assert page.evaluate("document.getElementById('token-form').hidden") is True
     # Refused requests are network log errors; nothing else may go wrong.
@@ -483,8 +508,11 @@ def test_assets_are_built_in_with_a_strict_policy(steerd, backends):
                         path.rsplit("/", 1)[1]).read_bytes(), path
         status, _, body = http_get(http_port, path, {"If-None-Match": etag})
         assert status == 304 and body == b"", (path, status)
-    for path in ("/assets/", "/assets/nope.js", "/assets/../assets/status.js",
-                 "/assets/status.js%00", "/index.html"):
+    # Nothing else is served: unknown names are 404, unsafe paths the front end's 400.
+    for path, want in (("/assets/", 404), ("/assets/nope.js", 404), ("/index.html", 404),
+                       ("/status.js", 404), ("/assets/../assets/status.js", 400),
+                       ("/assets/status.js%00", 400)):
         status, headers, body = http_get(http_port, path)
-        assert status == 404, (path, status)
+        assert status == want, (path, status, body)
+        assert json.loads(body)["ok"] is False, body
     srv.stop()

@@ -30,6 +30,8 @@ const page = {
 	ecs: [],
 	prevStates: new Map(), /* "kind:subject" -> state, for the changes seen by this page */
 	seenChanges: [],
+	events: null, /* the daemon's events, newest first; null = it has no event list */
+	eventSeq: 0,  /* the newest one's seq: later polls ask only for what follows */
 	firstRound: true,
 };
 
@@ -183,13 +185,16 @@ async function call(command) {
 	                                                                          : body;
 }
 
-/* call(), but a command this daemon lacks or has nothing for yields {error} instead. */
-async function optional(command) {
+/*
+ * call(), but a command this daemon lacks or has nothing for yields {error} instead.
+ * @p path: the command with its arguments ("events/since=41"), default the command alone.
+ */
+async function optional(command, path = command) {
 	const refused = page.unsupported.get(command);
 	if (refused && Date.now() - refused < UNSUPPORTED_RETRY_MS)
 		return {unsupported: true};
 	try {
-		const data = await call(command);
+		const data = await call(path);
 		page.unsupported.delete(command);
 		return {data};
 	} catch (e) {
@@ -210,7 +215,9 @@ async function poll() {
 		/* Older daemons do not say which sections run: ask, and live with the refusal. */
 		const skip = {unsupported: false, absent: true};
 		const [health, monitors, stats, events, upstreams, cluster] = await Promise.all([
-			optional("health"), optional("monitors"), optional("stats"), optional("events"),
+			optional("health"), optional("monitors"), optional("stats"),
+			optional("events", page.eventSeq ? `events/since=${page.eventSeq}`
+			                                 : `events/${EVENTS_SHOWN}`),
 			status.forwarding === false ? skip : optional("upstreams"),
 			status.cluster === false ? skip : optional("cluster"),
 		]);
@@ -684,6 +691,11 @@ function trackChanges(health, monitors, upstreams, cluster, when) {
 	page.seenChanges.length = Math.min(page.seenChanges.length, EVENTS_SHOWN);
 }
 
+/* The daemon's events say "up" and "down"; the rest of the page, like steerctl, UP and DOWN. */
+function stateWord(state) {
+	return state === "up" || state === "down" ? state.toUpperCase() : state;
+}
+
 /* One event of the daemon's list, whatever members it has, as {at, subject, from, to, detail}. */
 function normaliseEvent(e) {
 	const subject = [e.kind ?? e.type, e.subject ?? e.name ?? e.key ?? e.target ?? e.upstream]
@@ -691,17 +703,37 @@ function normaliseEvent(e) {
 	return {
 		at: num(e.at ?? e.time ?? e.ts ?? e.timestamp),
 		subject: subject || "change",
-		from: e.from ?? e.old ?? e.previous ?? e.old_state,
-		to: e.to ?? e.new ?? e.state ?? e.new_state,
+		from: stateWord(e.from ?? e.old ?? e.previous ?? e.old_state),
+		to: stateWord(e.to ?? e.new ?? e.state ?? e.new_state),
 		detail: e.detail ?? e.reason ?? e.error ?? e.message ?? "",
 	};
 }
 
+/* Fold the reply of "events" (all of them, or those after page.eventSeq) into page.events. */
+function collectEvents(data) {
+	const rows = Array.isArray(data) ? data : data.events;
+	if (!Array.isArray(rows))
+		return;
+	const last = num(data.last_seq);
+	if (last < page.eventSeq) {
+		/* The daemon restarted and numbers from 1 again: start over next poll. */
+		page.events = null;
+		page.eventSeq = 0;
+		return;
+	}
+	if (!page.events)
+		page.events = [];
+	const fresh = rows.map(normaliseEvent).sort((a, b) => b.at - a.at);
+	page.events = fresh.concat(page.events).slice(0, EVENTS_SHOWN);
+	page.eventSeq = last;
+}
+
 function renderEvents(result) {
 	let list, note;
-	const rows = result.data && (Array.isArray(result.data) ? result.data : result.data.events);
-	if (Array.isArray(rows)) {
-		list = rows.map(normaliseEvent).sort((a, b) => b.at - a.at).slice(0, EVENTS_SHOWN);
+	if (result.data)
+		collectEvents(result.data);
+	if (result.data && page.events) {
+		list = page.events;
 		note = list.length ? "" : "No state changes since the daemon started.";
 	} else {
 		list = page.seenChanges;
