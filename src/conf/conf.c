@@ -1385,6 +1385,11 @@ conf_t *conf_new_default(void)
 	conf_apply_defaults("log", conf);
 	conf_apply_defaults("forward", &conf->forward);
 	conf_apply_defaults("forward.cache", &conf->forward);
+	conf_apply_defaults("http", &conf->http);
+	conf_apply_defaults("dnstap", &conf->dnstap);
+	conf_apply_defaults("stats-snapshots", &conf->snapshots);
+	conf_apply_defaults("decision-log", &conf->decision_log);
+	conf->dnstap.messages = CONF_DNSTAP_AUTH_QUERY | CONF_DNSTAP_AUTH_RESPONSE;
 	conf->listen_is_default = true;
 	return conf;
 }
@@ -1539,6 +1544,20 @@ static bool forward_groups_equal(const conf_forward_t *a, const conf_forward_t *
 	return true;
 }
 
+/* The struct holding the keys of an operations section (one mapping each), or NULL. */
+static const void *ops_section(const conf_t *conf, const char *section)
+{
+	if (strcmp(section, "http") == 0)
+		return &conf->http;
+	if (strcmp(section, "dnstap") == 0)
+		return &conf->dnstap;
+	if (strcmp(section, "stats-snapshots") == 0)
+		return &conf->snapshots;
+	if (strcmp(section, "decision-log") == 0)
+		return &conf->decision_log;
+	return NULL;
+}
+
 void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, size_t size)
 {
 	size_t used = 0;
@@ -1566,8 +1585,20 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
 		/* the forwarder's engine and cache are built once, at start */
 		if (fwd && !value_equal(key, &old->forward, &new->forward))
 			restart_append(buf, size, &used, key->section, key->name);
+		const void *ops_old = ops_section(old, key->section),
+		           *ops_new = ops_section(new, key->section);
+		if (ops_old && !value_equal(key, ops_old, ops_new))
+			restart_append(buf, size, &used, key->section, key->name);
 		/* other sections are not keys of conf_t; GSLB reloads */
 	}
+	for (size_t i = 0; i < conf_n_keys && size > 0; i++) {
+		const conf_key_t *key = &conf_keys[i];
+		bool ops = strcmp(key->section, "http") == 0 || strcmp(key->section, "dnstap") == 0;
+		if (ops && key->type == CONF_TYPE_NODE && !conf_ops_node_equal(key, old, new))
+			restart_append(buf, size, &used, key->section, key->name);
+	}
+	if (size > 0 && !conf_alerts_equal(old, new))
+		restart_append(buf, size, &used, NULL, "alerts");
 	if (size > 0 && !forward_groups_equal(&old->forward, &new->forward))
 		restart_append(buf, size, &used, NULL, "forward.groups");
 	if (size > 0 && old->cluster.enabled != new->cluster.enabled)
@@ -1594,6 +1625,7 @@ void conf_free(conf_t *conf)
 	conf_health_free(conf);
 	conf_forward_free(conf);
 	conf_cluster_free(conf);
+	conf_ops_free(conf);
 	free(conf->path);
 	free(conf);
 }

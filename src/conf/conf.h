@@ -273,9 +273,9 @@ typedef struct {
 
 /* The dnstap query log (libfstrm + protobuf-c): a UNIX socket or a file. */
 typedef struct {
-	bool enabled;     /* a socket or a file is set */
-	char *socket;     /* a Frame Streams reader's UNIX socket (fstrm_capture, dnstap-read) */
-	char *file;       /* or a file, written by steerd itself; exactly one of the two */
+	bool enabled;      /* a socket or a file is set */
+	char *socket;      /* a Frame Streams reader's UNIX socket (fstrm_capture, dnstap-read) */
+	char *file;        /* or a file, written by steerd itself; exactly one of the two */
 	unsigned messages; /* CONF_DNSTAP_* bits; default auth-query | auth-response */
 	unsigned sample;   /* log every Nth query (with its response), default 1 = all */
 	unsigned queue;    /* messages each thread's queue holds before it drops, default 16384 */
@@ -291,10 +291,10 @@ typedef struct {
 
 /* One alert destination: state changes are POSTed to the webhook or passed to the command. */
 typedef struct {
-	char *webhook;     /* http:// or https:// URL; NULL when exec is set */
-	char *exec;        /* a command (absolute path, run without a shell); NULL when webhook */
-	unsigned timeout;  /* ms a delivery may take, default 5s */
-	unsigned retries;  /* further attempts after a failed one, default 3 (1 s, 2 s, 4 s ...) */
+	char *webhook;    /* http:// or https:// URL; NULL when exec is set */
+	char *exec;       /* a command (absolute path, run without a shell); NULL when webhook */
+	unsigned timeout; /* ms a delivery may take, default 5s */
+	unsigned retries; /* further attempts after a failed one, default 3 (1 s, 2 s, 4 s ...) */
 	unsigned line;
 } conf_alert_t;
 

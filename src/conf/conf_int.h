@@ -304,3 +304,25 @@ bool conf_cluster_node_equal(const conf_key_t *key, const conf_cluster_t *a,
 
 /** Free the cluster fields of @p conf and reset them to empty. */
 void conf_cluster_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- operations (conf_ops.c) ---------------------------------------------------------------- */
+
+/** Section loaders for `http`, `dnstap`, `stats-snapshots`, `decision-log` and `alerts`. */
+int conf_http_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_dnstap_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_snapshots_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_decision_log_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_alerts_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/**
+ * For restart-only reporting: true when the CONF_TYPE_NODE key @p key of the `http` or
+ * `dnstap` section (http.listen, dnstap.messages) has the same value in @p a and @p b.
+ */
+bool conf_ops_node_equal(const conf_key_t *key, const conf_t *a, const conf_t *b)
+    STEER_NONNULL(1, 2, 3);
+
+/** True when both configurations have the same alert destinations, in the same order. */
+bool conf_alerts_equal(const conf_t *a, const conf_t *b) STEER_NONNULL(1, 2);
+
+/** Free the operations fields of @p conf. */
+void conf_ops_free(conf_t *conf) STEER_NONNULL(1);

@@ -381,6 +381,59 @@ const conf_section_t conf_sections[] = {
      "no client query arrived for `quiet` (the routers moved the traffic away), then reports "
      "the node drained, or after `timeout` at the latest.",
      true, NULL},
+    {"http", false, 0,
+     "The HTTP front end, off unless `listen` is set: every control command as a JSON API "
+     "under `/api/v1/<command>` (the same commands and replies as `steerctl`), Prometheus "
+     "metrics at `/metrics` and the live status page at `/`. Mutating calls (reload, "
+     "overrides, cache flush, drain, ...) need `Authorization: Bearer <token>` with the "
+     "token of `token-file`; read-only calls need it too unless `read-only-open` is true. "
+     "Served by the control thread, never by a query thread. Example:\n\n"
+     "```yaml\n"
+     "http:\n"
+     "  listen: [127.0.0.1:8053, \"[::1]:8053\"]\n"
+     "  token-file: /etc/steer/api.token\n"
+     "  read-only-open: true\n"
+     "```",
+     false, conf_http_load},
+    {"dnstap", false, 0,
+     "The dnstap query log (https://dnstap.info): protobuf messages in Frame Streams, to a "
+     "reader's UNIX socket (`fstrm_capture`, a collector) or to a file (`dnstap-read` reads "
+     "it). Each query thread has its own queue; when the writer falls behind, messages are "
+     "dropped and counted (`steerctl stats`, `/metrics`), the queries are never slowed. "
+     "Every key applies on restart. Example:\n\n"
+     "```yaml\n"
+     "dnstap:\n"
+     "  socket: /run/steer/dnstap.sock     # or file: /var/log/steer/dnstap.fstrm\n"
+     "  messages: [auth-query, auth-response, forwarder-query, forwarder-response]\n"
+     "  sample: 1                          # every Nth query\n"
+     "```",
+     false, conf_dnstap_load},
+    {"stats-snapshots", false, 0,
+     "Statistics snapshots for long-term graphs: every `interval` the counters of "
+     "`steerctl stats` are appended to `file` as one JSON line (`{\"time\": ..., \"node\": "
+     "..., \"stats\": {...}}`). Off unless `file` is set. Every key applies on restart.",
+     false, conf_snapshots_load},
+    {"alerts", true, 0,
+     "Where state changes are sent: a list of destinations, each a `webhook` (the event "
+     "POSTed as JSON) or an `exec` command (run without a shell, the event in its "
+     "environment). Events: a health target up or down, a service or datacenter with "
+     "every target down and its recovery, a forwarder upstream or link up or down, the "
+     "cluster announcement withdrawn or restored, a failed reload and the next good one. "
+     "Delivery runs on the control thread, never on the query path, and is retried. Every "
+     "event is also logged as one structured line. Applies on restart. Example:\n\n"
+     "```yaml\n"
+     "alerts:\n"
+     "  - { webhook: \"http://127.0.0.1:9000/hook\" }\n"
+     "  - { exec: /usr/local/bin/steer-alert, timeout: 10s }\n"
+     "```",
+     false, conf_alerts_load},
+    {"decision-log", false, 0,
+     "The sampled GSLB decision log: for every `sample`-th GSLB decision, one JSON line in "
+     "`file` with the client and its ECS subnet, the map block that matched and its nets "
+     "`file:line`, the candidates with their health, the policy and the answer. Query "
+     "threads only record the sample; the reasons are worked out and written by the control "
+     "thread. Off unless `file` is set. Every key applies on restart.",
+     false, conf_decision_log_load},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
 
@@ -1315,6 +1368,148 @@ const conf_key_t conf_keys[] = {
     CLUSTER_DURATION("cluster.drain", "timeout", drain_timeout, 100, 3600000, "30s",
                      "A drain is done after this long even if queries still arrive "
                      "(`steerctl drain` may give its own)."),
+    /* ---- operations ---- */
+    {.section = "http",
+     .name = "listen",
+     .type = CONF_TYPE_NODE,
+     .flags = CONF_F_RESTART,
+     .type_doc = "list of IP:PORT",
+     .doc = "Addresses the HTTP server listens on, each with its port (`127.0.0.1:8053`, "
+            "IPv6 quoted in brackets: `\"[::1]:8053\"`). Plain HTTP: keep it on loopback or "
+            "a management network, or put a TLS proxy in front."},
+    {.section = "http",
+     .name = "token-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_http_t, token_file),
+     .doc = "A file whose first line is the bearer token of mutating calls (at least 16 "
+            "characters; e.g. `openssl rand -hex 32`). It must not be readable by other "
+            "users. Re-read on reload. Unset: mutating calls are refused over HTTP (403)."},
+    {.section = "http",
+     .name = "read-only-open",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_http_t, read_only_open),
+     .def = "true",
+     .doc = "Whether read-only calls (`/metrics`, the status page, `/api/v1/` commands that "
+            "change nothing) are served without a token. Applies on reload."},
+    {.section = "dnstap",
+     .name = "socket",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_dnstap_t, socket),
+     .max = UNIX_PATH_MAXLEN,
+     .flags = CONF_F_RESTART,
+     .doc = "The UNIX socket of a Frame Streams reader (bidirectional handshake, content type "
+            "`protobuf:dnstap.Dnstap`). steerd connects to it and reconnects when the reader "
+            "restarts; while none listens, messages are dropped and counted."},
+    {.section = "dnstap",
+     .name = "file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_dnstap_t, file),
+     .flags = CONF_F_RESTART,
+     .doc = "Or a file that steerd writes itself (replaced at start)."},
+    {.section = "dnstap",
+     .name = "messages",
+     .type = CONF_TYPE_NODE,
+     .flags = CONF_F_RESTART,
+     .type_doc = "list of message kinds",
+     .def = "auth-query auth-response",
+     .doc = "What is logged: `auth-query` and `auth-response` (queries to our zones and our "
+            "answers), `client-query` and `client-response` (recursive clients of the "
+            "forwarder and what they got, from the cache or upstream), `forwarder-query` and "
+            "`forwarder-response` (the forwarder's queries to its upstreams and their "
+            "responses)."},
+    {.section = "dnstap",
+     .name = "sample",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_dnstap_t, sample),
+     .size = sizeof(unsigned),
+     .min = 1,
+     .max = 1000000,
+     .def = "1",
+     .flags = CONF_F_RESTART,
+     .doc = "Log every Nth query of each query thread, with its response; `1` logs all."},
+    {.section = "dnstap",
+     .name = "queue",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_dnstap_t, queue),
+     .size = sizeof(unsigned),
+     .min = 2,
+     .max = 1048576,
+     .def = "16384",
+     .flags = CONF_F_RESTART,
+     .doc = "Messages each thread's queue holds while the writer is busy; beyond that they "
+            "are dropped and counted. Rounded up to a power of two."},
+    {.section = "stats-snapshots",
+     .name = "file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_snapshots_t, file),
+     .flags = CONF_F_RESTART | CONF_F_REQUIRED,
+     .doc = "The JSON-lines file the snapshots are appended to (created with mode 0640); its "
+            "folder must exist."},
+    {.section = "stats-snapshots",
+     .name = "interval",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_snapshots_t, interval),
+     .size = sizeof(unsigned),
+     .min = 1000,
+     .max = 86400000,
+     .unit = CONF_UNIT_MS,
+     .def = "5m",
+     .flags = CONF_F_RESTART,
+     .doc = "Time between snapshots."},
+    {.section = "alerts",
+     .name = "webhook",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_alert_t, webhook),
+     .max = 2048,
+     .flags = CONF_F_RESTART,
+     .doc = "An `http://` or `https://` URL each event is POSTed to as a JSON object "
+            "(`Content-Type: application/json`); any 2xx status is a delivery."},
+    {.section = "alerts",
+     .name = "exec",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_alert_t, exec),
+     .flags = CONF_F_RESTART,
+     .doc = "An executable (absolute path, no arguments, no shell) run once per event with "
+            "the event in its environment (`STEER_EVENT_KIND`, `STEER_EVENT_SUBJECT`, "
+            "`STEER_EVENT_FROM`, `STEER_EVENT_TO`, `STEER_EVENT_REASON`, ...); exit status 0 "
+            "is a delivery."},
+    {.section = "alerts",
+     .name = "timeout",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_alert_t, timeout),
+     .size = sizeof(unsigned),
+     .min = 100,
+     .max = 60000,
+     .unit = CONF_UNIT_MS,
+     .def = "5s",
+     .flags = CONF_F_RESTART,
+     .doc = "How long one attempt may take (the command is killed after it)."},
+    {.section = "alerts",
+     .name = "retries",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_alert_t, retries),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 10,
+     .def = "3",
+     .flags = CONF_F_RESTART,
+     .doc = "Further attempts after a failed one, 1 s, 2 s, 4 s, ... apart."},
+    {.section = "decision-log",
+     .name = "file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_decision_log_t, file),
+     .flags = CONF_F_RESTART | CONF_F_REQUIRED,
+     .doc = "The JSON-lines file decisions are appended to; its folder must exist."},
+    {.section = "decision-log",
+     .name = "sample",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_decision_log_t, sample),
+     .size = sizeof(unsigned),
+     .min = 1,
+     .max = 1000000000,
+     .def = "1000",
+     .flags = CONF_F_RESTART,
+     .doc = "Record every Nth GSLB decision of each query thread; `1` records all."},
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 

@@ -117,6 +117,28 @@ def test_example_config_cluster_block_checks(tmp_path):
     assert res.returncode == 0, res.stderr
 
 
+
+def test_example_config_operations_block_checks(tmp_path):
+    """The commented-out operations sections of examples/steer.yaml are valid when enabled
+    (with their folders and the alert command made to exist here)."""
+    text = (ROOT / "examples" / "steer.yaml").read_text()
+    head = text.split("# GSLB (docs/configuration.md", 1)[0]
+    block = "# http:" + text.split("\n# http:", 1)[1].split("\n\n", 1)[0]
+    enabled = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    assert enabled[0] == "http:" and any(line.startswith("alerts:") for line in enabled)
+    hook = tmp_path / "steer-alert"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    ops = ("\n".join(enabled).replace("/var/lib/steer", str(tmp_path))
+           .replace("/var/log/steer", str(tmp_path))
+           .replace("/usr/local/bin/steer-alert", str(hook)))
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(head.replace("zones/example.test.zone",
+                                 str(ROOT / "examples" / "zones" / "example.test.zone"))
+                    + ops + "\n")
+    res = run_steerd("-c", str(conf), "--check-config")
+    assert res.returncode == 0, res.stderr
+
 # --- logging --------------------------------------------------------------------------------
 
 LOG_CONFIG = """

@@ -354,7 +354,9 @@ static const struct {
                                   "'server' (did you mean 'listen'?)"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
-     "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster)"},
+     "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, dnstap, "
+     "stats-snapshots, alerts, "
+     "decision-log)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -2058,6 +2060,147 @@ static void test_cluster_restart(void)
 	conf_free(none);
 }
 
+/* ---- operations: http, dnstap, stats-snapshots, alerts, decision-log ---- */
+
+#define OPS_TEXT                                                                                   \
+	ZONES_TEXT                                                                                 \
+	    "http:\n"                                                                              \
+	    "  listen: [127.0.0.1:8053, \"[::1]:8053\"]\n"                                         \
+	    "  token-file: /etc/steer/api.token\n"                                                 \
+	    "dnstap:\n"                                                                            \
+	    "  socket: /run/steer/dnstap.sock\n"                                                   \
+	    "  messages: [auth-query, auth-response, forwarder-query, forwarder-response]\n"       \
+	    "  sample: 4\n"                                                                        \
+	    "stats-snapshots: { file: /tmp/stats.jsonl, interval: 1m }\n"                          \
+	    "alerts:\n"                                                                            \
+	    "  - { webhook: \"http://127.0.0.1:9000/hook\" }\n"                                    \
+	    "  - { exec: /bin/true, timeout: 2s, retries: 0 }\n"                                   \
+	    "decision-log: { file: /tmp/decisions.jsonl }\n"
+
+static void test_ops(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *d = conf_new_default();
+	CHECK(d->http.n_listen == 0 && d->http.read_only_open && !d->dnstap.enabled &&
+	          !d->snapshots.file && d->n_alerts == 0 && !d->decision_log.file,
+	      "operations are off by default");
+	conf_free(d);
+
+	conf_t *c = NULL;
+	int ret = load_text(OPS_TEXT, &c, err, sizeof(err), &msg);
+	CHECK(ret == 0, "operations config loads: %s", err);
+	if (ret != 0)
+		return;
+	CHECK(c->http.n_listen == 2 && steer_sockaddr_port(&c->http.listen[0]) == 8053 &&
+	          c->http.listen[1].sa.sa_family == AF_INET6 && c->http.read_only_open &&
+	          str_eq(c->http.token_file, "/etc/steer/api.token"),
+	      "http: %zu listen", c->http.n_listen);
+	CHECK(c->dnstap.enabled && str_eq(c->dnstap.socket, "/run/steer/dnstap.sock") &&
+	          !c->dnstap.file && c->dnstap.sample == 4 && c->dnstap.queue == 16384 &&
+	          c->dnstap.messages ==
+	              (CONF_DNSTAP_AUTH_QUERY | CONF_DNSTAP_AUTH_RESPONSE |
+	               CONF_DNSTAP_FORWARDER_QUERY | CONF_DNSTAP_FORWARDER_RESPONSE),
+	      "dnstap: messages %#x sample %u", c->dnstap.messages, c->dnstap.sample);
+	CHECK(str_eq(c->snapshots.file, "/tmp/stats.jsonl") && c->snapshots.interval == 60000,
+	      "stats-snapshots: interval %u", c->snapshots.interval);
+	CHECK(c->n_alerts == 2 && str_eq(c->alerts[0].webhook, "http://127.0.0.1:9000/hook") &&
+	          !c->alerts[0].exec && c->alerts[0].timeout == 5000 && c->alerts[0].retries == 3 &&
+	          str_eq(c->alerts[1].exec, "/bin/true") && c->alerts[1].timeout == 2000 &&
+	          c->alerts[1].retries == 0,
+	      "alerts: %zu", c->n_alerts);
+	CHECK(str_eq(c->decision_log.file, "/tmp/decisions.jsonl") &&
+	          c->decision_log.sample == 1000,
+	      "decision-log: sample %u", c->decision_log.sample);
+
+	/* token-file and read-only-open reload; the rest needs a restart */
+	conf_t *o = NULL;
+	char buf[512];
+	ret = load_text(OPS_TEXT, &o, err, sizeof(err), &msg);
+	if (ret == 0) {
+		o->http.read_only_open = false;
+		free(o->http.token_file);
+		o->http.token_file = NULL;
+		conf_restart_only_changes(c, o, buf, sizeof(buf));
+		CHECK(strcmp(buf, "") == 0, "http token and read-only-open reload: \"%s\"", buf);
+		o->http.n_listen = 1;
+		o->dnstap.sample = 1;
+		o->dnstap.messages = CONF_DNSTAP_AUTH_QUERY;
+		o->snapshots.interval = 1000;
+		o->alerts[1].retries = 2;
+		o->decision_log.sample = 1;
+		conf_restart_only_changes(c, o, buf, sizeof(buf));
+		CHECK(strcmp(buf, "dnstap.sample,stats-snapshots.interval,decision-log.sample,"
+		                  "http.listen,dnstap.messages,alerts") == 0,
+		      "restart-only operations keys: \"%s\"", buf);
+	}
+	conf_free(o);
+	conf_free(c);
+}
+
+static const struct {
+	const char *text;
+	const char *error;
+} ops_error_rows[] = {
+    {"http: { listen: [127.0.0.1] }\n",
+     "http.listen: '127.0.0.1' needs a port (e.g. 127.0.0.1:8053, \"[::1]:8053\")"},
+    {"http: { listen: [127.0.0.1:0] }\n", "http.listen: port 0 is not allowed in '127.0.0.1:0'"},
+    {"http: { listen: [127.0.0.1:80, 127.0.0.1:80] }\n",
+     "http.listen: duplicate address '127.0.0.1:80'"},
+    {"http: { token-file: /x }\n", "http: 'listen' is required (e.g. [127.0.0.1:8053])"},
+    {"http: { listen: [127.0.0.1:80], read-only-open: maybe }\n", NULL},
+    {"http: [127.0.0.1:80]\n", "section 'http' must be a mapping of keys, got a list"},
+    {"dnstap: { file: /tmp/x, socket: /tmp/y }\n",
+     "dnstap: 'socket' and 'file' exclude each other: set one"},
+    {"dnstap: { sample: 2 }\n", "dnstap: set 'socket' (a Frame Streams reader) or 'file'"},
+    {"dnstap: { file: /tmp/x, messages: [auth-querry] }\n",
+     "dnstap.messages: unknown message kind 'auth-querry' (did you mean 'auth-query'?)"},
+    {"dnstap: { file: /tmp/x, messages: [auth-query, auth-query] }\n",
+     "dnstap.messages: 'auth-query' is listed twice"},
+    {"dnstap: { file: /tmp/x, messages: [] }\n", "dnstap.messages: needs at least one value"},
+    {"dnstap: { file: /tmp/x, sample: 0 }\n", "dnstap.sample: 0 is out of range (1 to 1000000)"},
+    {"stats-snapshots: { interval: 5m }\n",
+     "missing required key 'file' in section 'stats-snapshots'"},
+    {"stats-snapshots: { file: /nonexistent/s.jsonl }\n",
+     "stats-snapshots.file: folder '/nonexistent' does not exist"},
+    {"stats-snapshots: { file: /tmp/s.jsonl, interval: 10ms }\n", NULL},
+    {"alerts: [ { webhook: \"ftp://x\" } ]\n",
+     "alerts: webhook 'ftp://x' must be an http:// or https:// URL"},
+    {"alerts: [ { webhook: \"http:///x\" } ]\n",
+     "alerts: webhook 'http:///x' must be an http:// or https:// URL"},
+    {"alerts: [ { webhook: \"http://a b\" } ]\n",
+     "alerts: webhook 'http://a b' contains a space or control character"},
+    {"alerts: [ { webhook: \"http://a\", exec: /bin/true } ]\n",
+     "alerts: each item needs exactly one of 'webhook' or 'exec'"},
+    {"alerts: [ { timeout: 1s } ]\n", "alerts: each item needs exactly one of 'webhook' or 'exec'"},
+    {"alerts: [ { exec: /nonexistent-alert } ]\n",
+     "alerts: exec '/nonexistent-alert' is not a file"},
+    {"alerts: [ { exec: /proc/version } ]\n", "alerts: exec '/proc/version' is not executable"},
+    {"alerts: [ { exec: /bin/true, retries: 11 } ]\n",
+     "alerts.retries: 11 is out of range (0 to 10)"},
+    {"alerts: { webhook: x }\n",
+     "alerts: expected a list of mappings (webhook: URL | exec: PATH), got a mapping"},
+    {"decision-log: { file: /tmp/d, sample: 0 }\n",
+     "decision-log.sample: 0 is out of range (1 to 1000000000)"},
+};
+
+static void test_ops_errors(void)
+{
+	char err[1024], text[1024];
+	for (size_t i = 0; i < sizeof(ops_error_rows) / sizeof(ops_error_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		snprintf(text, sizeof(text), "%s%s", zones_text, ops_error_rows[i].text);
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		/* NULL: an error from the generic parsers, whatever its wording */
+		CHECK(ret == STEER_ECONF && !c &&
+		          (!ops_error_rows[i].error || strcmp(msg, ops_error_rows[i].error) == 0),
+		      "ops row %zu -> \"%s\" expected \"%s\"", i, err,
+		      ops_error_rows[i].error ? ops_error_rows[i].error : "an error");
+		conf_free(c);
+	}
+}
+
 int main(void)
 {
 	test_valid();
@@ -2080,6 +2223,8 @@ int main(void)
 	test_cluster();
 	test_cluster_errors();
 	test_cluster_restart();
+	test_ops();
+	test_ops_errors();
 	test_reference();
 	return unit_finish("test_conf");
 }
