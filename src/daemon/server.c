@@ -710,6 +710,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	s->opts = *opts;
 	s->conf = s->boot_conf = conf;
 	s->started_at = time(NULL);
+	metrics_init(&s->metrics);
 	log_setup(conf->log_target, conf->log_level);
 
 	int ret = resolve_user(s, err, sizeof(err));
@@ -785,6 +786,7 @@ void server_run(server_t *s)
 static void reload_failed(server_t *s, const char *err)
 {
 	s->last_reload.ok = false;
+	s->last_reload.failures++;
 	snprintf(s->last_reload.error, sizeof(s->last_reload.error), "%s", err);
 	log_lines("reload: ", err);
 	log_err("reload failed: still serving the previous configuration and zones");
@@ -797,6 +799,7 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const net_view_t *old = net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
+	metrics_gslb_replaced(&s->metrics, s->net, old_gslb, gslb);
 	s->view = view;
 	s->gslb = gslb;
 	view_free(old);
@@ -817,6 +820,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	zone_set_t *set = NULL;
 	gslb_view_t *gslb = NULL;
 	s->last_reload.at = time(NULL);
+	s->last_reload.count++;
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
 		ret = server_zones_build(conf, s->view->auth.zones, &set, report, err, errlen);
@@ -912,4 +916,5 @@ void server_stop(server_t *s)
 		conf_free(s->conf);
 	conf_free(s->boot_conf);
 	s->conf = s->boot_conf = NULL;
+	metrics_deinit(&s->metrics);
 }

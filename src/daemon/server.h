@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -20,6 +21,7 @@
 #include "conf/conf.h"
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
+#include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
 #include "fwd/engine.h"
@@ -66,6 +68,8 @@ typedef struct {
 	time_t at; /* 0 = never reloaded */
 	bool ok;
 	char error[SERVER_ERR_MAX];
+	uint64_t count;    /* reloads attempted */
+	uint64_t failures; /* ... that failed */
 } server_reload_status_t;
 
 typedef struct server {
@@ -99,6 +103,7 @@ typedef struct server {
 	ev_prepare publish_w;
 	bool health_dirty; /* a check changed since the last publish */
 	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
+	metrics_t metrics; /* what /metrics keeps between scrapes (answers of replaced views) */
 } server_t;
 
 /**

@@ -68,9 +68,14 @@ static inline void net_latency_observe(net_latency_t *h, uint64_t ns)
 typedef struct {
 	steer_counter_t udp_queries;
 	steer_counter_t tcp_queries;
-	steer_counter_t ipv6_queries;     /* subset of UDP+TCP that arrived over IPv6 */
-	steer_counter_t dropped;          /* datagrams unusable before parsing, replies not sent */
-	steer_counter_t tcp_ipv6_queries; /* subset of ipv6_queries; UDP's is the difference */
+	steer_counter_t ipv6_queries; /* subset of UDP+TCP that arrived over IPv6 */
+	steer_counter_t dropped;      /* datagrams unusable before parsing, replies not sent */
+	/* The same queries by transport and family, each counted on its own so that every one
+	 * only grows (a difference of two counters read apart could step back). */
+	steer_counter_t udp_ipv4_queries;
+	steer_counter_t udp_ipv6_queries;
+	steer_counter_t tcp_ipv4_queries;
+	steer_counter_t tcp_ipv6_queries;
 	/* Replies sent, by transport; forwarded ones included (net_stats() adds the engine
 	 * thread's UDP deliveries, TCP ones are counted by the connection's thread). */
 	net_latency_t udp_latency;

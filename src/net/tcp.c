@@ -248,6 +248,8 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	if (c->v6) {
 		STEER_COUNTER_INC(w->counters.ipv6_queries);
 		STEER_COUNTER_INC(w->counters.tcp_ipv6_queries);
+	} else {
+		STEER_COUNTER_INC(w->counters.tcp_ipv4_queries);
 	}
 	c->axfr.zone = NULL;
 	bool deferred;

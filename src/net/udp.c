@@ -117,8 +117,12 @@ static int mmsg_recv(void *ctx, udp_pkt_t **pkts, net_counters_t *counters)
 	io->last_n = n;
 	io->rx_ns = net_clock_ns();
 	STEER_COUNTER_ADD(counters->udp_queries, (uint64_t)n);
-	if (io->v6)
+	if (io->v6) {
 		STEER_COUNTER_ADD(counters->ipv6_queries, (uint64_t)n);
+		STEER_COUNTER_ADD(counters->udp_ipv6_queries, (uint64_t)n);
+	} else {
+		STEER_COUNTER_ADD(counters->udp_ipv4_queries, (uint64_t)n);
+	}
 	int k = 0;
 	for (int i = 0; i < n; i++) {
 		if (io->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
