@@ -267,6 +267,8 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
+	/* {"<service>": {"<datacenter>": n}}, for the status page's charts */
+	json_object_set_new(*data, "answers", metrics_answers_json(s));
 	return 0;
 }
 

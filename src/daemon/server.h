@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -22,6 +23,7 @@
 #include "ctl/ctl.h"
 #include "ctl/http.h"
 #include "daemon/events.h"
+#include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
 #include "fwd/engine.h"
@@ -68,6 +70,8 @@ typedef struct {
 	time_t at; /* 0 = never reloaded */
 	bool ok;
 	char error[SERVER_ERR_MAX];
+	uint64_t count;    /* reloads attempted */
+	uint64_t failures; /* ... that failed */
 } server_reload_status_t;
 
 typedef struct server {
@@ -103,6 +107,7 @@ typedef struct server {
 	bool health_dirty; /* a check changed since the last publish */
 	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
 	events_t events;   /* state changes: log lines, the ring of `steerctl events`, alerts */
+	metrics_t metrics; /* what /metrics keeps between scrapes (answers of replaced views) */
 } server_t;
 
 /**

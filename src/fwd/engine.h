@@ -63,6 +63,8 @@ struct fwd_client {
 	steer_sockaddr_t local;  /* the query's destination = the reply's source; family 0 =
 	                          * the socket's own address */
 	uint32_t ifindex;        /* arrival interface (link-local IPv6 replies), 0 = any */
+	uint64_t rx_ns;          /* the transport's receive time, for its latency histogram;
+	                          * the engine only carries it */
 };
 
 /* Flags of fwd_engine_submit(). */

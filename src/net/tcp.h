@@ -28,6 +28,9 @@ int tcp_worker_start(tcp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
  */
 void tcp_worker_stop(tcp_worker_t *w) STEER_NONNULL(1);
 
+/** The thread's query context (answer and GSLB counters), for the control thread to read. */
+auth_qctx_t *tcp_worker_qctx(const tcp_worker_t *w) STEER_NONNULL(1);
+
 /** The thread's counters, read by the control thread. */
 void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 

@@ -59,6 +59,9 @@ int udp_worker_start(udp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
 /** Wait for the thread to exit (after net->stopping was set); no-op if never started. */
 void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
 
+/** The worker's query context (answer and GSLB counters), for the control thread to read. */
+auth_qctx_t *udp_worker_qctx(const udp_worker_t *w) STEER_NONNULL(1);
+
 /** Add the worker's counters (its own and its query context's) into @p sum. Control thread. */
 void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 
