@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 import dns.edns
+import dns.exception
 import dns.message
 import pytest
 
@@ -345,12 +346,32 @@ def start_daemon(steerd, backends, http_extra: str = ""):
     return srv, http_port, web_port, dc1
 
 
-def send_queries(srv, n: int = 40):
-    """Queries for the charts: half of them with an ECS option (a /24 of 198.51.100.0)."""
-    for i in range(n):
-        opts = [dns.edns.ECSOption("198.51.100.0", 24)] if i % 2 else []
-        q = dns.message.make_query(f"www.{ZONE}", "A", use_edns=0, options=opts)
-        srv.udp(q)
+class Traffic:
+    """Queries for the charts, about 50 a second in a thread until stop(): every other one
+    with an ECS option (a /24 of 198.51.100.0), to both services."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.sent = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping.wait(0.02):
+            i = self.sent
+            opts = [dns.edns.ECSOption("198.51.100.0", 24)] if i % 2 else []
+            name = f"www.{ZONE}" if i % 3 else f"api.{ZONE}"
+            q = dns.message.make_query(name, "A", use_edns=0, options=opts)
+            try:
+                self.srv.udp(q, timeout=1)
+            except (dns.exception.Timeout, OSError):
+                pass
+            self.sent += 1
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(5)
 
 
 def page_ready(page: Cdp) -> bool:
@@ -371,19 +392,27 @@ def text_of(page: Cdp, selector: str) -> str:
         " return n ? n.innerText : ''; })()")
 
 
+def shown_number(page: Cdp, selector: str) -> float:
+    """The number an element starts with ("49.4 %" -> 49.4); 0 when it shows none yet."""
+    try:
+        return float(text_of(page, selector).split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
 # --------------------------------------------------------------------------------------------
 # The tests
 
 def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chromium, tmp_path):
     srv, http_port, web_port, dc1 = start_daemon(steerd, backends)
-    send_queries(srv)
+    traffic = Traffic(srv)
     status = api(http_port, "status")
     page = chromium().page()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: page_ready(page), 10, 0.05, "the page's first update")
-    send_queries(srv)
     # Two polls with queries in between give the rate charts their first points.
-    wait_for(lambda: text_of(page, "#qps") not in ("", "–", "…"), 5, 0.1, "a query rate")
+    wait_for(lambda: shown_number(page, "#qps") > 5, 5, 0.1, "a query rate")
+    assert shown_number(page, "#qps") < 500, text_of(page, "#qps")
 
     header = text_of(page, "header")
     assert status["version"] in header and status.get("hostname", "") in header, header
@@ -398,7 +427,11 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     assert "quiet-upstream" in upstreams and "127.0.0.1:" in upstreams, upstreams
     assert "not in a cluster" in text_of(page, "#h-cluster + .note"), text_of(page, "main")
     ecs = text_of(page, "#ecs-detail")
-    assert "with ECS" in ecs, ecs
+    assert "with ECS" in ecs and "127.0.0.1" in ecs, ecs  # the resolver sending it
+    share = shown_number(page, "#ecs-share")
+    assert 25 <= share <= 75, share  # every other query
+    # failover and round-robin both answer dc1 while it is up
+    wait_for(lambda: "dc1" in text_of(page, "#dc-table"), 5, 0.1, "answers in dc1")
     assert page.errors() == []
 
     # The backend dies: the test takes the moment the API first reports the check DOWN
@@ -428,7 +461,6 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     assert "connect" in row_text.lower() and "ago" in row_text, row_text
     wait_for(lambda: "DOWN" in text_of(page, "#events"), 3, 0.1, "the change in the event list")
     assert page.errors() == []
-    save_screenshot(page, tmp_path, "status-page.png")
 
     # A phone: one column, nothing wider than the screen.
     page.viewport(390, 844, mobile=True)
@@ -439,7 +471,12 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     page.viewport(1280, 1800)
     assert page.errors() == []
 
+    # dc2 takes the answers now
+    wait_for(lambda: "dc2" in text_of(page, "#dc-table"), 5, 0.1, "answers in dc2")
+    save_screenshot(page, tmp_path, "status-page.png")
+
     # The daemon stops: the page says so and keeps the last data.
+    traffic.stop()
     srv.stop()
     wait_for(lambda: page.evaluate("!document.getElementById('banner').hidden"), 5, 0.1,
              "the not-answering banner")

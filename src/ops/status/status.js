@@ -304,31 +304,22 @@ function ecsQueries(stats) {
 }
 
 /*
- * GSLB answers per datacenter, whichever way the daemon reports them: a map name -> count,
- * or rows with a datacenter and a count (per service rows are summed).
+ * GSLB answers per datacenter, summed over the services: stats' "answers" is
+ * {"<service>": {"<datacenter>": n}}. null when the daemon does not count them.
  */
 function datacenterAnswers(stats) {
-	const gslb = stats.gslb || {};
-	const source = gslb.datacenters ?? gslb.answers_by_datacenter ?? stats.datacenters ??
-	               stats.answers_by_datacenter ?? gslb.answers ?? stats.answers;
-	if (!source || typeof source !== "object")
+	const answers = stats.answers;
+	if (!answers || typeof answers !== "object")
 		return null;
 	const out = new Map();
-	const add = (name, n) => out.set(name, (out.get(name) || 0) + num(n));
-	if (Array.isArray(source)) {
-		for (const row of source) {
-			const dc = row.datacenter ?? row.name;
-			if (dc !== undefined)
-				add(String(dc), row.answers ?? row.count ?? row.queries);
-		}
-	} else {
-		for (const [dc, value] of Object.entries(source)) {
-			if (typeof value === "number")
-				add(dc, value);
-			else if (value && typeof value === "object")
-				add(dc, value.answers ?? value.count ??
-				            Object.values(value).reduce((a, b) => a + num(b), 0));
-		}
+	for (const perDc of Object.values(answers)) {
+		for (const [dc, n] of Object.entries(perDc || {}))
+			out.set(dc, (out.get(dc) || 0) + num(n));
+	}
+	/* The buckets of answers no datacenter gave (all-down, fallback) only once they count. */
+	for (const [dc, n] of out) {
+		if (n === 0)
+			out.delete(dc);
 	}
 	return out;
 }
@@ -394,8 +385,10 @@ function renderDatacenters(totals, rates) {
 	}
 	setText("dc-note", empty ? "No GSLB answers yet." : "");
 	const names = [...totals.keys()].sort();
-	replaceRows(tbody, names.map((dc) => el("tr", {"data-datacenter": dc}, el("th", {scope: "row"}, dc),
-	                                        el("td", {class: "num"}, rates ? formatRate(rates.get(dc) || 0) : "…"),
+	const rate = (dc) => (rates ? formatRate(rates.get(dc) || 0) : "…");
+	replaceRows(tbody, names.map((dc) => el("tr", {"data-datacenter": dc},
+	                                        el("th", {scope: "row"}, dc),
+	                                        el("td", {class: "num"}, rate(dc)),
 	                                        el("td", {class: "num"}, formatCount(totals.get(dc))))));
 	const useRates = rates && [...rates.values()].some((v) => v > 0);
 	drawBars($("dc-chart"), names.map((dc) => ({label: dc,
@@ -454,10 +447,13 @@ function drawLine(canvas, series, opts) {
 		ctx.stroke();
 		ctx.fillText(`${formatRate(frac * max)}`, 2, y + 4);
 	}
-	ctx.fillText(`${opts.unit}, last ${formatDuration(HISTORY)}`, left, height - 3);
-	if (series.length < 2)
+	if (series.length < 2) {
+		ctx.fillText(opts.unit, left, height - 3);
 		return;
-	const t1 = series[series.length - 1].at, t0 = t1 - HISTORY * POLL_MS;
+	}
+	/* The series holds at most HISTORY points: the chart spans what it has. */
+	const t1 = series[series.length - 1].at, t0 = series[0].at;
+	ctx.fillText(`${opts.unit}, last ${formatDuration((t1 - t0) / 1000)}`, left, height - 3);
 	const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
 	const y = (v) => bottom - (Math.min(v, max) / max) * (bottom - top);
 	ctx.strokeStyle = c.accent;
@@ -541,6 +537,12 @@ function targetDetail(row, checks) {
 	return parts.filter(Boolean).join("; ");
 }
 
+const SERVICE_COLUMNS = ["Datacenter", "Address", "State", "Since", "Last error / detail"];
+
+function headRow(columns) {
+	return el("thead", {}, el("tr", {}, ...columns.map((h) => el("th", {scope: "col"}, h))));
+}
+
 function renderServices(health, monitors) {
 	const box = $("services");
 	if (!health.data) {
@@ -575,14 +577,23 @@ function renderServices(health, monitors) {
 		    el("td", {class: "detail"}, targetDetail(row, checks))));
 		tables.push(el("div", {class: "scroll"},
 		               el("table", {class: "service", "data-service": service}, caption,
-		                  el("thead", {}, el("tr", {}, ...["Datacenter", "Address", "State", "Since",
-		                                                   "Last error / detail"].map((h) => el("th", {scope: "col"}, h)))),
-		                  el("tbody", {}, ...rows))));
+		                  headRow(SERVICE_COLUMNS), el("tbody", {}, ...rows))));
 	}
 	box.replaceChildren(...tables);
 }
 
 /* ---- monitors --------------------------------------------------------------------------- */
+
+/* What the state alone does not say: flapping, or how far slow start has ramped. */
+function checkNote(m) {
+	if (m.flapping)
+		return "flapping";
+	return m.ramp_percent ? `ramp ${m.ramp_percent} %` : null;
+}
+
+function checkRtt(m) {
+	return m.last && m.last.ok ? `${(num(m.last.rtt_us) / 1000).toFixed(1)} ms` : "–";
+}
 
 function renderMonitors(monitors) {
 	const tbody = $("monitors").tBodies[0];
@@ -596,10 +607,10 @@ function renderMonitors(monitors) {
 	    "tr", {"data-check": m.key},
 	    el("th", {scope: "row"}, m.key),
 	    el("td", {}, m.type || ""),
-	    el("td", {}, stateBadge(m.state, m.flapping ? "flapping" : m.ramp_percent ? `ramp ${m.ramp_percent} %` : null)),
+	    el("td", {}, stateBadge(m.state, checkNote(m))),
 	    el("td", {}, sinceNode(m.since)),
 	    el("td", {class: "detail"}, m.last ? m.last.detail : "no result yet"),
-	    el("td", {class: "num"}, m.last && m.last.ok ? `${(num(m.last.rtt_us) / 1000).toFixed(1)} ms` : "–"),
+	    el("td", {class: "num"}, checkRtt(m)),
 	    el("td", {class: "num"}, String(num(m.flaps))))));
 }
 
@@ -637,6 +648,10 @@ function fact(label, value) {
 	return el("div", {}, el("dt", {}, label), el("dd", {}, value));
 }
 
+function keeperText(keeper) {
+	return `${keeper.alive ? "alive" : "dead"}: ${keeper.message || ""}`;
+}
+
 function renderCluster(result) {
 	const facts = $("cluster-facts"), table = $("cluster-checks");
 	if (result.absent || !result.data) {
@@ -655,7 +670,7 @@ function renderCluster(result) {
 	    fact("Transitions", String(num(c.transitions))),
 	    fact("Last transition", sinceNode(c.last_transition)),
 	    ...(c.vrrp_state ? [fact("VRRP", c.vrrp_state)] : []),
-	    ...(c.keeper ? [fact("Keeper", `${c.keeper.alive ? "alive" : "dead"}: ${c.keeper.message || ""}`)] : []));
+	    ...(c.keeper ? [fact("Keeper", keeperText(c.keeper))] : []));
 	const checks = (c.self_check && c.self_check.checks) || [];
 	table.hidden = checks.length === 0;
 	replaceRows(table.tBodies[0], checks.map((k) => el(
@@ -673,19 +688,21 @@ function renderCluster(result) {
  */
 function trackChanges(health, monitors, upstreams, cluster, when) {
 	const now = new Map();
+	const note = (kind, subject, state, detail) =>
+	    now.set(`${kind} ${subject}`, {kind, subject, state, detail: detail || ""});
 	for (const m of monitors.data || [])
-		now.set(`monitor ${m.key}`, {state: m.state, detail: m.last ? m.last.detail : ""});
+		note("check", m.key, m.state, m.last && m.last.detail);
 	for (const h of health.data || [])
-		now.set(`target ${h.name}`, {state: h.state, detail: h.reason || ""});
+		note("target", h.name, h.state, h.reason);
 	for (const u of (upstreams.data && upstreams.data.upstreams) || [])
-		now.set(`upstream ${u.name}`, {state: u.state, detail: u.reason || ""});
+		note("upstream", `upstream/${u.name}`, u.state, u.reason);
 	if (cluster.data)
-		now.set("cluster announcement", {state: cluster.data.state, detail: cluster.data.reason || ""});
-	for (const [subject, cur] of now) {
-		const before = page.prevStates.get(subject);
+		note("cluster", `node/${cluster.data.node_id}`, cluster.data.state, cluster.data.reason);
+	for (const [key, cur] of now) {
+		const before = page.prevStates.get(key);
 		if (before && before.state !== cur.state)
-			page.seenChanges.unshift({at: when / 1000, subject, from: before.state, to: cur.state,
-			                          detail: cur.detail});
+			page.seenChanges.unshift({at: when / 1000, kind: cur.kind, subject: cur.subject,
+			                          from: before.state, to: cur.state, detail: cur.detail});
 	}
 	page.prevStates = now;
 	page.seenChanges.length = Math.min(page.seenChanges.length, EVENTS_SHOWN);
@@ -696,16 +713,15 @@ function stateWord(state) {
 	return state === "up" || state === "down" ? state.toUpperCase() : state;
 }
 
-/* One event of the daemon's list, whatever members it has, as {at, subject, from, to, detail}. */
+/* One event of the daemon's list as the page's own: {at, kind, subject, from, to, detail}. */
 function normaliseEvent(e) {
-	const subject = [e.kind ?? e.type, e.subject ?? e.name ?? e.key ?? e.target ?? e.upstream]
-	                    .filter((x) => x !== undefined && x !== null).join(" ");
 	return {
-		at: num(e.at ?? e.time ?? e.ts ?? e.timestamp),
-		subject: subject || "change",
-		from: stateWord(e.from ?? e.old ?? e.previous ?? e.old_state),
-		to: stateWord(e.to ?? e.new ?? e.state ?? e.new_state),
-		detail: e.detail ?? e.reason ?? e.error ?? e.message ?? "",
+		at: num(e.time),
+		kind: e.kind || "",
+		subject: e.subject || "",
+		from: stateWord(e.from),
+		to: stateWord(e.to),
+		detail: e.reason || "",
 	};
 }
 
@@ -728,6 +744,11 @@ function collectEvents(data) {
 	page.eventSeq = last;
 }
 
+function clockNode(epochSeconds) {
+	const ms = epochSeconds * 1000;
+	return el("time", {datetime: new Date(ms).toISOString()}, clockText(ms));
+}
+
 function renderEvents(result) {
 	let list, note;
 	if (result.data)
@@ -745,8 +766,8 @@ function renderEvents(result) {
 	setText("events-note", note);
 	$("events").replaceChildren(...list.map((e) => el(
 	    "li", {"data-subject": e.subject},
-	    e.at ? el("time", {datetime: new Date(e.at * 1000).toISOString()}, clockText(e.at * 1000)) : null,
-	    el("span", {}, e.subject),
+	    e.at ? clockNode(e.at) : null,
+	    el("span", {class: "kind"}, e.kind), el("span", {}, e.subject),
 	    e.from !== undefined && e.from !== null ? el("span", {}, stateBadge(e.from), " → ") : null,
 	    e.to !== undefined && e.to !== null ? stateBadge(e.to) : null,
 	    e.detail ? el("span", {class: "detail"}, e.detail) : null)));
