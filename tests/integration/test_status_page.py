@@ -526,6 +526,18 @@ def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromiu
     srv.stop()
 
 
+def test_page_says_why_when_nothing_is_served(steerd, backends, chromium):
+    """read-only-open false without a token-file: no token can help, and the page says so."""
+    srv, http_port, _, _ = start_daemon(steerd, backends, "  read-only-open: false\n")
+    page = chromium().page()
+    page.open(f"http://127.0.0.1:{http_port}/")
+    wait_for(lambda: "refuses" in text_of(page, "#token-why"), 10, 0.05, "the reason")
+    assert "no http token-file configured" in text_of(page, "#token-why")
+    assert [e for e in page.errors() if not e.startswith("log (network)")] == []
+    page.close()
+    srv.stop()
+
+
 def test_assets_are_built_in_with_a_strict_policy(steerd, backends):
     srv, http_port, _, _ = start_daemon(steerd, backends)
     status, headers, body = http_get(http_port, "/")

@@ -252,8 +252,13 @@ function answered(status) {
 
 function failed(e) {
 	if (e.kind === "auth") {
-		askForToken(page.token ? "The token was refused. Enter the API token."
-		                       : "This server needs the API token to show its status.");
+		/* 403: no token would do (none is configured); say what the daemon says. */
+		if (e.httpStatus === 403)
+			askForToken(`The daemon refuses to show its status: ${e.message}.`);
+		else if (page.token)
+			askForToken("The token was refused. Enter the API token.");
+		else
+			askForToken("This server needs the API token to show its status.");
 		return;
 	}
 	if (!page.failingSince)
@@ -453,7 +458,8 @@ function drawLine(canvas, series, opts) {
 	}
 	/* The series holds at most HISTORY points: the chart spans what it has. */
 	const t1 = series[series.length - 1].at, t0 = series[0].at;
-	ctx.fillText(`${opts.unit}, last ${formatDuration((t1 - t0) / 1000)}`, left, height - 3);
+	ctx.fillText(`${opts.unit}, last ${formatDuration(Math.round((t1 - t0) / 1000))}`, left,
+	             height - 3);
 	const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
 	const y = (v) => bottom - (Math.min(v, max) / max) * (bottom - top);
 	ctx.strokeStyle = c.accent;
