@@ -6,9 +6,10 @@ seeing it, fits a phone's width, and says so when the daemon stops answering. A 
 server makes the page ask for the token. Screenshots go to the test's tmp dir and, when
 $STEER_ARTIFACTS is set, into that folder.
 
-Chromium runs in a process group of its own (it forks renderers, a GPU and a zygote process),
-with its own profile dir, every host name mapped to nothing so that no packet leaves loopback,
-and is killed by that group at the end.
+One Chromium serves the module's tests, a new tab each. It runs in a process group of its own
+(it forks renderers, a GPU and a zygote process) with its own profile dir and every host name
+mapped to nothing, so that no packet leaves loopback; it is killed by that group and its
+profile removed at the end.
 """
 from __future__ import annotations
 
@@ -91,12 +92,16 @@ class Chromium:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def page(self) -> "Cdp":
-        """A DevTools session on the browser's first tab."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=5) as r:
-            targets = json.load(r)
-        url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
-        return Cdp(url)
+    def new_tab(self) -> "Cdp":
+        """A DevTools session on a new tab of its own (its events, its sessionStorage)."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank",
+                                     method="PUT")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            target = json.load(r)
+        tab = Cdp(target["webSocketDebuggerUrl"])
+        tab.target_id = target["id"]
+        tab.browser_port = self.port
+        return tab
 
     def stop(self):
         if self.proc is not None:
@@ -213,20 +218,36 @@ class Cdp:
 
     def close(self):
         self.ws.close()
+        try:
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.browser_port}/json/close/{self.target_id}",
+                    timeout=5):
+                pass
+        except OSError:
+            pass  # the browser went first
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One Chromium for the module's tests (starting one takes seconds); each test gets tabs."""
+    b = Chromium(tmp_path_factory.mktemp("chromium")).start()
+    yield b
+    b.stop()
 
 
 @pytest.fixture
-def chromium(tmp_path):
-    browsers = []
+def chromium(browser):
+    """Factory: chromium() opens a new tab and returns its session; closed at teardown."""
+    tabs = []
 
-    def start() -> Chromium:
-        b = Chromium(tmp_path).start()
-        browsers.append(b)
-        return b
+    def open_tab() -> Cdp:
+        tab = browser.new_tab()
+        tabs.append(tab)
+        return tab
 
-    yield start
-    for b in browsers:
-        b.stop()
+    yield open_tab
+    for tab in tabs:
+        tab.close()
 
 
 def save_screenshot(page: Cdp, tmp_path: Path, name: str) -> Path:
@@ -407,7 +428,7 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     srv, http_port, web_port, dc1 = start_daemon(steerd, backends)
     traffic = Traffic(srv)
     status = api(http_port, "status")
-    page = chromium().page()
+    page = chromium()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: page_ready(page), 10, 0.05, "the page's first update")
     # Two polls with queries in between give the rate charts their first points.
@@ -486,7 +507,6 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     save_screenshot(page, tmp_path, "status-page-daemon-gone.png")
     exceptions = [e for e in page.errors() if not e.startswith("log (network)")]
     assert exceptions == []
-    page.close()
 
 
 def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromium, tmp_path):
@@ -498,7 +518,7 @@ def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromiu
         f"  token-file: {tmp_path / 'api.token'}\n  read-only-open: false\n")
     status, _, _ = http_get(http_port, "/api/v1/status")
     assert status == 401, status
-    page = chromium().page()
+    page = chromium()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: page.evaluate("!document.getElementById('token-form').hidden"), 10, 0.05,
              "the token form")
@@ -522,19 +542,17 @@ def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromiu
     problems = [e for e in page.errors() if not e.startswith("log (network)")]
     assert problems == []
     save_screenshot(page, tmp_path, "status-page-token.png")
-    page.close()
     srv.stop()
 
 
 def test_page_says_why_when_nothing_is_served(steerd, backends, chromium):
     """read-only-open false without a token-file: no token can help, and the page says so."""
     srv, http_port, _, _ = start_daemon(steerd, backends, "  read-only-open: false\n")
-    page = chromium().page()
+    page = chromium()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: "refuses" in text_of(page, "#token-why"), 10, 0.05, "the reason")
     assert "no http token-file configured" in text_of(page, "#token-why")
     assert [e for e in page.errors() if not e.startswith("log (network)")] == []
-    page.close()
     srv.stop()
 
 
