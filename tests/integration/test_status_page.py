@@ -431,6 +431,8 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     page = chromium()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: page_ready(page), 10, 0.05, "the page's first update")
+    # A mark in the page's JS world: a reload would wipe it, live updates keep it.
+    page.evaluate("window.sameDocument = true")
     # Two polls with queries in between give the rate charts their first points.
     wait_for(lambda: shown_number(page, "#qps") > 5, 5, 0.1, "a query rate")
     assert shown_number(page, "#qps") < 500, text_of(page, "#qps")
@@ -478,6 +480,7 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
           f"(monitor since {since})")
     assert delay <= PAGE_DELAY_MAX, delay
     assert target_state(page, f"service/api.{ZONE}/dc1/127.0.0.11") == "DOWN"
+    assert page.evaluate("window.sameDocument") is True, "the page reloaded"
     row_text = text_of(page, f'tr[data-target="{dc1_target}"]')
     assert "connect" in row_text.lower() and "ago" in row_text, row_text
     wait_for(lambda: "DOWN" in text_of(page, "#events"), 3, 0.1, "the change in the event list")
