@@ -23,6 +23,7 @@
 #include "base/err.h"
 #include "daemon/commands.h"
 #include "daemon/forward.h"
+#include "daemon/http.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -764,7 +765,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	signals_start(s);
 	/* The cluster thread starts before the privilege drop, which would forbid its real-time
 	 * priority; it announces nothing until the query threads answer its checks. */
-	if ((ret = ctl_open(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
+	if ((ret = ctl_open(s)) != 0 || (ret = server_http_start(s)) != 0 ||
+	    (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
 	    (ret = net_start(s->net)) != 0)
@@ -819,9 +821,12 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	conf_t *conf = NULL;
 	zone_set_t *set = NULL;
 	gslb_view_t *gslb = NULL;
+	char http_token[CTL_HTTP_TOKEN_MAX + 1] = "";
 	s->last_reload.at = time(NULL);
 	s->last_reload.count++;
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
+	if (ret == 0)
+		ret = server_http_token(conf, http_token, sizeof(http_token), err, errlen);
 	if (ret == 0)
 		ret = server_zones_build(conf, s->view->auth.zones, &set, report, err, errlen);
 	if (ret == 0) {
@@ -853,6 +858,8 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	reload_apply(s, conf, set, gslb);
+	server_http_reconfigure(s, conf, http_token);
+	explicit_bzero(http_token, sizeof(http_token));
 	node_reloaded(&s->node, true, set, NULL);
 	s->last_reload.ok = true;
 	s->last_reload.error[0] = '\0';
@@ -882,6 +889,7 @@ void server_stop(server_t *s)
 {
 	ctl_server_stop(s->ctl);
 	s->ctl = NULL;
+	server_http_stop(s);
 	/* Withdraw before anything stops answering. */
 	node_stop(&s->node);
 	/* The engine first: it hands answers to the transports' sockets and threads. */

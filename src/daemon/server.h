@@ -21,6 +21,7 @@
 #include "conf/conf.h"
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
+#include "ctl/http.h"
 #include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
@@ -82,6 +83,7 @@ typedef struct server {
 	net_t *net;           /* owned */
 	fwd_engine_t *fwd;    /* the caching forwarder; NULL when `forward:` has no groups */
 	ctl_server_t *ctl;    /* NULL when the control socket could not be created (quick mode) */
+	ctl_http_t *http;     /* the HTTP front end; NULL when `http.listen` is empty */
 	struct ev_loop *loop; /* libev default loop of the control thread */
 	uid_t uid;            /* target of the privilege drop, valid when @c drop */
 	gid_t gid;
