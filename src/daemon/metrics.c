@@ -15,6 +15,8 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/log.h"
+#include "ctl/http.h"
 #include "daemon/server.h"
 #include "dns/names.h"
 #include "health/probe.h"
@@ -597,5 +599,34 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	else
 		*text = prom_take(&p, len);
 	prom_deinit(&p);
+	return ret;
+}
+
+/* Prometheus' text exposition format, version 0.0.4. */
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static int metrics_page(const char *path, ctl_http_page_t *page, char *err, size_t errlen,
+                        void *ctx)
+{
+	(void)path;
+	const server_t *s = ctx;
+	char *text;
+	size_t len;
+	int ret = metrics_render(s, &text, &len, err, errlen);
+	if (ret != 0)
+		return ret;
+	page->status = 200;
+	page->content_type = METRICS_CONTENT_TYPE;
+	page->body = text;
+	page->len = len;
+	page->free_body = free;
+	return 0;
+}
+
+int metrics_http_register(server_t *s)
+{
+	int ret = ctl_http_add_page(s->http, "/metrics", metrics_page, s);
+	if (ret != 0)
+		log_err("http: cannot serve /metrics: %s", steer_strerror(ret));
 	return ret;
 }

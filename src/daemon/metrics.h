@@ -60,3 +60,9 @@ json_t *metrics_answers_json(const server_t *s) STEER_NONNULL(1) STEER_WUR;
  */
 int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
+
+/**
+ * Serve GET /metrics on @p s->http (nothing when there is no HTTP front end). Call once after
+ * server_http_start(). Returns 0 or a negative steer_err (logged).
+ */
+int metrics_http_register(server_t *s) STEER_NONNULL(1) STEER_WUR;

@@ -770,7 +770,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	/* The cluster thread starts before the privilege drop, which would forbid its real-time
 	 * priority; it announces nothing until the query threads answer its checks. */
 	if ((ret = ctl_open(s)) != 0 || (ret = server_http_start(s)) != 0 ||
-	    (ret = status_page_register(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
+	    (ret = metrics_http_register(s)) != 0 || (ret = status_page_register(s)) != 0 ||
+	    (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
 	    (ret = net_start(s->net)) != 0)
