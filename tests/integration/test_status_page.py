@@ -585,4 +585,8 @@ def test_assets_are_built_in_with_a_strict_policy(steerd, backends):
         status, headers, body = http_get(http_port, path)
         assert status == want, (path, status, body)
         assert json.loads(body)["ok"] is False, body
+    # The page's "/" takes what nothing else serves, not the metrics or the API.
+    status, headers, body = http_get(http_port, "/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain"), headers
+    assert api(http_port, "status")["version"]
     srv.stop()
