@@ -32,7 +32,6 @@ const page = {
 	seenChanges: [],
 	events: null, /* the daemon's events, newest first; null = it has no event list */
 	eventSeq: 0,  /* the newest one's seq: later polls ask only for what follows */
-	firstRound: true,
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -233,10 +232,14 @@ async function poll() {
 		renderEvents(events);
 		document.body.dataset.updated = String(when);
 	} catch (e) {
+		/* A bug of the page's own must surface as one (an uncaught error in the console),
+		 * not pass for a silent daemon. */
+		if (!(e instanceof ApiError))
+			throw e;
 		failed(e);
+	} finally {
+		setTimeout(poll, Math.max(0, POLL_MS - (Date.now() - started)));
 	}
-	page.firstRound = false;
-	setTimeout(poll, Math.max(0, POLL_MS - (Date.now() - started)));
 }
 
 function answered(status) {
