@@ -512,6 +512,22 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     assert exceptions == []
 
 
+def test_page_shows_a_failed_reload(steerd, backends, chromium):
+    srv, http_port, _, _ = start_daemon(steerd, backends)
+    page = chromium()
+    page.open(f"http://127.0.0.1:{http_port}/")
+    wait_for(lambda: page_ready(page), 10, 0.05, "the page's first update")
+    assert text_of(page, "#node-reload") == "never"
+    srv.config_path.write_text(srv.config_path.read_text() + "no-such-section: 1\n")
+    assert srv.ctl("reload").returncode != 0
+    wait_for(lambda: "FAILED" in text_of(page, "#node-reload"), 5, 0.1, "the failed reload")
+    shown = text_of(page, "#node-reload")
+    assert "no-such-section" in shown and "ago" in shown, shown
+    assert page.evaluate("document.getElementById('node-reload').classList.contains('failed')")
+    assert page.errors() == []
+    srv.stop()
+
+
 def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromium, tmp_path):
     token = "s3cret-status-token"
     (tmp_path / "api.token").write_text(token + "\n")

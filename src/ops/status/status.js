@@ -294,8 +294,10 @@ function renderHeader(st) {
 	setText("node-version", st.version || "?");
 	setText("node-uptime", formatDuration(num(st.uptime_s)));
 	const r = st.last_reload;
-	setText("node-reload", !r ? "never" : r.ok ? `${clockText(r.at * 1000)}, ok`
-	                                           : `${clockText(r.at * 1000)}, FAILED: ${r.error}`);
+	const ago = r ? `${formatDuration((daemonNow() - r.at * 1000) / 1000)} ago` : "";
+	setText("node-reload", !r ? "never" : r.ok ? `${ago}, ok` : `${ago}, FAILED: ${r.error}`);
+	$("node-reload").title = r ? new Date(r.at * 1000).toLocaleString() : "";
+	$("node-reload").classList.toggle("failed", Boolean(r && !r.ok));
 	setText("node-updated", clockText(Date.now()));
 }
 
