@@ -22,8 +22,7 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
+import http.client
 from pathlib import Path
 
 import dns.edns
@@ -31,7 +30,9 @@ import dns.exception
 import dns.message
 import pytest
 
-from conftest import free_port, server_config, wait_for
+from conftest import STEERD, ZONES_DIR, assert_no_sanitizer_report, free_port, server_config, \
+    wait_for
+from fwdlab import Proc, ns_socket
 
 websocket = pytest.importorskip("websocket")  # python3-websocket
 
@@ -57,9 +58,10 @@ pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
 class Chromium:
     """A headless Chromium with its own profile, in its own process group."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, ns: str | None = None):
         self.profile = workdir / "chromium-profile"
         self.log_path = workdir / "chromium.log"
+        self.ns = ns  # a network namespace to run in (its loopback), None = this one
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
@@ -78,6 +80,8 @@ class Chromium:
                 "about:blank"]
         if os.geteuid() == 0:
             argv.insert(1, "--no-sandbox")
+        if self.ns:
+            argv = ["ip", "netns", "exec", self.ns, *argv]  # execs: the PID stays chromium's
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
@@ -94,13 +98,13 @@ class Chromium:
 
     def new_tab(self) -> "Cdp":
         """A DevTools session on a new tab of its own (its events, its sessionStorage)."""
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank",
-                                     method="PUT")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            target = json.load(r)
-        tab = Cdp(target["webSocketDebuggerUrl"])
+        status, _, body = http_request(self.port, "/json/new?about:blank", method="PUT",
+                                       ns=self.ns)
+        assert status == 200, (status, body)
+        target = json.loads(body)
+        tab = Cdp(target["webSocketDebuggerUrl"], connect(self.port, self.ns))
         tab.target_id = target["id"]
-        tab.browser_port = self.port
+        tab.browser = self
         return tab
 
     def stop(self):
@@ -127,8 +131,9 @@ class Chromium:
 class Cdp:
     """One DevTools protocol session: commands and the events that arrive meanwhile."""
 
-    def __init__(self, ws_url: str):
-        self.ws = websocket.create_connection(ws_url, timeout=10, suppress_origin=True)
+    def __init__(self, ws_url: str, sock: socket.socket):
+        self.ws = websocket.create_connection(ws_url, timeout=10, suppress_origin=True,
+                                              socket=sock)
         self.next_id = 0
         self.events: list[dict] = []
 
@@ -219,10 +224,7 @@ class Cdp:
     def close(self):
         self.ws.close()
         try:
-            with urllib.request.urlopen(
-                    f"http://127.0.0.1:{self.browser_port}/json/close/{self.target_id}",
-                    timeout=5):
-                pass
+            http_request(self.browser.port, f"/json/close/{self.target_id}", ns=self.browser.ns)
         except OSError:
             pass  # the browser went first
 
@@ -339,19 +341,38 @@ forward:
 """)
 
 
-def http_get(port: int, path: str, headers: dict | None = None):
-    """(status, headers, body) of GET http://127.0.0.1:port/path."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
+def connect(port: int, ns: str | None = None) -> socket.socket:
+    """A TCP connection to 127.0.0.1:port, of network namespace @ns when given."""
+    s = ns_socket(ns, socket.SOCK_STREAM) if ns else socket.socket()
+    s.settimeout(10)
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
+        s.connect(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        raise
+    return s
 
 
-def api(port: int, command: str, token: str | None = None):
+def http_request(port: int, path: str, headers: dict | None = None, method: str = "GET",
+                 ns: str | None = None):
+    """(status, headers, body) of one request to http://127.0.0.1:port/path."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.sock = connect(port, ns)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, r.headers, r.read()
+    finally:
+        conn.close()
+
+
+def http_get(port: int, path: str, headers: dict | None = None):
+    return http_request(port, path, headers)
+
+
+def api(port: int, command: str, token: str | None = None, ns: str | None = None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    status, _, body = http_get(port, f"/api/v1/{command}", headers)
+    status, _, body = http_request(port, f"/api/v1/{command}", headers, ns=ns)
     assert status == 200, (command, status, body)
     reply = json.loads(body)
     return reply["data"] if isinstance(reply, dict) and "data" in reply else reply
