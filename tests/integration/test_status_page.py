@@ -627,3 +627,101 @@ def test_assets_are_built_in_with_a_strict_policy(steerd, backends):
     assert status == 200 and headers["Content-Type"].startswith("text/plain"), headers
     assert api(http_port, "status")["version"]
     srv.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# A cluster node: steerd with a cluster section needs a network namespace (it creates its
+# holder interface), so the daemon and the browser both run in one the test makes.
+
+NODE_ID = "sp-node"
+CLUSTER_SERVICE = "192.0.2.53"
+CLUSTER_UNICAST = "10.53.0.11"
+
+
+@pytest.fixture
+def node_ns():
+    """A namespace with loopback and an eth0 holding the unicast address and a default route
+    (the return path the self-check wants): nothing in it reaches anywhere else."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 (network namespaces)")
+    ns = f"ssp{os.getpid() % 100000}"
+
+    def ip(*args):
+        subprocess.run(["ip", "-n", ns, *args], check=True, capture_output=True, timeout=20)
+
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=20)
+    try:
+        ip("link", "set", "lo", "up")
+        # a veth pair with both ends inside (this kernel has no dummy links)
+        ip("link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
+        ip("addr", "add", f"{CLUSTER_UNICAST}/24", "dev", "eth0")
+        ip("link", "set", "eth0", "up")
+        ip("link", "set", "eth1", "up")
+        ip("route", "add", "default", "dev", "eth0")
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+
+
+def test_page_shows_the_cluster_node(node_ns, tmp_path):
+    http_port = free_port()
+    (tmp_path / "example.test.zone").write_text((ZONES_DIR / "example.test.zone").read_text())
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(f"""server:
+  listen: ["0.0.0.0:53"]
+  control-socket: {tmp_path / 'ctl.sock'}
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: example.test
+    file: {tmp_path / 'example.test.zone'}
+http:
+  listen: [127.0.0.1:{http_port}]
+cluster:
+  node-id: {NODE_ID}
+  service-addresses: [{CLUSTER_SERVICE}]
+  interface: vip0
+  unicast: {CLUSTER_UNICAST}
+  self-check: {{ interval: 100ms, fall: 3, rise: 3, hold-down: 1s }}
+  liveness-timeout: 300ms
+""")
+    daemon = Proc("steerd", [STEERD, "-c", str(conf)], node_ns, tmp_path / "steerd.log")
+    browser = None
+    try:
+        def cluster_state():
+            if not daemon.alive():
+                pytest.fail(f"steerd exited:\n{daemon.log()}")
+            try:
+                return api(http_port, "cluster", ns=node_ns)
+            except (OSError, AssertionError):
+                return None
+
+        wait_for(cluster_state, 15, 0.1, "the cluster command over HTTP")
+        browser = Chromium(tmp_path, ns=node_ns).start()
+        page = browser.new_tab()
+        page.open(f"http://127.0.0.1:{http_port}/")
+        wait_for(lambda: NODE_ID in text_of(page, "#cluster-facts"), 10, 0.1,
+                 "the cluster facts")
+        # The page follows the node's state, whichever it is now.
+        def same_state():
+            state = cluster_state()["state"]
+            shown = page.evaluate("(() => { const s = document.querySelector("
+                                  "'#cluster-facts .state'); return s && s.textContent; })()")
+            return shown == state and state
+        state = wait_for(same_state, 5, 0.1, "the page showing the node's state")
+        facts = text_of(page, "#cluster-facts")
+        assert CLUSTER_SERVICE in facts and "interface" in facts, facts
+        checks = text_of(page, "#cluster-checks")
+        for name in ("answer", "threads", "routes", "reload"):
+            assert name in checks, (name, checks)
+        assert "No forwarder is configured" in text_of(page, "#upstreams-note")
+        assert "No GSLB services" in text_of(page, "#services-summary")
+        print(f"cluster node {NODE_ID} shown as {state}")
+        save_screenshot(page, tmp_path, "status-page-cluster.png")
+        assert page.errors() == []
+        page.close()
+    finally:
+        if browser:
+            browser.stop()
+        daemon.stop()
+    assert_no_sanitizer_report(daemon.log_path.read_text(errors="replace"))

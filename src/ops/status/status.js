@@ -611,9 +611,11 @@ function renderMonitors(monitors) {
 	if (!monitors.data) {
 		setText("monitors-note", monitors.error || "");
 		replaceRows(tbody, []);
+		$("monitors").hidden = true;
 		return;
 	}
 	setText("monitors-note", monitors.data.length ? "" : "No health checks are configured.");
+	$("monitors").hidden = monitors.data.length === 0;
 	replaceRows(tbody, monitors.data.map((m) => el(
 	    "tr", {"data-check": m.key},
 	    el("th", {scope: "row"}, m.key),
