@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
@@ -80,6 +81,9 @@ int ctl_http_start(ctl_http_t **out, struct ev_loop *loop, const ctl_http_opts_t
  */
 void ctl_http_reconfigure(ctl_http_t *http, const ctl_http_opts_t *opts) STEER_NONNULL(1, 2);
 
+/** The port listen address @p i (in ctl_http_opts_t order) is bound to: for port 0. */
+uint16_t ctl_http_port(const ctl_http_t *http, size_t i) STEER_NONNULL(1);
+
 /** Stop listening, close every connection and free the server. NULL is ignored. */
 void ctl_http_stop(ctl_http_t *http);
 
@@ -96,7 +100,8 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 /**
  * ctl_http_add_page() for a page served without a token even when read-only-open is false:
  * one that holds no data itself, such as the status page's files, which must load before
- * they can ask the operator for the token.
+ * they can ask the operator for the token. Only @p path itself is open: when it ends in '/',
+ * the paths below it still need the token, so a closed server reveals no other page.
  */
 int ctl_http_add_open_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx);
 
@@ -145,7 +150,8 @@ typedef struct {
  * Turn an API request (@p req->path under /api/v1/) into a command call: decode the path
  * segments, add the ?arg= values and the POST body's "args", and match the command table.
  * Returns 0 with @p call filled (release with ctl_http_call_clear()), or the HTTP status to
- * answer (400, 404, 405, 413, 415) with the reason in @p err; @p call is then empty. 405 comes
+ * answer (400, 404 also for a path not under /api/v1, 405, 413, 415) with the reason in
+ * @p err; @p call is then empty. 405 comes
  * with the methods allowed in @p allow (a static string). Any thread; no I/O.
  */
 unsigned ctl_http_parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
@@ -164,7 +170,9 @@ bool ctl_http_path_safe(const char *path) STEER_NONNULL(1);
 
 /**
  * The HTTP status for a command's error @p ret (a negative steer_err): 400 for bad
- * arguments, 404 for something that does not exist, 403 for refused, 500 for anything the
- * backend failed at (a configuration or zone error of a reload, no memory).
+ * arguments, 404 for something that does not exist, 403 for refused, 409 for a conflict, 500
+ * for anything the backend failed at (no memory, I/O). A reload's errors are always 500 (what
+ * fails is the server's configuration or files, not the request); the parser checks its
+ * option.
  */
 unsigned ctl_http_status_of(int ret);

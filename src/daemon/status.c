@@ -47,13 +47,18 @@ static int status_page(const char *path, ctl_http_page_t *page, char *err, size_
 	return 0;
 }
 
+/*
+ * Every built-in file at its own path, open (see status.h), and "/" also as the prefix that
+ * answers 404 for any path nothing else serves; a closed server asks for the token first
+ * there, so it does not tell which other pages exist.
+ */
 int status_page_register(server_t *s)
 {
-	static const char *const paths[] = {"/", "/assets/"};
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		int ret = ctl_http_add_open_page(s->http, paths[i], status_page, NULL);
+	for (size_t i = 0; i < ops_assets_count; i++) {
+		const char *path = ops_assets[i].path;
+		int ret = ctl_http_add_open_page(s->http, path, status_page, NULL);
 		if (ret != 0) {
-			log_err("http: status page %s: %s", paths[i], steer_strerror(ret));
+			log_err("http: status page %s: %s", path, steer_strerror(ret));
 			return ret;
 		}
 	}

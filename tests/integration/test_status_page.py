@@ -558,6 +558,12 @@ def test_page_asks_for_the_token_when_reads_are_closed(steerd, backends, chromiu
         f"  token-file: {tmp_path / 'api.token'}\n  read-only-open: false\n")
     status, _, _ = http_get(http_port, "/api/v1/status")
     assert status == 401, status
+    # The page's own files load without the token (they hold no data); nothing else does,
+    # not even a 404 that would tell which pages exist.
+    for path, want in (("/", 200), ("/assets/status.js", 200), ("/assets/status.css", 200),
+                       ("/assets/nope.js", 401), ("/metrics", 401), ("/nope", 401)):
+        status, _, body = http_get(http_port, path)
+        assert status == want, (path, status, body)
     page = chromium()
     page.open(f"http://127.0.0.1:{http_port}/")
     wait_for(lambda: page.evaluate("!document.getElementById('token-form').hidden"), 10, 0.05,
