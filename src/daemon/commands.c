@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "daemon/alerting.h"
 #include "daemon/server.h"
 #include "dns/names.h"
 
@@ -269,6 +270,7 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    forward);
 	/* {"<service>": {"<datacenter>": n}}, for the status page's charts */
 	json_object_set_new(*data, "answers", metrics_answers_json(s));
+	json_object_set_new(*data, "alerts", alerting_stats_json(s));
 	return 0;
 }
 

@@ -86,7 +86,8 @@ static double now_epoch(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The reason as one logfmt value: quotes and backslashes escaped, control characters blanked. */
+/* The reason as one logfmt value: quotes and backslashes escaped (copy_text() took out the
+ * control characters). */
 static void quote_reason(const char *in, char *out, size_t size)
 {
 	size_t o = 0;
@@ -94,7 +95,48 @@ static void quote_reason(const char *in, char *out, size_t size)
 		unsigned char c = (unsigned char)*p;
 		if (c == '"' || c == '\\')
 			out[o++] = '\\';
-		out[o++] = c < 0x20 ? ' ' : (char)c;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at @p p (1..4), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n = p[0] < 0x80             ? 1
+	           : (p[0] & 0xe0) == 0xc0 ? 2
+	           : (p[0] & 0xf0) == 0xe0 ? 3
+	           : (p[0] & 0xf8) == 0xf0 ? 4
+	                                   : 0;
+	if (n == 0 || (n == 2 && p[0] < 0xc2))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/*
+ * Copy @p in into @p out as printable UTF-8: JSON (the events list, webhooks) cannot carry
+ * other bytes, and a probe's detail may quote whatever a backend answered. Invalid bytes
+ * and control characters become '?'.
+ */
+static void copy_text(char *out, size_t size, const char *in)
+{
+	size_t o = 0;
+	const unsigned char *p = (const unsigned char *)in;
+	while (*p && o + 1 < size) {
+		size_t n = utf8_len(p);
+		if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+			out[o++] = '?';
+			p++;
+			continue;
+		}
+		if (o + n >= size)
+			break;
+		memcpy(out + o, p, n);
+		o += n;
+		p += n;
 	}
 	out[o] = '\0';
 }
@@ -106,10 +148,10 @@ uint64_t events_emit(events_t *ev, event_kind_t kind, const char *subject, const
 	e->seq = ++ev->last_seq;
 	e->time = now_epoch();
 	e->kind = kind;
-	snprintf(e->subject, sizeof(e->subject), "%s", subject);
-	snprintf(e->from, sizeof(e->from), "%s", from);
-	snprintf(e->to, sizeof(e->to), "%s", to);
-	snprintf(e->reason, sizeof(e->reason), "%s", reason);
+	copy_text(e->subject, sizeof(e->subject), subject);
+	copy_text(e->from, sizeof(e->from), from);
+	copy_text(e->to, sizeof(e->to), to);
+	copy_text(e->reason, sizeof(e->reason), reason);
 	char quoted[2 * EVENT_REASON_MAX];
 	quote_reason(e->reason, quoted, sizeof(quoted));
 	log_msg(state_is_bad(e->to) ? LOG_LEVEL_WARNING : LOG_LEVEL_NOTICE,

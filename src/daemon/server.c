@@ -809,11 +809,9 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	    (ret = metrics_http_register(s)) != 0 || (ret = status_page_register(s)) != 0 ||
 	    (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
-	    (ret = drop_privileges(s)) != 0 || (ret = forward_run(s)) != 0 ||
-	    (ret = net_start(s->net)) != 0)
+	    (ret = drop_privileges(s)) != 0 || (ret = alerting_start(s)) != 0 ||
+	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0)
 		return ret;
-	if ((ret = alerting_start(s, err, sizeof(err))) != 0)
-		goto fail;
 	log_started(s);
 	return 0;
 fail:

@@ -26,10 +26,12 @@
 #include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
+#include "daemon/snapshots.h"
 #include "fwd/engine.h"
 #include "gslb/admin.h"
 #include "gslb/view.h"
 #include "net/net.h"
+#include "ops/alerts.h"
 #include "zone/zone_set.h"
 
 /* Room for the errors of one load or reload: one "file:line: message" line per bad zone. */
@@ -105,10 +107,12 @@ typedef struct server {
 	health_engine_t *engine;
 	monitor_plan_t *plan;
 	ev_prepare publish_w;
-	bool health_dirty; /* a check changed since the last publish */
-	node_t node;       /* the cluster node: keeper and self-check (cluster: section) */
-	events_t events;   /* state changes: log lines, the ring of `steerctl events`, alerts */
-	metrics_t metrics; /* what /metrics keeps between scrapes (answers of replaced views) */
+	bool health_dirty;     /* a check changed since the last publish */
+	node_t node;           /* the cluster node: keeper and self-check (cluster: section) */
+	events_t events;       /* state changes: log lines, the ring of `steerctl events`, alerts */
+	alerts_t *alerts;      /* the alert destinations; NULL without `alerts:` */
+	snapshots_t snapshots; /* stats-snapshots: */
+	metrics_t metrics;     /* what /metrics keeps between scrapes (answers of replaced views) */
 } server_t;
 
 /**
