@@ -5,7 +5,6 @@
  */
 #include "daemon/status.h"
 
-
 #include "base/err.h"
 #include "base/log.h"
 #include "ctl/http.h"
