@@ -527,6 +527,18 @@ def test_page_shows_the_server_and_a_backend_turning_down(steerd, backends, chro
     wait_for(lambda: "dc2" in text_of(page, "#dc-table"), 5, 0.1, "answers in dc2")
     save_screenshot(page, tmp_path, "status-page.png")
 
+    # The daemon hangs (SIGSTOP): no reply within the page's timeout is a banner too, and
+    # it goes once the daemon answers again.
+    banner_shown = "!document.getElementById('banner').hidden"
+    srv.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: page.evaluate(banner_shown), 8, 0.1, "the banner for a hung daemon")
+        assert "no reply within" in text_of(page, "#banner"), text_of(page, "#banner")
+    finally:
+        srv.send_signal(signal.SIGCONT)
+    wait_for(lambda: not page.evaluate(banner_shown), 8, 0.1, "the banner going away")
+    assert page.evaluate("document.body.classList.contains('stale')") is False
+
     # The daemon stops: the page says so and keeps the last data.
     traffic.stop()
     srv.stop()
