@@ -575,7 +575,8 @@ function renderServices(health, monitors) {
 	                             `${down} DOWN.`
 	                           : "No GSLB services are configured.");
 	const tables = [];
-	for (const [service, targets] of [...services.entries()].sort()) {
+	const byName = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+	for (const [service, targets] of [...services.entries()].sort(byName)) {
 		const up = targets.filter((x) => stateKind(x.row.state) === "up").length;
 		const caption = el("caption", {}, service, " ",
 		                   el("span", {class: "note"}, `${up} of ${targets.length} up`));
