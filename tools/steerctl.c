@@ -14,7 +14,8 @@
  *            "listen": ["127.0.0.1:53", "[::1]:53"], "zones": 3,
  *            "config": "/etc/steer/steer.yaml" | null (quick mode),
  *            "last_reload": {"at": 1700000000, "ok": true, "error": null} | null (never),
- *            "gslb": {"services": 3, "maps": 1, "whoami": 1}}
+ *            "gslb": {"services": 3, "maps": 1, "whoami": 1}, "hostname": "ns1",
+ *            "forwarding": true (a forward: group runs), "cluster": false (a cluster: section)}
  *   reload [--force]   (request args: [] or ["--force"])
  *           {"zones_reloaded": ["example.test", ...], "zones_unchanged": 2,
  *            "restart_needed": ["listen", ...],

@@ -51,6 +51,7 @@ typedef struct {
 	bool prefix; /* @c path ends in '/': serves every path below it */
 	ctl_http_page_cb cb;
 	void *ctx;
+	bool open; /* served without a token whatever read-only-open says */
 } http_page_t;
 
 typedef struct {
@@ -667,7 +668,7 @@ static const http_page_t *page_find(const ctl_http_t *http, const char *path)
 	return best;
 }
 
-int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+static int add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx, bool open)
 {
 	if (http == NULL)
 		return 0;
@@ -682,8 +683,19 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 	                                             .len = len,
 	                                             .prefix = path[len - 1] == '/',
 	                                             .cb = cb,
-	                                             .ctx = ctx};
+	                                             .ctx = ctx,
+	                                             .open = open};
 	return 0;
+}
+
+int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+{
+	return add_page(http, path, cb, ctx, false);
+}
+
+int ctl_http_add_open_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx)
+{
+	return add_page(http, path, cb, ctx, true);
 }
 
 static bool etag_matches(struct MHD_Connection *conn, const char *etag)
@@ -741,11 +753,13 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 		                   "bad path: a '.' or '..' segment, a NUL or bad "
 		                   "percent-encoding",
 		                   NULL, NULL);
-	/* The token first: a closed server does not even say which pages exist. */
-	enum MHD_Result queued = MHD_NO;
-	if (authorise(http, conn, false, &queued) != 0)
-		return queued;
+	/* The token first: a closed server does not even say which pages exist. Only the
+	 * exact path of an open page goes without (not the paths below an open prefix). */
 	const http_page_t *p = page_find(http, url);
+	bool open = p != NULL && p->open && strcmp(p->path, url) == 0;
+	enum MHD_Result queued = MHD_NO;
+	if (!open && authorise(http, conn, false, &queued) != 0)
+		return queued;
 	if (p == NULL)
 		return reply_error(conn, 404, "no such page (the API is under " API_PREFIX "/)",
 		                   NULL, NULL);

@@ -102,6 +102,14 @@ void ctl_http_stop(ctl_http_t *http);
 int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx);
 
 /**
+ * ctl_http_add_page() for a page served without a token even when read-only-open is false:
+ * one that holds no data itself, such as the status page's files, which must load before
+ * they can ask the operator for the token. Only @p path itself is open: when it ends in '/',
+ * the paths below it still need the token, so a closed server reveals no other page.
+ */
+int ctl_http_add_open_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, void *ctx);
+
+/**
  * Read the bearer token: the first line of the file at @p path, without the line end. The
  * file must exist, be readable, not be readable or writable by others (a token everyone can
  * read authorises everyone) and its first line must hold CTL_HTTP_TOKEN_MIN..

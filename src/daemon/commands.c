@@ -76,6 +76,14 @@ static int be_status(void *ctx, json_t **data, char *err, size_t errlen)
 	    "listen", listen, "zones", (json_int_t)zone_set_count(s->view->auth.zones), "config",
 	    config ? json_string(config) : json_null(), "last_reload", last_reload_json(s), "gslb",
 	    gslb_counts_json(s));
+	/* Tell front ends (the status page) which optional sections have anything to show, so
+	 * they need not ask and be refused. */
+	char host[256] = "";
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	json_object_set_new(*data, "hostname", json_string(host));
+	json_object_set_new(*data, "forwarding", json_boolean(s->fwd != NULL));
+	json_object_set_new(*data, "cluster", json_boolean(s->node.cluster != NULL));
 	return 0;
 }
 
@@ -271,6 +279,8 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
 	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
 	    forward);
+	/* {"<service>": {"<datacenter>": n}}, for the status page's charts */
+	json_object_set_new(*data, "answers", metrics_answers_json(s));
 	json_object_set_new(*data, "alerts", alerting_stats_json(s));
 	json_object_set_new(*data, "dnstap", dnstap_json(s));
 	uint64_t dl_written, dl_dropped;

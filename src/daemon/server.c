@@ -28,6 +28,7 @@
 #include "daemon/notify.h"
 #include "daemon/tap.h"
 #include "daemon/http.h"
+#include "daemon/status.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
 
@@ -766,6 +767,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	s->opts = *opts;
 	s->conf = s->boot_conf = conf;
 	s->started_at = time(NULL);
+	metrics_init(&s->metrics);
 	log_setup(conf->log_target, conf->log_level);
 	alerting_init(s);
 
@@ -830,6 +832,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	/* The cluster thread starts before the privilege drop, which would forbid its real-time
 	 * priority; it announces nothing until the query threads answer its checks. */
 	if ((ret = ctl_open(s)) != 0 || (ret = server_http_start(s)) != 0 ||
+	    (ret = metrics_http_register(s)) != 0 || (ret = status_page_register(s)) != 0 ||
 	    (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = alerting_start(s)) != 0 ||
@@ -856,6 +859,7 @@ void server_run(server_t *s)
 static void reload_failed(server_t *s, const char *err)
 {
 	s->last_reload.ok = false;
+	s->last_reload.failures++;
 	snprintf(s->last_reload.error, sizeof(s->last_reload.error), "%s", err);
 	log_lines("reload: ", err);
 	log_err("reload failed: still serving the previous configuration and zones");
@@ -869,6 +873,7 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const net_view_t *old = net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
+	metrics_gslb_replaced(&s->metrics, s->net, old_gslb, gslb);
 	s->view = view;
 	s->gslb = gslb;
 	view_free(old);
@@ -891,6 +896,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	char http_token[CTL_HTTP_TOKEN_MAX + 1] = "";
 	s->last_reload.at = time(NULL);
 	notify_reloading();
+	s->last_reload.count++;
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
 		ret = server_http_token(conf, http_token, sizeof(http_token), err, errlen);
@@ -1007,4 +1013,5 @@ void server_stop(server_t *s)
 		conf_free(s->conf);
 	conf_free(s->boot_conf);
 	s->conf = s->boot_conf = NULL;
+	metrics_deinit(&s->metrics);
 }

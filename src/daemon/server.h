@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -22,6 +23,7 @@
 #include "ctl/ctl.h"
 #include "ctl/http.h"
 #include "daemon/events.h"
+#include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
 #include "daemon/snapshots.h"
@@ -71,6 +73,8 @@ typedef struct {
 	time_t at; /* 0 = never reloaded */
 	bool ok;
 	char error[SERVER_ERR_MAX];
+	uint64_t count;    /* reloads attempted */
+	uint64_t failures; /* ... that failed */
 } server_reload_status_t;
 
 typedef struct server {
@@ -111,6 +115,7 @@ typedef struct server {
 	snapshots_t snapshots; /* stats-snapshots: */
 	tap_t *tap;            /* the dnstap log (daemon/tap.c); NULL when off */
 	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
+	metrics_t metrics; /* what /metrics keeps between scrapes (answers of replaced views) */
 } server_t;
 
 /**

@@ -66,6 +66,8 @@ struct fwd_client {
 	uint32_t ifindex;        /* arrival interface (link-local IPv6 replies), 0 = any */
 	bool tapped;             /* the query was sampled for the dnstap log: log its upstream
 	                          * legs and the answer too */
+	uint64_t rx_ns;          /* the transport's receive time, for its latency histogram;
+	                          * the engine only carries it */
 };
 
 /* Flags of fwd_engine_submit(). */

@@ -19,5 +19,19 @@ typedef struct {
 	steer_counter_t whoami;      /* whoami answers */
 } gslb_stats_t;
 
+/*
+ * Answers per service and datacenter, one block per query thread beside gslb_stats_t. Each
+ * build of a view numbers its (service, datacenter) pairs into slots and counts into one of
+ * two banks, the other one than the view it replaces: after a reload's grace period the old
+ * bank is final, so the control thread carries its totals over by name and zeroes it while
+ * the threads count into the new one (gslb_view_answer_bank(), net_gslb_answers_clear()).
+ * Slots beyond GSLB_ANSWER_SLOTS are counted in @c untracked only.
+ */
+#define GSLB_ANSWER_SLOTS 4096 /* 32 KiB per bank and thread: 1,000 services of 4 DCs */
+typedef struct {
+	steer_counter_t slot[2][GSLB_ANSWER_SLOTS];
+	steer_counter_t untracked[2];
+} gslb_answer_counters_t;
+
 /** Add every counter of @p src (its owner may be writing) into @p dst (the caller's). */
 void gslb_stats_sum(gslb_stats_t *dst, const gslb_stats_t *src) STEER_NONNULL(1, 2);

@@ -39,6 +39,7 @@ typedef struct {
 	gslb_policy_rng_t rng;
 	gslb_stats_t stats;
 	gslb_decision_sampler_t decisions; /* the decision log's sampler; zero = off */
+	gslb_answer_counters_t answers;    /* per service and datacenter, see gslb/stats.h */
 } gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */
@@ -185,6 +186,32 @@ const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n) STEER
 
 /** The health table of the view (for listing targets and their states). */
 const gslb_health_t *gslb_view_health(const gslb_view_t *view) STEER_NONNULL(1);
+
+/* What the answers of one slot of gslb_answer_counters_t count, besides a datacenter. */
+#define GSLB_ANSWER_DC_NONE     "none"     /* no datacenter had an address of the family */
+#define GSLB_ANSWER_DC_FALLBACK "fallback" /* all down: the fallback addresses or CNAME */
+#define GSLB_ANSWER_DC_ALL_DOWN "all-down" /* all down: any other all-down answer */
+
+/**
+ * The bank (0 or 1) the query threads count @p view's answers into: a build with a running
+ * view takes the other bank than it, views derived with gslb_view_with_health() share it.
+ * Any thread.
+ */
+unsigned gslb_view_answer_bank(const gslb_view_t *view) STEER_NONNULL(1);
+
+/**
+ * Number of answer slots @p view numbers (one per service datacenter, plus none, fallback
+ * and all-down per service); slots from GSLB_ANSWER_SLOTS on are counted as untracked.
+ */
+size_t gslb_view_answer_slots(const gslb_view_t *view) STEER_NONNULL(1);
+
+/**
+ * What slot @p slot (< gslb_view_answer_slots()) counts: the service's name (as configured,
+ * trailing dot included) and the datacenter's name or one of GSLB_ANSWER_DC_*. Both borrowed
+ * from the view. Control thread (or any reader of a published view).
+ */
+void gslb_view_answer_slot(const gslb_view_t *view, size_t slot, const char **service,
+                           const char **datacenter) STEER_NONNULL(1, 3, 4);
 
 /* A GSLB name as gslb_view_name_info() describes it. */
 typedef struct {

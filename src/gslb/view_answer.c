@@ -237,6 +237,20 @@ static void answer_whoami(const gslb_client_t *c, uint16_t qtype, gslb_result_t 
 	out->ans.kind = GSLB_ANSWER_TXT;
 }
 
+/* The decision into its (service, datacenter) slot of the view's bank. */
+static void count_answer(const gslb_view_t *v, const view_svc_t *s, const gslb_result_t *r,
+                         gslb_answer_counters_t *ac)
+{
+	size_t i = r->ans.dc < s->p.dc_count ? r->ans.dc : s->p.dc_count;
+	if (r->ans.all_down)
+		i = s->p.dc_count + (r->ans.fallback || r->ans.kind == GSLB_ANSWER_CNAME ? 1 : 2);
+	size_t slot = s->answer_slot + i;
+	if (STEER_LIKELY(slot < GSLB_ANSWER_SLOTS))
+		STEER_COUNTER_INC(ac->slot[v->answer_bank][slot]);
+	else
+		STEER_COUNTER_INC(ac->untracked[v->answer_bank]);
+}
+
 /* A service decision into the thread's counters. */
 static void count_decision(gslb_stats_t *st, const gslb_result_t *r, const decide_t *d)
 {
@@ -338,4 +352,5 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	count_decision(&qs->stats, out, &d);
 	if (STEER_UNLIKELY(qs->decisions.record != NULL))
 		sample_decision(&qs->decisions, name, qtype, client, out);
+	count_answer(view, s, out, &qs->answers);
 }

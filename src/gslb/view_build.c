@@ -719,6 +719,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	gslb_view_t *v = xcalloc(1, sizeof(*v));
 	v->shared = xcalloc(1, sizeof(*v->shared));
 	*v->shared = 1;
+	v->answer_bank = opts && opts->running ? !opts->running->answer_bank : 0;
 
 	v->n_dcs = conf->n_datacenters;
 	v->dc_names = xcalloc(v->n_dcs + 1, sizeof(*v->dc_names));
@@ -750,6 +751,8 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 		ret = build_service(conf, cs, &v->svcs[i], v, &n_targets, err, errlen);
 		if (ret < 0)
 			goto fail;
+		v->svcs[i].answer_slot = v->n_answer_slots;
+		v->n_answer_slots += (uint32_t)VIEW_SVC_ANSWER_SLOTS(&v->svcs[i]);
 		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i, cs->line);
 		if (ret < 0) {
 			ret = build_err(err, errlen, conf, cs->line, "service %s: %s", cs->name,
@@ -817,6 +820,37 @@ void gslb_view_free(gslb_view_t *v)
 		free((char *)v->targets[i].name);
 	free(v->targets);
 	free(v);
+}
+
+unsigned gslb_view_answer_bank(const gslb_view_t *view)
+{
+	return view->answer_bank;
+}
+
+size_t gslb_view_answer_slots(const gslb_view_t *view)
+{
+	return view->n_answer_slots;
+}
+
+void gslb_view_answer_slot(const gslb_view_t *view, size_t slot, const char **service,
+                           const char **datacenter)
+{
+	STEER_ASSERT(slot < view->n_answer_slots);
+	/* Services are in slot order: the last whose first slot is <= @p slot has it. */
+	size_t lo = 0, hi = view->n_svcs;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (view->svcs[mid].answer_slot <= slot)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const view_svc_t *s = &view->svcs[lo];
+	size_t i = slot - s->answer_slot;
+	static const char *const extra[] = {GSLB_ANSWER_DC_NONE, GSLB_ANSWER_DC_FALLBACK,
+	                                    GSLB_ANSWER_DC_ALL_DOWN};
+	*service = s->p.name;
+	*datacenter = i < s->p.dc_count ? s->p.dcs[i].name : extra[i - s->p.dc_count];
 }
 
 const gslb_target_t *gslb_view_targets(const gslb_view_t *view, size_t *n)

@@ -40,7 +40,11 @@ typedef struct {
 	uint8_t *conf2svc;          /* owned: conf datacenter index -> p.dcs index, 0xff = none */
 	uint8_t persist4, persist6; /* client prefix hashed by persist */
 	bool persist;               /* some level uses persist: the scope covers the prefix */
+	uint32_t answer_slot;       /* first of its VIEW_SVC_ANSWER_SLOTS() answer counters */
 } view_svc_t;
+
+/* A service's answer slots: one per datacenter, then none, fallback and all-down. */
+#define VIEW_SVC_ANSWER_SLOTS(s) ((size_t)(s)->p.dc_count + 3)
 
 enum { VIEW_NAME_SERVICE, VIEW_NAME_WHOAMI };
 
@@ -72,7 +76,9 @@ struct gslb_view {
 	 * build (immutable once built); @c shared counts those views. Control thread only.
 	 */
 	uint32_t *shared;
-	gslb_health_t *health; /* owned by this view alone */
+	uint32_t n_answer_slots; /* sum of VIEW_SVC_ANSWER_SLOTS() over the services */
+	uint8_t answer_bank;     /* gslb_view_answer_bank() */
+	gslb_health_t *health;   /* owned by this view alone */
 };
 
 /* How the query's client was turned into the address the decision used. */

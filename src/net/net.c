@@ -29,6 +29,11 @@
  * threads are enough and leave the CPUs to the UDP workers. */
 #define TCP_WORKERS_DEFAULT_MAX 4
 
+const uint64_t net_latency_bounds_ns[NET_LATENCY_BOUNDS] = {
+    50000,    100000,   250000,   500000,    1000000,   2500000,   5000000,
+    10000000, 25000000, 50000000, 100000000, 250000000, 500000000, 1000000000,
+};
+
 static unsigned cpu_count(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -245,6 +250,48 @@ void net_stats(const net_t *net, net_stats_t *out)
 	for (size_t i = 0; i < net->n_tcp; i++) {
 		if (net->tcp[i] != NULL)
 			tcp_worker_stats(net->tcp[i], out);
+	}
+	steer_counters_add((steer_counter_t *)&out->net.udp_latency,
+	                   (const steer_counter_t *)&net->fwd_udp_latency,
+	                   STEER_COUNTERS_IN(net_latency_t));
+}
+
+/* Every query thread's GSLB state, in a fixed order (UDP workers, then TCP threads). */
+static gslb_qstate_t *thread_gslb(const net_t *net, size_t i)
+{
+	if (i < net->n_udp)
+		return net->udp[i] ? &udp_worker_qctx(net->udp[i])->gslb : NULL;
+	i -= net->n_udp;
+	return i < net->n_tcp && net->tcp[i] ? &tcp_worker_qctx(net->tcp[i])->gslb : NULL;
+}
+
+void net_gslb_answers(const net_t *net, unsigned bank, uint64_t *out, size_t n, uint64_t *untracked)
+{
+	STEER_ASSERT(bank < 2 && n <= GSLB_ANSWER_SLOTS);
+	memset(out, 0, n * sizeof(*out));
+	*untracked = 0;
+	for (size_t t = 0; t < net->n_udp + net->n_tcp; t++) {
+		const gslb_qstate_t *qs = thread_gslb(net, t);
+		if (qs == NULL)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			out[i] +=
+			    atomic_load_explicit(&qs->answers.slot[bank][i], memory_order_relaxed);
+		*untracked +=
+		    atomic_load_explicit(&qs->answers.untracked[bank], memory_order_relaxed);
+	}
+}
+
+void net_gslb_answers_clear(net_t *net, unsigned bank)
+{
+	STEER_ASSERT(bank < 2);
+	for (size_t t = 0; t < net->n_udp + net->n_tcp; t++) {
+		gslb_qstate_t *qs = thread_gslb(net, t);
+		if (qs == NULL)
+			continue;
+		for (size_t i = 0; i < GSLB_ANSWER_SLOTS; i++)
+			atomic_store_explicit(&qs->answers.slot[bank][i], 0, memory_order_relaxed);
+		atomic_store_explicit(&qs->answers.untracked[bank], 0, memory_order_relaxed);
 	}
 }
 

@@ -34,12 +34,53 @@ typedef struct {
 	fwd_view_t fwd; /* fwd.engine NULL: no forwarding */
 } net_view_t;
 
+/*
+ * Query latency, receive to send, in buckets log-spaced (1, 2.5, 5 per decade) from 50 us to
+ * 1 s: below 50 us a reply is a cache or zone hit on an idle worker, above 1 s the client has
+ * long retried. net_latency_bounds_ns[] holds the upper bounds; bucket[NET_LATENCY_BOUNDS]
+ * counts the replies slower than the last.
+ */
+#define NET_LATENCY_BOUNDS 14
+extern const uint64_t net_latency_bounds_ns[NET_LATENCY_BOUNDS];
+
+/* One latency histogram: per-bucket counts (not cumulative) and the sum of latencies. */
+typedef struct {
+	steer_counter_t bucket[NET_LATENCY_BOUNDS + 1];
+	steer_counter_t sum_ns;
+} net_latency_t;
+
+/** Count @p n replies that took @p ns each into @p h. Owner thread only; no locked instruction. */
+static inline void net_latency_observe_n(net_latency_t *h, uint64_t ns, uint64_t n)
+{
+	size_t b = 0;
+	while (b < NET_LATENCY_BOUNDS && ns > net_latency_bounds_ns[b])
+		b++;
+	STEER_COUNTER_ADD(h->bucket[b], n);
+	STEER_COUNTER_ADD(h->sum_ns, ns * n);
+}
+
+/** Count one reply that took @p ns into @p h. Owner thread only. */
+static inline void net_latency_observe(net_latency_t *h, uint64_t ns)
+{
+	net_latency_observe_n(h, ns, 1);
+}
+
 /* The transport's per-thread counters: one block per query thread, written by it only. */
 typedef struct {
 	steer_counter_t udp_queries;
 	steer_counter_t tcp_queries;
 	steer_counter_t ipv6_queries; /* subset of UDP+TCP that arrived over IPv6 */
 	steer_counter_t dropped;      /* datagrams unusable before parsing, replies not sent */
+	/* The same queries by transport and family, each counted on its own so that every one
+	 * only grows (a difference of two counters read apart could step back). */
+	steer_counter_t udp_ipv4_queries;
+	steer_counter_t udp_ipv6_queries;
+	steer_counter_t tcp_ipv4_queries;
+	steer_counter_t tcp_ipv6_queries;
+	/* Replies sent, by transport; forwarded ones included (net_stats() adds the engine
+	 * thread's UDP deliveries, TCP ones are counted by the connection's thread). */
+	net_latency_t udp_latency;
+	net_latency_t tcp_latency;
 } net_counters_t;
 
 /* Every query thread's counters summed by net_stats(), one part per layer. */
@@ -97,6 +138,21 @@ const net_view_t *net_view(const net_t *net) STEER_NONNULL(1);
  * set is not a snapshot.
  */
 void net_stats(const net_t *net, net_stats_t *out) STEER_NONNULL(1, 2);
+
+/**
+ * Add the GSLB answer counters of bank @p bank (0 or 1, gslb_view_answer_bank()) of every
+ * query thread into @p out (@p n slots, at most GSLB_ANSWER_SLOTS, and the untracked count
+ * into @p untracked). Control thread; the threads may be writing.
+ */
+void net_gslb_answers(const net_t *net, unsigned bank, uint64_t *out, size_t n, uint64_t *untracked)
+    STEER_NONNULL(1, 3, 5);
+
+/**
+ * Zero bank @p bank of every query thread's GSLB answer counters. Only when no published view
+ * counts into that bank any more (after net_publish() replaced the last one that did), so no
+ * query thread writes it. Control thread.
+ */
+void net_gslb_answers_clear(net_t *net, unsigned bank) STEER_NONNULL(1);
 
 /**
  * Whether every running query thread (UDP workers and TCP threads) made progress within the

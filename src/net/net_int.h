@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "auth/auth.h"
 #include "base/sockaddr.h"
@@ -33,6 +34,10 @@ struct net {
 	atomic_uint tcp_idle_timeout; /* ms */
 	atomic_uint tcp_io_timeout;   /* ms */
 	atomic_uint tcp_clients;      /* open connections across all TCP threads */
+
+	/* Latency of the forwarded answers the engine thread sends over UDP: that thread is
+	 * the only writer (TCP ones are counted by the connection's thread). */
+	net_latency_t fwd_udp_latency;
 
 	udp_worker_t **udp; /* n_workers * n_listen, worker-major */
 	size_t n_udp;
@@ -64,6 +69,14 @@ size_t net_answer(const net_view_t *view, const auth_client_t *client, const uin
                   size_t len, uint8_t *resp, size_t resp_cap, auth_qctx_t *qctx, auth_axfr_t *axfr,
                   fwd_serve_counters_t *fwd_ctr, fwd_client_fill_cb fill, void *fill_arg,
                   const net_tap_t *tap, bool *deferred) STEER_NONNULL(1, 2, 3, 5, 7, 9, 10, 12, 13);
+
+/** CLOCK_MONOTONIC in nanoseconds: the clock of the latency histograms. */
+static inline uint64_t net_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /** CLOCK_MONOTONIC in milliseconds: the clock of the query threads' heartbeats. */
 uint64_t net_clock_ms(void);

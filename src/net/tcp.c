@@ -112,11 +112,12 @@ struct tcp_conn {
 	tcp_conn_t *prev, *next;
 	int fd;
 	bool v6;
-	bool eof;        /* the client closed its side: answer what came, then close */
-	bool in_axfr;    /* @c axfr holds a running transfer */
-	bool msg_timing; /* a partial message is arriving since @c msg_start */
-	bool fwd_wait;   /* the engine answers the message at the head (consumed already) */
-	bool zombie;     /* closed while @c fwd_wait: on w->zombies */
+	bool eof;           /* the client closed its side: answer what came, then close */
+	bool in_axfr;       /* @c axfr holds a running transfer */
+	bool msg_timing;    /* a partial message is arriving since @c msg_start */
+	bool fwd_wait;      /* the engine answers the message at the head (consumed already) */
+	bool zombie;        /* closed while @c fwd_wait: on w->zombies */
+	uint64_t fwd_rx_ns; /* net_clock_ns() when the message the engine answers arrived */
 	ev_tstamp msg_start;
 	ev_tstamp activity; /* last byte received or sent */
 	int outq;           /* kernel send queue when we started waiting to write */
@@ -244,9 +245,14 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	tcp_worker_t *w = c->w;
 	auth_client_t client = {.remote = &c->remote, .tcp = true};
 	const uint8_t *msg = c->in + c->in_start + 2;
+	uint64_t rx_ns = net_clock_ns();
 	STEER_COUNTER_INC(w->counters.tcp_queries);
-	if (c->v6)
+	if (c->v6) {
 		STEER_COUNTER_INC(w->counters.ipv6_queries);
+		STEER_COUNTER_INC(w->counters.tcp_ipv6_queries);
+	} else {
+		STEER_COUNTER_INC(w->counters.tcp_ipv4_queries);
+	}
 	c->axfr.zone = NULL;
 	bool deferred;
 	rcu_read_lock();
@@ -259,8 +265,13 @@ static void conn_answer(tcp_conn_t *c, size_t len)
 	c->in_start += 2 + len;
 	c->msg_timing = false;
 	c->fwd_wait = deferred;
-	if (rlen > 0)
+	c->fwd_rx_ns = rx_ns;
+	/* From the complete message to the reply queued for the socket, which the same loop
+	 * turn writes: TCP's own send delays are the connection's, not the server's. */
+	if (rlen > 0) {
 		conn_push(c, rlen);
+		net_latency_observe(&w->counters.tcp_latency, net_clock_ns() - rx_ns);
+	}
 	if (c->axfr.zone != NULL) {
 		c->in_axfr = rlen > 0;
 		if (!c->in_axfr)
@@ -579,6 +590,8 @@ static void on_fwd_answers(struct ev_loop *loop, ev_async *async, int revents)
 			if (a->len > 0) {
 				memcpy(c->out + c->out_end + 2, a->msg, a->len);
 				conn_push(c, a->len);
+				net_latency_observe(&w->counters.tcp_latency,
+				                    net_clock_ns() - c->fwd_rx_ns);
 			}
 			conn_run(c);
 		}
@@ -676,11 +689,6 @@ void tcp_worker_set_tap(tcp_worker_t *w, tap_thread_t *tap)
 	w->tap = tap;
 }
 
-auth_qctx_t *tcp_worker_qctx(tcp_worker_t *w)
-{
-	return w->qctx;
-}
-
 int tcp_worker_start(tcp_worker_t *w)
 {
 	net_heartbeat(&w->alive_ms);
@@ -701,6 +709,11 @@ void tcp_worker_stop(tcp_worker_t *w)
 	ev_async_send(w->loop, &w->wake);
 	pthread_join(w->thread, NULL);
 	w->started = false;
+}
+
+auth_qctx_t *tcp_worker_qctx(const tcp_worker_t *w)
+{
+	return w->qctx;
 }
 
 void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum)

@@ -28,6 +28,12 @@ int tcp_worker_start(tcp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
  */
 void tcp_worker_stop(tcp_worker_t *w) STEER_NONNULL(1);
 
+/**
+ * The thread's query context: the control thread configures it before tcp_worker_start()
+ * and reads its answer and GSLB counters afterwards.
+ */
+auth_qctx_t *tcp_worker_qctx(const tcp_worker_t *w) STEER_NONNULL(1);
+
 /** The thread's counters, read by the control thread. */
 void tcp_worker_stats(const tcp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
 
@@ -45,9 +51,6 @@ void tcp_worker_name(const tcp_worker_t *w, char *buf, size_t size) STEER_NONNUL
 
 /** Log this thread's messages through @p tap (before tcp_worker_start()). */
 void tcp_worker_set_tap(tcp_worker_t *w, tap_thread_t *tap) STEER_NONNULL(1, 2);
-
-/** The thread's query context (before tcp_worker_start(), to configure it). */
-auth_qctx_t *tcp_worker_qctx(tcp_worker_t *w) STEER_NONNULL(1);
 
 /** Close the sockets and free (after tcp_worker_stop()). NULL is ignored. */
 void tcp_worker_free(tcp_worker_t *w);

@@ -43,8 +43,9 @@ typedef struct {
 typedef struct {
 	int fd;
 	bool v6;
-	bool pktinfo; /* wildcard bind: control messages carry the query's destination */
-	int last_n;   /* entries of @c rx the kernel filled last time, to reset */
+	bool pktinfo;   /* wildcard bind: control messages carry the query's destination */
+	int last_n;     /* entries of @c rx the kernel filled last time, to reset */
+	uint64_t rx_ns; /* net_clock_ns() when the batch arrived: its replies' latency start */
 	struct mmsghdr rx[UDP_BATCH];
 	struct mmsghdr tx[UDP_BATCH];
 	struct iovec rx_iov[UDP_BATCH];
@@ -115,9 +116,14 @@ static int mmsg_recv(void *ctx, udp_pkt_t **pkts, net_counters_t *counters)
 		return 0;
 	}
 	io->last_n = n;
+	io->rx_ns = net_clock_ns();
 	STEER_COUNTER_ADD(counters->udp_queries, (uint64_t)n);
-	if (io->v6)
+	if (io->v6) {
 		STEER_COUNTER_ADD(counters->ipv6_queries, (uint64_t)n);
+		STEER_COUNTER_ADD(counters->udp_ipv6_queries, (uint64_t)n);
+	} else {
+		STEER_COUNTER_ADD(counters->udp_ipv4_queries, (uint64_t)n);
+	}
 	int k = 0;
 	for (int i = 0; i < n; i++) {
 		if (io->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
@@ -196,6 +202,9 @@ static void mmsg_send(void *ctx, udp_pkt_t *pkts, int n, net_counters_t *counter
 		STEER_COUNTER_INC(counters->dropped);
 		sent++;
 	}
+	/* One clock read per batch: every reply of it left with the same sendmmsg calls. */
+	if (m > 0)
+		net_latency_observe_n(&counters->udp_latency, net_clock_ns() - io->rx_ns, m);
 }
 
 static const udp_api_t udp_api_mmsg = {
@@ -267,9 +276,14 @@ static void udp_fwd_reply(const fwd_client_t *c, const uint8_t *reply, size_t le
 	do {
 		n = sendmsg(c->fd, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
-	if (n < 0)
+	if (n < 0) {
 		log_ratelimited(&rl, LOG_LEVEL_WARNING, "UDP send of a forwarded answer failed: %s",
 		                steer_strerror(-errno));
+		return;
+	}
+	/* On the engine thread, the only writer of the net's forwarded-UDP histogram. */
+	const udp_worker_t *w = c->transport;
+	net_latency_observe(&w->net->fwd_udp_latency, net_clock_ns() - c->rx_ns);
 }
 
 typedef struct {
@@ -285,6 +299,7 @@ static void udp_client_fill(void *arg, fwd_client_t *out)
 	out->transport = (void *)a->w;
 	out->fd = a->w->io.fd;
 	out->remote = *a->pkt->remote;
+	out->rx_ns = a->w->io.rx_ns;
 	if (a->pkt->hdr != NULL)
 		client_local(a->pkt->hdr, out);
 }
@@ -408,11 +423,6 @@ void udp_worker_set_tap(udp_worker_t *w, tap_thread_t *tap)
 	w->tap = tap;
 }
 
-auth_qctx_t *udp_worker_qctx(udp_worker_t *w)
-{
-	return w->qctx;
-}
-
 int udp_worker_start(udp_worker_t *w)
 {
 	net_heartbeat(&w->alive_ms);
@@ -432,6 +442,11 @@ void udp_worker_join(udp_worker_t *w)
 		return;
 	pthread_join(w->thread, NULL);
 	w->started = false;
+}
+
+auth_qctx_t *udp_worker_qctx(const udp_worker_t *w)
+{
+	return w->qctx;
 }
 
 void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum)

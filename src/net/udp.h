@@ -59,11 +59,14 @@ int udp_worker_start(udp_worker_t *w) STEER_NONNULL(1) STEER_WUR;
 /** Log this worker's messages through @p tap (before udp_worker_start()). */
 void udp_worker_set_tap(udp_worker_t *w, tap_thread_t *tap) STEER_NONNULL(1, 2);
 
-/** The worker's query context (before udp_worker_start(), to configure it). */
-auth_qctx_t *udp_worker_qctx(udp_worker_t *w) STEER_NONNULL(1);
-
 /** Wait for the thread to exit (after net->stopping was set); no-op if never started. */
 void udp_worker_join(udp_worker_t *w) STEER_NONNULL(1);
+
+/**
+ * The worker's query context: the control thread configures it before udp_worker_start()
+ * and reads its answer and GSLB counters afterwards.
+ */
+auth_qctx_t *udp_worker_qctx(const udp_worker_t *w) STEER_NONNULL(1);
 
 /** Add the worker's counters (its own and its query context's) into @p sum. Control thread. */
 void udp_worker_stats(const udp_worker_t *w, net_stats_t *sum) STEER_NONNULL(1, 2);
