@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ void metrics_init(metrics_t *m)
 {
 	m->carried = json_object();
 	m->carried_untracked = 0;
+	m->last_render_s = 0;
 }
 
 void metrics_deinit(metrics_t *m)
@@ -316,24 +318,23 @@ static void render_answers(prom_t *p, const server_t *s)
 /* ---- health checks and GSLB targets ----------------------------------------------------- */
 
 typedef struct {
-	const char *key, *monitor, *type;
-	bool known, down, flapping;
+	char *labels; /* check, monitor and type, rendered once for the six families; owned */
+	bool down, flapping;
 	double since, rtt;
 	uint64_t flaps, probes;
 } check_row_t;
 
-static check_row_t *check_rows(const server_t *s, size_t *n)
+static check_row_t *check_rows(prom_t *p, const server_t *s, size_t *n)
 {
 	*n = s->engine ? health_engine_count(s->engine) : 0;
 	check_row_t *rows = xcalloc(*n + 1, sizeof(*rows));
 	health_check_status_t st;
 	for (size_t i = 0; i < *n; i++) {
 		health_engine_status(s->engine, i, &st);
+		const char *type = st.is_static ? "static" : health_probe_type_name(st.type);
+		prom_label_t l[] = {{"check", st.key}, {"monitor", st.monitor}, {"type", type}};
 		rows[i] = (check_row_t){
-		    .key = st.key,
-		    .monitor = st.monitor,
-		    .type = st.is_static ? "static" : health_probe_type_name(st.type),
-		    .known = st.known,
+		    .labels = prom_labels_text(p, l, 3),
 		    .down = st.down,
 		    .flapping = st.flapping,
 		    .since = (double)st.since,
@@ -348,7 +349,7 @@ static check_row_t *check_rows(const server_t *s, size_t *n)
 static void render_checks(prom_t *p, const server_t *s)
 {
 	size_t n;
-	check_row_t *rows = check_rows(s, &n);
+	check_row_t *rows = check_rows(p, s, &n);
 	static const struct {
 		const char *name, *help;
 		prom_type_t type;
@@ -369,30 +370,30 @@ static void render_checks(prom_t *p, const server_t *s)
 		prom_family(p, fam[f].name, fam[f].help, fam[f].type);
 		for (size_t i = 0; i < n; i++) {
 			const check_row_t *r = &rows[i];
-			prom_label_t l[] = {
-			    {"check", r->key}, {"monitor", r->monitor}, {"type", r->type}};
 			switch (f) {
 			case 0:
-				prom_gauge(p, l, 3, r->down ? 0 : 1);
+				prom_gauge_with(p, r->labels, r->down ? 0 : 1);
 				break;
 			case 1:
-				prom_gauge(p, l, 3, r->since);
+				prom_gauge_with(p, r->labels, r->since);
 				break;
 			case 2:
-				prom_counter(p, l, 3, r->flaps);
+				prom_counter_with(p, r->labels, r->flaps);
 				break;
 			case 3:
-				prom_gauge(p, l, 3, r->flapping);
+				prom_gauge_with(p, r->labels, r->flapping);
 				break;
 			case 4:
-				prom_gauge(p, l, 3, r->rtt);
+				prom_gauge_with(p, r->labels, r->rtt);
 				break;
 			default:
-				prom_counter(p, l, 3, r->probes);
+				prom_counter_with(p, r->labels, r->probes);
 				break;
 			}
 		}
 	}
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].labels);
 	free(rows);
 }
 
@@ -592,6 +593,9 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	}
 	render_reload(&p, s);
 	render_cluster(&p, s);
+	gauge1(&p, "steer_metrics_render_seconds",
+	       "How long rendering the previous scrape of /metrics took on the control thread.",
+	       s->metrics.last_render_s);
 	free(sum);
 	int ret = prom_error(&p);
 	if (ret != 0)
@@ -609,10 +613,15 @@ static int metrics_page(const char *path, ctl_http_page_t *page, char *err, size
                         void *ctx)
 {
 	(void)path;
-	const server_t *s = ctx;
+	server_t *s = ctx;
 	char *text;
 	size_t len;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int ret = metrics_render(s, &text, &len, err, errlen);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s->metrics.last_render_s =
+	    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (ret != 0)
 		return ret;
 	page->status = 200;

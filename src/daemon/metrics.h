@@ -29,6 +29,7 @@ struct net;
 typedef struct {
 	json_t *carried; /* {"<service>\t<datacenter>": answers} of replaced views; owned */
 	uint64_t carried_untracked;
+	double last_render_s; /* how long the last scrape's rendering took */
 } metrics_t;
 
 /** Start empty state in @p m. */
