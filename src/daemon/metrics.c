@@ -33,9 +33,7 @@
 
 void metrics_init(metrics_t *m)
 {
-	m->carried = json_object();
-	m->carried_untracked = 0;
-	m->last_render_s = 0;
+	*m = (metrics_t){.carried = json_object()};
 }
 
 void metrics_deinit(metrics_t *m)
@@ -570,6 +568,27 @@ static void render_cluster(prom_t *p, const server_t *s)
 	         st.transitions);
 }
 
+static void render_query_logs(prom_t *p, const server_t *s)
+{
+	uint64_t written = 0, dropped = 0;
+	if (s->metrics.dnstap != NULL) {
+		s->metrics.dnstap(s, &written, &dropped);
+		counter1(p, "steer_dnstap_messages_total",
+		         "dnstap messages handed to the writer thread.", written);
+		counter1(p, "steer_dnstap_dropped_total",
+		         "dnstap messages dropped (queue full, no reader): the log never waits.",
+		         dropped);
+	}
+	if (s->metrics.decision_log != NULL) {
+		s->metrics.decision_log(s, &written, &dropped);
+		counter1(p, "steer_decision_log_records_total", "GSLB decision log lines written.",
+		         written);
+		counter1(p, "steer_decision_log_dropped_total",
+		         "GSLB decision log records dropped (rings full, or the file failed).",
+		         dropped);
+	}
+}
+
 int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_t errlen)
 {
 	prom_t p;
@@ -593,6 +612,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	}
 	render_reload(&p, s);
 	render_cluster(&p, s);
+	render_query_logs(&p, s);
 	gauge1(&p, "steer_metrics_render_seconds",
 	       "How long rendering the previous scrape of /metrics took on the control thread.",
 	       s->metrics.last_render_s);
