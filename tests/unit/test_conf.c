@@ -2064,18 +2064,18 @@ static void test_cluster_restart(void)
 
 #define OPS_TEXT                                                                                   \
 	ZONES_TEXT                                                                                 \
-	    "http:\n"                                                                              \
-	    "  listen: [127.0.0.1:8053, \"[::1]:8053\"]\n"                                         \
-	    "  token-file: /etc/steer/api.token\n"                                                 \
-	    "dnstap:\n"                                                                            \
-	    "  socket: /run/steer/dnstap.sock\n"                                                   \
-	    "  messages: [auth-query, auth-response, forwarder-query, forwarder-response]\n"       \
-	    "  sample: 4\n"                                                                        \
-	    "stats-snapshots: { file: /tmp/stats.jsonl, interval: 1m }\n"                          \
-	    "alerts:\n"                                                                            \
-	    "  - { webhook: \"http://127.0.0.1:9000/hook\" }\n"                                    \
-	    "  - { exec: /bin/true, timeout: 2s, retries: 0 }\n"                                   \
-	    "decision-log: { file: /tmp/decisions.jsonl }\n"
+	"http:\n"                                                                                  \
+	"  listen: [127.0.0.1:8053, \"[::1]:8053\"]\n"                                             \
+	"  token-file: /etc/steer/api.token\n"                                                     \
+	"dnstap:\n"                                                                                \
+	"  socket: /run/steer/dnstap.sock\n"                                                       \
+	"  messages: [auth-query, auth-response, forwarder-query, forwarder-response]\n"           \
+	"  sample: 4\n"                                                                            \
+	"stats-snapshots: { file: /tmp/stats.jsonl, interval: 1m }\n"                              \
+	"alerts:\n"                                                                                \
+	"  - { webhook: \"http://127.0.0.1:9000/hook\" }\n"                                        \
+	"  - { exec: /bin/true, timeout: 2s, retries: 0 }\n"                                       \
+	"decision-log: { file: /tmp/decisions.jsonl }\n"
 
 static void test_ops(void)
 {
