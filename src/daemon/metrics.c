@@ -474,17 +474,50 @@ typedef struct {
 	char address[STEER_SOCKADDR_STRLEN];
 } upstream_row_t;
 
+/* Every upstream's state copy; *@p n set to how many were copied. */
+static upstream_row_t *upstream_rows(const server_t *s, size_t *n)
+{
+	size_t count = fwd_engine_upstream_count(s->fwd);
+	upstream_row_t *rows = xcalloc(count + 1, sizeof(*rows));
+	*n = 0;
+	for (size_t i = 0; i < count; i++) {
+		upstream_row_t *r = &rows[*n];
+		if (fwd_engine_upstream(s->fwd, (uint32_t)i, &r->st) != 0)
+			continue;
+		steer_sockaddr_str(&r->st.address, r->address, sizeof(r->address));
+		(*n)++;
+	}
+	return rows;
+}
+
+/* One gauge per upstream and state, 1 for the current one: alerting by state name. */
+static void render_upstream_states(prom_t *p, const server_t *s, const upstream_row_t *rows,
+                                   size_t n)
+{
+	prom_family(p, "steer_upstream_state",
+	            "1 for the upstream's current state (up, link-down, upstream-down, "
+	            "degraded), 0 for the others.",
+	            PROM_GAUGE);
+	static const fwd_fault_t faults[] = {FWD_FAULT_NONE, FWD_FAULT_LINK_DOWN,
+	                                     FWD_FAULT_UPSTREAM_DOWN, FWD_FAULT_UPSTREAM_DEGRADED};
+	for (size_t i = 0; i < n; i++) {
+		const fwd_upstream_stats_t *u = &rows[i].st;
+		for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
+			const char *state =
+			    faults[k] == FWD_FAULT_NONE ? "up" : fwd_fault_str(faults[k]);
+			prom_label_t l[] = {{"upstream", u->name},
+			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
+			                    {"address", rows[i].address},
+			                    {"state", state}};
+			prom_gauge(p, l, 4, u->fault == faults[k]);
+		}
+	}
+}
+
 static void render_upstreams(prom_t *p, const server_t *s)
 {
-	size_t n = fwd_engine_upstream_count(s->fwd);
-	upstream_row_t *rows = xcalloc(n + 1, sizeof(*rows));
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fwd_engine_upstream(s->fwd, (uint32_t)i, &rows[m].st) == 0) {
-			steer_sockaddr_str(&rows[m].st.address, rows[m].address,
-			                   sizeof(rows[m].address));
-			m++;
-		}
+	size_t n;
+	upstream_row_t *rows = upstream_rows(s, &n);
 	static const struct {
 		const char *name, *help;
 		prom_type_t type;
@@ -499,7 +532,7 @@ static void render_upstreams(prom_t *p, const server_t *s)
 	};
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		prom_family(p, fam[f].name, fam[f].help, fam[f].type);
-		for (size_t i = 0; i < m; i++) {
+		for (size_t i = 0; i < n; i++) {
 			const fwd_upstream_stats_t *u = &rows[i].st;
 			prom_label_t l[] = {{"upstream", u->name},
 			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
@@ -515,24 +548,7 @@ static void render_upstreams(prom_t *p, const server_t *s)
 				                      : u->servfails);
 		}
 	}
-	prom_family(p, "steer_upstream_state",
-	            "1 for the upstream's current state (up, link-down, upstream-down, "
-	            "degraded), 0 for the others.",
-	            PROM_GAUGE);
-	static const fwd_fault_t faults[] = {FWD_FAULT_NONE, FWD_FAULT_LINK_DOWN,
-	                                     FWD_FAULT_UPSTREAM_DOWN, FWD_FAULT_UPSTREAM_DEGRADED};
-	for (size_t i = 0; i < m; i++) {
-		const fwd_upstream_stats_t *u = &rows[i].st;
-		for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
-			const char *state =
-			    faults[k] == FWD_FAULT_NONE ? "up" : fwd_fault_str(faults[k]);
-			prom_label_t l[] = {{"upstream", u->name},
-			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
-			                    {"address", rows[i].address},
-			                    {"state", state}};
-			prom_gauge(p, l, 4, u->fault == faults[k]);
-		}
-	}
+	render_upstream_states(p, s, rows, n);
 	free(rows);
 }
 
