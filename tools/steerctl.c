@@ -63,13 +63,18 @@
  *           {"state_file": "/var/lib/steer/overrides" | null,
  *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN" (state rules) |
  *                           "weight": 5 (weight rules), "source": "config" | "admin",
- *                           "line": 3 | null, "targets": 2}, ...]}
+ *                           "line": 3 | null, "targets": 2,
+ *                           "expires": 1700003600.5 (seconds since the epoch) | null,
+ *                           "expires_in_ms": 1799500 | null}, ...]}
  *           (config rules first, then the admin's; later rules win; line: in the config file
  *           or the state file)
- *   override set PATTERN up|down, override clear PATTERN, override weight PATTERN N|default
+ *   override set PATTERN up|down [FOR], override clear PATTERN,
+ *   override weight PATTERN N|default [FOR]
  *           {"action": "set" | "clear", "kind": "state" | "weight", "pattern": "...",
  *            "state": "DOWN" | "UP" | null, "weight": N | null,
  *            "targets": n (targets the pattern matches), "state_file": ..., "overrides": [...]}
+ *           a set also has "expires" and "expires_in_ms" (FOR, e.g. 30m: the rule lapses by
+ *           itself then; null without FOR);
  *           a clear also has "cleared": ["state", "weight"] (the admin rules it dropped:
  *           override clear drops both kinds, override weight PATTERN default the weight only;
  *           "kind" is "state" when a state rule was dropped);
@@ -673,6 +678,25 @@ static void print_cache(const json_t *d)
 
 /* ---- override ------------------------------------------------------------------------------ */
 
+/* "in 29m 58s" for a rule's "expires_in_ms", "never" for null. Returns @p buf. */
+static const char *expiry_text(const json_t *in_ms, char *buf, size_t size)
+{
+	if (!json_is_integer(in_ms)) {
+		snprintf(buf, size, "never");
+		return buf;
+	}
+	long long s = (json_integer_value(in_ms) + 999) / 1000;
+	if (s >= 86400)
+		snprintf(buf, size, "in %lldd %lldh", s / 86400, s % 86400 / 3600);
+	else if (s >= 3600)
+		snprintf(buf, size, "in %lldh %lldm", s / 3600, s % 3600 / 60);
+	else if (s >= 60)
+		snprintf(buf, size, "in %lldm %llds", s / 60, s % 60);
+	else
+		snprintf(buf, size, "in %llds", s);
+	return buf;
+}
+
 static void print_overrides(const json_t *list)
 {
 	size_t i;
@@ -682,7 +706,8 @@ static void print_overrides(const json_t *list)
 		return;
 	}
 	int wp = column_width(list, "pattern", "PATTERN");
-	printf("%-*s  %-5s  %-6s  %-7s  %s\n", wp, "PATTERN", "STATE", "SOURCE", "TARGETS", "LINE");
+	printf("%-*s  %-5s  %-6s  %-7s  %-5s  %s\n", wp, "PATTERN", "STATE", "SOURCE", "TARGETS",
+	       "LINE", "EXPIRES");
 	json_array_foreach(list, i, row)
 	{
 		const char *p = json_string_value(json_object_get(row, "pattern"));
@@ -699,10 +724,11 @@ static void print_overrides(const json_t *list)
 		const json_t *targets = json_object_get(row, "targets");
 		printf("%-*s  %-5s  %-6s  %7lld  ", wp, p ? p : "?", st ? st : "?", src ? src : "?",
 		       json_is_integer(targets) ? (long long)json_integer_value(targets) : 0LL);
+		char lbuf[24] = "-", ebuf[64];
 		if (json_is_integer(line))
-			printf("%lld\n", (long long)json_integer_value(line));
-		else
-			puts("-");
+			snprintf(lbuf, sizeof(lbuf), "%lld", (long long)json_integer_value(line));
+		printf("%-5s  %s\n", lbuf,
+		       expiry_text(json_object_get(row, "expires_in_ms"), ebuf, sizeof(ebuf)));
 	}
 }
 
@@ -740,6 +766,10 @@ static void print_override(const json_t *d)
 		printf("cleared the %s of '%s' (%lld target%s)\n", what, pattern ? pattern : "?", n,
 		       n == 1 ? "" : "s");
 	}
+	char ebuf[64];
+	const json_t *in_ms = json_object_get(d, "expires_in_ms");
+	if (action && strcmp(action, "set") == 0 && json_is_integer(in_ms))
+		printf("expires %s\n", expiry_text(in_ms, ebuf, sizeof(ebuf)));
 	const json_t *sf = json_object_get(d, "state_file");
 	if (action)
 		printf("%s\n", json_is_string(sf) ? "saved to the state file"

@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 
-/* Arguments a row may take; the longest command, "override weight PATTERN N", has three. */
+/* Arguments a row may take; the longest, "override weight PATTERN N FOR", has four. */
 #define CTL_MAX_ARGS 4
 
 static int cmd_status(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
@@ -142,7 +142,7 @@ static int cmd_cluster_notify(const ctl_backend_t *b, const char *const *argv, s
 	return STEER_EINVAL;
 }
 
-/* A duration with its unit, as in the configuration: "500ms", "30s", "2m". */
+/* A duration with its unit, as in the configuration: "500ms", "30s", "2m", "1h", "1d". */
 static int parse_duration_ms(const char *text, unsigned *out)
 {
 	char *end = NULL;
@@ -156,6 +156,10 @@ static int parse_duration_ms(const char *text, unsigned *out)
 		scale = 1000;
 	else if (strcmp(end, "m") == 0)
 		scale = 60000;
+	else if (strcmp(end, "h") == 0)
+		scale = 3600000;
+	else if (strcmp(end, "d") == 0)
+		scale = 86400000;
 	else
 		return STEER_EINVAL;
 	if (v == 0 || v > UINT32_MAX / scale)
@@ -193,10 +197,27 @@ static int cmd_override_list(const ctl_backend_t *b, const char *const *argv, si
 	return b->override_list(b->ctx, data, err, errlen);
 }
 
+/* The optional FOR of "override set" and "override weight": how long the rule lasts. */
+static int parse_for(const char *cmd, const char *const *argv, size_t argc, size_t at,
+                     unsigned *for_ms, char *err, size_t errlen)
+{
+	*for_ms = 0;
+	if (argc <= at)
+		return 0;
+	if (parse_duration_ms(argv[at], for_ms) != 0) {
+		snprintf(
+		    err, errlen,
+		    "%s: FOR must be a duration like 90s, 30m, 2h or 1d (at most 49 days), not "
+		    "'%s'",
+		    cmd, argv[at]);
+		return STEER_EINVAL;
+	}
+	return 0;
+}
+
 static int cmd_override_set(const ctl_backend_t *b, const char *const *argv, size_t argc,
                             json_t **data, char *err, size_t errlen)
 {
-	(void)argc;
 	ctl_override_req_t req = {.action = CTL_OVERRIDE_SET,
 	                          .kind = CTL_OVERRIDE_STATE,
 	                          .pattern = argv[0],
@@ -206,6 +227,8 @@ static int cmd_override_set(const ctl_backend_t *b, const char *const *argv, siz
 		         argv[1]);
 		return STEER_EINVAL;
 	}
+	if (parse_for("override set", argv, argc, 2, &req.for_ms, err, errlen) != 0)
+		return STEER_EINVAL;
 	return b->override(b->ctx, &req, data, err, errlen);
 }
 
@@ -223,11 +246,16 @@ static int cmd_override_clear(const ctl_backend_t *b, const char *const *argv, s
 static int cmd_override_weight(const ctl_backend_t *b, const char *const *argv, size_t argc,
                                json_t **data, char *err, size_t errlen)
 {
-	(void)argc;
 	const char *value = argv[1];
 	ctl_override_req_t req = {
 	    .action = CTL_OVERRIDE_SET, .kind = CTL_OVERRIDE_WEIGHT, .pattern = argv[0]};
 	if (strcmp(value, "default") == 0) {
+		if (argc > 2) {
+			snprintf(err, errlen,
+			         "override weight: 'default' drops the rule, so "
+			         "FOR makes no sense with it");
+			return STEER_EINVAL;
+		}
 		req.action = CTL_OVERRIDE_CLEAR;
 		return b->override(b->ctx, &req, data, err, errlen);
 	}
@@ -239,6 +267,8 @@ static int cmd_override_weight(const ctl_backend_t *b, const char *const *argv, 
 		return STEER_EINVAL;
 	}
 	req.weight = (uint16_t)w;
+	if (parse_for("override weight", argv, argc, 2, &req.for_ms, err, errlen) != 0)
+		return STEER_EINVAL;
 	return b->override(b->ctx, &req, data, err, errlen);
 }
 
@@ -260,12 +290,13 @@ static const ctl_command_t commands[] = {
      0, 1, false, cmd_monitors},
     {"maps", NULL, "", "GSLB maps: nets files with IPv4/IPv6 prefix counts, load time, guards", 0,
      0, false, cmd_maps},
-    {"override", "set", "PATTERN up|down", "force the GSLB targets matching PATTERN up or down", 2,
-     2, true, cmd_override_set},
+    {"override", "set", "PATTERN up|down [FOR]",
+     "force the GSLB targets matching PATTERN up or down (for FOR, e.g. 30m: then it lapses)", 2, 3,
+     true, cmd_override_set},
     {"override", "clear", "PATTERN", "drop the admin's state and weight rules of PATTERN", 1, 1,
      true, cmd_override_clear},
-    {"override", "weight", "PATTERN N|default",
-     "set the weight of matching targets, or back to the config's", 2, 2, true,
+    {"override", "weight", "PATTERN N|default [FOR]",
+     "set the weight of matching targets (for FOR), or back to the config's", 2, 3, true,
      cmd_override_weight},
     {"override", "list", "", "the configuration's and the admin's override rules", 0, 0, false,
      cmd_override_list},

@@ -18,9 +18,10 @@
  *   monitors [PATTERN]            backend monitors()   checks (keys or monitors matching PATTERN)
  *   maps                          backend maps()       GSLB maps, their nets files and guards
  *   override list                 backend override_list()
- *   override set PATTERN up|down  backend override()   force targets up or down
+ *   override set PATTERN up|down [FOR]   backend override()   force targets up or down
+ *                                                      (for a while: FOR, e.g. 30m)
  *   override clear PATTERN        backend override()   drop the admin's state and weight rules
- *   override weight PATTERN N|default   backend override()   set or drop a weight rule
+ *   override weight PATTERN N|default [FOR]   backend override()   set or drop a weight rule
  *   upstreams [PATTERN]           backend upstreams()  forwarder upstreams (names matching
  *                                                      PATTERN): state, counters, RTT
  *   cache                         backend cache()      forwarder cache and engine counters
@@ -37,8 +38,9 @@
  *   undrain                       backend undrain()    announce again after a drain
  *
  * PATTERN filters are fnmatch(3) globs, case-insensitive. reload, override set, clear and
- * weight, cache flush, cluster notify, drain and undrain are marked mutating. TIMEOUT is a
- * duration with a unit (500ms, 30s, 2m). The reply shapes are documented in tools/steerctl.c.
+ * weight, cache flush, cluster notify, drain and undrain are marked mutating. TIMEOUT and FOR
+ * are durations with a unit (500ms, 30s, 2m, 1h, 1d). The reply shapes are documented in
+ * tools/steerctl.c.
  *
  * Threads: whatever thread the front end calls from; the daemon's front end is its control
  * thread, and the backend relies on that.
@@ -70,6 +72,7 @@ typedef struct {
 	const char *pattern; /* borrowed from the request */
 	bool down;           /* SET STATE */
 	uint16_t weight;     /* SET WEIGHT: 0..65535 */
+	unsigned for_ms;     /* SET: the rule lapses this long after it is set; 0 = never */
 } ctl_override_req_t;
 
 /*

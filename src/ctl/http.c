@@ -243,9 +243,11 @@ static unsigned parse_body(const ctl_http_request_t *req, json_t *args, char *er
 	json_error_t jerr;
 	json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (body == NULL) {
-		snprintf(err, errlen, "body: invalid JSON at line %d column %d: %s", jerr.line,
+		/* Not JSON at all is the media type's fault (415); a repeated key is JSON whose
+		 * meaning would depend on the parser, refused like any other bad shape (400). */
+		snprintf(err, errlen, "body: not JSON at line %d column %d: %s", jerr.line,
 		         jerr.column, jerr.text);
-		return 400;
+		return json_error_code(&jerr) == json_error_duplicate_key ? 400 : 415;
 	}
 	unsigned st = 0;
 	json_t *list = json_object_get(body, "args");
@@ -297,6 +299,32 @@ static unsigned match_row(ctl_http_call_t *call, char *err, size_t errlen)
 	return command_known(call->cmd) ? 400 : 404;
 }
 
+/*
+ * What a reload fails at is the server's own (its configuration, zone, nets and token files),
+ * never the request's, so its errors are 500; its one option is checked here, so that a bad
+ * one is still the client's 400.
+ */
+static bool is_reload(const ctl_command_t *row)
+{
+	return strcmp(row->name, "reload") == 0;
+}
+
+static unsigned check_reload(const ctl_http_call_t *call, char *err, size_t errlen)
+{
+	const char *opt = json_string_value(json_array_get(call->args, 0));
+	if (!is_reload(call->row) || opt == NULL || strcmp(opt, "--force") == 0)
+		return 0;
+	snprintf(err, errlen, "reload: the only option is --force, not '%.64s'", opt);
+	return 400;
+}
+
+/* "/api/v1" itself or anything below it. */
+static bool is_api_path(const char *path)
+{
+	size_t n = strlen(API_PREFIX);
+	return strncmp(path, API_PREFIX, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call, const char **allow,
                            char *err, size_t errlen)
 {
@@ -312,6 +340,10 @@ static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
 		         "bad path: a '.' or '..' segment, a NUL or bad percent-encoding");
 		return 400;
 	}
+	if (!is_api_path(req->path)) {
+		snprintf(err, errlen, "not an API path (the API is under %s/)", API_PREFIX);
+		return 404;
+	}
 	call->args = json_array();
 	unsigned st = parse_path(req->path, &call->cmd, call->args, err, errlen);
 	if (st == 0)
@@ -320,6 +352,8 @@ static unsigned parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
 		st = parse_body(req, call->args, err, errlen);
 	if (st == 0)
 		st = match_row(call, err, errlen);
+	if (st == 0)
+		st = check_reload(call, err, errlen);
 	if (st == 0 && call->row->mutates && !post) {
 		snprintf(err, errlen, "'%s%s%s' changes the server: use POST", call->cmd,
 		         call->row->sub ? " " : "", call->row->sub ? call->row->sub : "");
@@ -429,11 +463,11 @@ int ctl_http_token_read(const char *path, char *token, size_t size, char *err, s
 			         "http token-file %s: the token has a control character", path);
 			return STEER_EINVAL;
 		}
-	if (len == 0 || len > CTL_HTTP_TOKEN_MAX || len >= size) {
+	if (len < CTL_HTTP_TOKEN_MIN || len > CTL_HTTP_TOKEN_MAX || len >= size) {
 		snprintf(err, errlen,
-		         "http token-file %s: the first line must hold a token of 1..%u "
-		         "characters",
-		         path, CTL_HTTP_TOKEN_MAX);
+		         "http token-file %s: the first line must hold a token of %u..%u "
+		         "characters (e.g. openssl rand -hex 32), not %zu",
+		         path, CTL_HTTP_TOKEN_MIN, CTL_HTTP_TOKEN_MAX, len);
 		return STEER_EINVAL;
 	}
 	memcpy(token, buf, len + 1);
@@ -564,40 +598,42 @@ static enum MHD_Result serve_call(ctl_http_t *http, struct MHD_Connection *conn,
 		json_decref(data);
 		if (err[0] == '\0')
 			snprintf(err, sizeof(err), "%s", steer_strerror(ret));
-		return reply_error(conn, ctl_http_status_of(ret), err, NULL, NULL);
+		unsigned status = is_reload(call->row) ? 500 : ctl_http_status_of(ret);
+		return reply_error(conn, status, err, NULL, NULL);
 	}
 	json_t *reply = json_pack("{s:b, s:o}", "ok", 1, "data", data ? data : json_null());
 	return reply_json(conn, 200, reply, NULL, NULL);
 }
 
+/* The query parameters as MHD keeps them (its memory, valid for the request). */
+typedef struct {
+	ctl_http_query_t *list;
+	size_t n, cap;
+} query_list_t;
+
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
 	(void)kind;
-	json_t *list = cls;
-	json_array_append_new(list, json_pack("[s, s?]", key, value));
+	query_list_t *q = cls;
+	if (q->n == q->cap) {
+		q->cap = q->cap ? q->cap * 2 : 8;
+		q->list = xrealloc(q->list, q->cap * sizeof(*q->list));
+	}
+	q->list[q->n++] = (ctl_http_query_t){key, value};
 	return MHD_YES;
 }
 
 static enum MHD_Result serve_api(ctl_http_t *http, struct MHD_Connection *conn, const char *url,
                                  const char *method, const http_conn_t *hc)
 {
-	json_t *pairs = json_array();
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, pairs);
-	size_t n_query = json_array_size(pairs);
-	ctl_http_query_t *query = xcalloc(n_query ? n_query : 1, sizeof(*query));
-	for (size_t i = 0; i < n_query; i++) {
-		json_t *pair = json_array_get(pairs, i);
-		query[i].key = json_string_value(json_array_get(pair, 0));
-		query[i].value = json_string_value(json_array_get(pair, 1));
-		if (query[i].key == NULL) /* a key that is not UTF-8: refuse like an unknown one */
-			query[i].key = "";
-	}
+	query_list_t query = {0};
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &query);
 	ctl_http_request_t req = {
 	    .method = method,
 	    .path = url,
-	    .query = query,
-	    .n_query = n_query,
+	    .query = query.list,
+	    .n_query = query.n,
 	    .content_type =
 	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
 	    .body = hc->body,
@@ -607,8 +643,7 @@ static enum MHD_Result serve_api(ctl_http_t *http, struct MHD_Connection *conn, 
 	const char *allow = NULL;
 	char err[ERR_TEXT_MAX];
 	unsigned st = ctl_http_parse_call(&req, &call, &allow, err, sizeof(err));
-	free(query);
-	json_decref(pairs);
+	free(query.list);
 	if (st != 0)
 		return reply_error(conn, st, err, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 	enum MHD_Result ret = serve_call(http, conn, &call);
@@ -706,6 +741,10 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 		                   "bad path: a '.' or '..' segment, a NUL or bad "
 		                   "percent-encoding",
 		                   NULL, NULL);
+	/* The token first: a closed server does not even say which pages exist. */
+	enum MHD_Result queued = MHD_NO;
+	if (authorise(http, conn, false, &queued) != 0)
+		return queued;
 	const http_page_t *p = page_find(http, url);
 	if (p == NULL)
 		return reply_error(conn, 404, "no such page (the API is under " API_PREFIX "/)",
@@ -715,9 +754,6 @@ static enum MHD_Result serve_page(ctl_http_t *http, struct MHD_Connection *conn,
 		                   MHD_HTTP_HEADER_ALLOW, PAGE_ALLOW);
 	if (hc->len > 0 || hc->too_large)
 		return reply_error(conn, 400, "a GET has no body", NULL, NULL);
-	enum MHD_Result queued = MHD_NO;
-	if (authorise(http, conn, false, &queued) != 0)
-		return queued;
 	ctl_http_page_t page = {.status = 200};
 	char err[ERR_TEXT_MAX] = "";
 	int ret = p->cb(url, &page, err, sizeof(err), p->ctx);
@@ -780,8 +816,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (strncmp(url, API_PREFIX, strlen(API_PREFIX)) == 0 &&
-	    (url[strlen(API_PREFIX)] == '/' || url[strlen(API_PREFIX)] == '\0'))
+	if (is_api_path(url))
 		return serve_api(http, conn, url, method, hc);
 	return serve_page(http, conn, url, method, hc);
 }
@@ -859,8 +894,7 @@ static int listener_open(ctl_http_t *http, http_listener_t *l, const steer_socka
 	    CONN_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT, CONN_IDLE_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_MAX,
 	    MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+	    on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
 	char text[STEER_SOCKADDR_STRLEN];
 	steer_sockaddr_str(addr, text, sizeof(text));
 	if (l->mhd == NULL) {
@@ -911,6 +945,15 @@ void ctl_http_reconfigure(ctl_http_t *http, const ctl_http_opts_t *opts)
 {
 	token_set(http, opts->token);
 	http->read_only_open = opts->read_only_open;
+}
+
+uint16_t ctl_http_port(const ctl_http_t *http, size_t i)
+{
+	if (i >= http->n_listeners)
+		return 0;
+	const union MHD_DaemonInfo *info =
+	    MHD_get_daemon_info(http->listeners[i].mhd, MHD_DAEMON_INFO_BIND_PORT);
+	return info ? info->port : 0;
 }
 
 void ctl_http_stop(ctl_http_t *http)

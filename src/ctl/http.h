@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
@@ -33,7 +34,9 @@ typedef struct ctl_http ctl_http_t;
 /* A request body larger than this is refused with 413: the largest command is a few hundred
  * bytes, so 64 KiB leaves room for any honest client and bounds what one request can cost. */
 #define CTL_HTTP_BODY_MAX (64u * 1024u)
-/* A bearer token longer than this is refused when the file is read. */
+/* Token lengths the file may hold: below the minimum a token is guessable (16 random
+ * characters are 64 bits and more), above the maximum it is not a token. */
+#define CTL_HTTP_TOKEN_MIN 16u
 #define CTL_HTTP_TOKEN_MAX 1024u
 
 /* What a registered page answers. */
@@ -80,6 +83,9 @@ int ctl_http_start(ctl_http_t **out, struct ev_loop *loop, const ctl_http_opts_t
  */
 void ctl_http_reconfigure(ctl_http_t *http, const ctl_http_opts_t *opts) STEER_NONNULL(1, 2);
 
+/** The port listen address @p i (in ctl_http_opts_t order) is bound to: for port 0. */
+uint16_t ctl_http_port(const ctl_http_t *http, size_t i) STEER_NONNULL(1);
+
 /** Stop listening, close every connection and free the server. NULL is ignored. */
 void ctl_http_stop(ctl_http_t *http);
 
@@ -96,9 +102,10 @@ int ctl_http_add_page(ctl_http_t *http, const char *path, ctl_http_page_cb cb, v
 /**
  * Read the bearer token: the first line of the file at @p path, without the line end. The
  * file must exist, be readable, not be readable or writable by others (a token everyone can
- * read authorises everyone) and its first line must hold 1..CTL_HTTP_TOKEN_MAX printable
- * characters. Returns 0 with the token in @p token (@p size bytes, CTL_HTTP_TOKEN_MAX + 1 is
- * enough), or a negative steer_err with a message naming the file in @p err. Any thread.
+ * read authorises everyone) and its first line must hold CTL_HTTP_TOKEN_MIN..
+ * CTL_HTTP_TOKEN_MAX printable characters. Returns 0 with the token in @p token (@p size bytes,
+ * CTL_HTTP_TOKEN_MAX + 1 is enough), or a negative steer_err with a message naming the file in @p
+ * err. Any thread.
  */
 int ctl_http_token_read(const char *path, char *token, size_t size, char *err, size_t errlen)
     STEER_NONNULL(1, 2, 4) STEER_WUR;
@@ -138,7 +145,8 @@ typedef struct {
  * Turn an API request (@p req->path under /api/v1/) into a command call: decode the path
  * segments, add the ?arg= values and the POST body's "args", and match the command table.
  * Returns 0 with @p call filled (release with ctl_http_call_clear()), or the HTTP status to
- * answer (400, 404, 405, 413, 415) with the reason in @p err; @p call is then empty. 405 comes
+ * answer (400, 404 also for a path not under /api/v1, 405, 413, 415) with the reason in
+ * @p err; @p call is then empty. 405 comes
  * with the methods allowed in @p allow (a static string). Any thread; no I/O.
  */
 unsigned ctl_http_parse_call(const ctl_http_request_t *req, ctl_http_call_t *call,
@@ -157,7 +165,9 @@ bool ctl_http_path_safe(const char *path) STEER_NONNULL(1);
 
 /**
  * The HTTP status for a command's error @p ret (a negative steer_err): 400 for bad
- * arguments, 404 for something that does not exist, 403 for refused, 500 for anything the
- * backend failed at (a configuration or zone error of a reload, no memory).
+ * arguments, 404 for something that does not exist, 403 for refused, 409 for a conflict, 500
+ * for anything the backend failed at (no memory, I/O). A reload's errors are always 500 (what
+ * fails is the server's configuration or files, not the request); the parser checks its
+ * option.
  */
 unsigned ctl_http_status_of(int ret);

@@ -413,6 +413,19 @@ static int be_health(void *ctx, const char *pattern, json_t **data, char *err, s
 	return 0;
 }
 
+/* "expires" (seconds since the epoch, ms precision) and "expires_in_ms", null when never. */
+static void expiry_fields(json_t *row, int64_t expires_ms)
+{
+	if (expires_ms <= 0) {
+		json_object_set_new(row, "expires", json_null());
+		json_object_set_new(row, "expires_in_ms", json_null());
+		return;
+	}
+	int64_t left = expires_ms - server_wall_ms();
+	json_object_set_new(row, "expires", json_real((double)expires_ms / 1000.0));
+	json_object_set_new(row, "expires_in_ms", json_integer(left > 0 ? left : 0));
+}
+
 static json_t *override_row(const server_t *s, const gslb_override_t *r, const char *source)
 {
 	json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "pattern", r->pattern, "source", source,
@@ -422,6 +435,7 @@ static json_t *override_row(const server_t *s, const gslb_override_t *r, const c
 		json_object_set_new(row, "weight", json_integer(r->weight));
 	else
 		json_object_set_new(row, "state", json_string(r->down ? "DOWN" : "UP"));
+	expiry_fields(row, r->expires_ms);
 	return row;
 }
 
@@ -461,7 +475,8 @@ static int be_override(void *ctx, const ctl_override_req_t *req, json_t **data, 
 	             .kind = req->kind == CTL_OVERRIDE_WEIGHT ? GSLB_OVERRIDE_WEIGHT
 	                                                      : GSLB_OVERRIDE_STATE,
 	             .down = req->down,
-	             .weight = req->weight},
+	             .weight = req->weight,
+	             .expires_ms = req->for_ms ? server_wall_ms() + req->for_ms : 0},
 	    .any_kind = req->kind == CTL_OVERRIDE_ANY};
 	gslb_admin_result_t res;
 	int ret = server_override(s, &ar, &res, err, errlen);
@@ -486,6 +501,8 @@ static int be_override(void *ctx, const ctl_override_req_t *req, json_t **data, 
 		json_object_set_new(*data, "cleared", cleared);
 	else
 		json_decref(cleared);
+	if (set)
+		expiry_fields(*data, ar.rule.expires_ms);
 	json_decref(list);
 	return 0;
 }

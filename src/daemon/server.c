@@ -387,6 +387,38 @@ static int monitors_start(server_t *s, char *err, size_t errlen)
 	return 0;
 }
 
+int64_t server_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleep until the admin's next timed override lapses (none: no timer). */
+static void overrides_expiry_arm(server_t *s)
+{
+	ev_timer_stop(s->loop, &s->expiry_w);
+	int64_t next = gslb_admin_next_expiry(&s->admin);
+	if (next == 0)
+		return;
+	int64_t wait = next - server_wall_ms();
+	/* The timer counts from the loop's cached time, which may lag: refresh it first. */
+	ev_now_update(s->loop);
+	ev_timer_set(&s->expiry_w, wait > 0 ? (double)wait / 1000.0 : 0., 0.);
+	ev_timer_start(s->loop, &s->expiry_w);
+}
+
+static void on_override_expiry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	server_t *s = w->data;
+	gslb_view_t *next = NULL;
+	if (gslb_admin_expire(&s->admin, s->conf, s->gslb, server_wall_ms(), &next) > 0)
+		publish_gslb(s, next);
+	overrides_expiry_arm(s);
+}
+
 int server_override(server_t *s, const gslb_admin_req_t *req, gslb_admin_result_t *res, char *err,
                     size_t errlen)
 {
@@ -395,6 +427,7 @@ int server_override(server_t *s, const gslb_admin_req_t *req, gslb_admin_result_
 	if (ret != 0)
 		return ret;
 	publish_gslb(s, gslb);
+	overrides_expiry_arm(s);
 	const gslb_override_t *rule = &req->rule;
 	if (req->action == GSLB_ADMIN_SET && rule->kind == GSLB_OVERRIDE_WEIGHT)
 		log_info("override set '%s' WEIGHT %u: %u target(s)", rule->pattern, rule->weight,
@@ -749,6 +782,9 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		log_err("cannot create the control event loop");
 		return STEER_ENOMEM;
 	}
+	ev_timer_init(&s->expiry_w, on_override_expiry, 0., 0.);
+	s->expiry_w.data = s;
+	overrides_expiry_arm(s);
 	ret = monitors_start(s, err, sizeof(err));
 	if (ret != 0) {
 		zone_set_free(set);
@@ -858,6 +894,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	reload_apply(s, conf, set, gslb);
+	overrides_expiry_arm(s);
 	server_http_reconfigure(s, conf, http_token);
 	explicit_bzero(http_token, sizeof(http_token));
 	node_reloaded(&s->node, true, set, NULL);
@@ -906,8 +943,10 @@ void server_stop(server_t *s)
 	gslb_view_free(s->gslb);
 	s->gslb = NULL;
 	gslb_admin_deinit(&s->admin);
-	if (s->loop != NULL)
+	if (s->loop != NULL) {
 		ev_prepare_stop(s->loop, &s->publish_w);
+		ev_timer_stop(s->loop, &s->expiry_w);
+	}
 	health_engine_free(s->engine);
 	s->engine = NULL;
 	monitor_plan_free(s->plan);

@@ -97,6 +97,7 @@ typedef struct server {
 	 * reload); without one they last until the process exits, across reloads.
 	 */
 	gslb_admin_t admin;
+	ev_timer expiry_w;     /* fires when the admin's next timed override lapses */
 	ctl_backend_t backend; /* what the control socket serves (daemon/commands.c) */
 	/* Health monitors, on the control loop: the engine runs the checks of @c plan, whose
 	 * results are folded into the GSLB health table once per loop iteration (publish_w). */
@@ -180,6 +181,10 @@ int server_reload(server_t *server, bool force, server_report_t *report, char *e
  */
 int server_override(server_t *server, const gslb_admin_req_t *req, gslb_admin_result_t *res,
                     char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4);
+
+/** The wall clock in ms since the epoch: what timed overrides expire by (they survive a
+ *  restart, so they cannot use the monotonic clock). */
+int64_t server_wall_ms(void);
 
 /**
  * Stop the query threads, close the control socket, remove the pid file and free everything.

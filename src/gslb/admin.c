@@ -323,6 +323,63 @@ int gslb_admin_change(gslb_admin_t *a, const conf_t *conf, const gslb_view_t *gs
 	return 0;
 }
 
+/* ---- expiry -------------------------------------------------------------------------------- */
+
+int64_t gslb_admin_next_expiry(const gslb_admin_t *a)
+{
+	int64_t next = 0;
+	for (size_t i = 0; i < a->rules.count; i++) {
+		int64_t t = a->rules.rules[i].expires_ms;
+		if (t > 0 && (next == 0 || t < next))
+			next = t;
+	}
+	return next;
+}
+
+static void log_lapsed(const gslb_override_t *r)
+{
+	if (r->kind == GSLB_OVERRIDE_WEIGHT)
+		log_notice("override '%s' WEIGHT %u expired: back to the configured weight",
+		           r->pattern, r->weight);
+	else
+		log_notice("override '%s' %s expired: back to the monitors' state", r->pattern,
+		           r->down ? "DOWN" : "UP");
+}
+
+size_t gslb_admin_expire(gslb_admin_t *a, const conf_t *conf, const gslb_view_t *gslb,
+                         int64_t now_ms, gslb_view_t **out)
+{
+	gslb_overrides_t next, eff;
+	char err[512];
+	size_t dropped = 0;
+	*out = NULL;
+	gslb_overrides_init(&next);
+	for (size_t i = 0; i < a->rules.count; i++) {
+		const gslb_override_t *r = &a->rules.rules[i];
+		if (r->expires_ms > 0 && r->expires_ms <= now_ms) {
+			log_lapsed(r);
+			dropped++;
+			continue;
+		}
+		int ret = gslb_overrides_add(&next, r, err, sizeof(err));
+		STEER_ASSERT(ret == 0); /* accepted once: valid */
+	}
+	if (dropped == 0) {
+		gslb_overrides_deinit(&next);
+		return 0;
+	}
+	/* The config's rules were accepted at load, and the rest of the admin's when set. */
+	int ret = rules_apply(&next, conf, gslb, out, &eff, NULL, err, sizeof(err));
+	STEER_ASSERT(ret == 0);
+	gslb_overrides_deinit(&eff);
+	if (conf->state_file != NULL &&
+	    gslb_overrides_save(&next, conf->state_file, err, sizeof(err)) != 0)
+		log_warn("override expiry: cannot save the state file: %s", err);
+	gslb_overrides_deinit(&a->rules);
+	a->rules = next;
+	return dropped;
+}
+
 /* ---- all-down transitions ------------------------------------------------------------------ */
 
 /* Per service of @p conf: true when @p h has targets of it and none is UP. */

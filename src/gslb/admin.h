@@ -32,7 +32,8 @@ typedef enum {
 /* One change the admin asks for. */
 typedef struct {
 	gslb_admin_action_t action;
-	gslb_override_t rule; /* pattern (borrowed), kind and value; CLEAR reads pattern and kind */
+	gslb_override_t rule; /* pattern (borrowed), kind, value and expiry (SET); CLEAR reads
+	                       * pattern and kind */
 	bool any_kind;        /* CLEAR: drop the state and the weight rule of the pattern */
 } gslb_admin_req_t;
 
@@ -89,6 +90,19 @@ int gslb_admin_reload(gslb_admin_t *admin, const conf_t *conf, gslb_view_t **gsl
 int gslb_admin_change(gslb_admin_t *admin, const conf_t *conf, const gslb_view_t *gslb,
                       const gslb_admin_req_t *req, gslb_view_t **out, gslb_admin_result_t *res,
                       char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4, 5, 6, 7) STEER_WUR;
+
+/** The earliest expiry of the admin's rules, ms since the epoch; 0 when none expires. */
+int64_t gslb_admin_next_expiry(const gslb_admin_t *admin) STEER_NONNULL(1);
+
+/**
+ * Drop the admin's rules whose expiry is at or before @p now_ms (wall clock, ms since the
+ * epoch), logging each, and save the rest to the state file (a failed save is logged: the
+ * lapsed rules go anyway, and a load skips them). *@p out is the view to serve next, derived
+ * from @p gslb like gslb_admin_change() does, or NULL when no rule lapsed. Returns how many
+ * rules were dropped.
+ */
+size_t gslb_admin_expire(gslb_admin_t *admin, const conf_t *conf, const gslb_view_t *gslb,
+                         int64_t now_ms, gslb_view_t **out) STEER_NONNULL(1, 2, 3, 5);
 
 /** How many targets of @p gslb the glob @p pattern matches (0 for a pattern the list refuses). */
 uint32_t gslb_admin_pattern_targets(const gslb_view_t *gslb, const char *pattern)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
@@ -379,9 +380,9 @@ static int parse_state(const char *word, bool *down)
 	return 0;
 }
 
-/* "PATTERN WEIGHT N": @p num is N, @p extra what follows it (must be nothing). */
+/* "PATTERN WEIGHT N": @p num is N. */
 static int parse_weight_rule(gslb_overrides_t *ov, const char *pattern, const char *num,
-                             const char *extra, uint32_t lineno, char *msg, size_t len)
+                             uint32_t lineno, char *msg, size_t len)
 {
 	char *end = NULL;
 	unsigned long w = num ? strtoul(num, &end, 10) : 0;
@@ -389,49 +390,121 @@ static int parse_weight_rule(gslb_overrides_t *ov, const char *pattern, const ch
 		snprintf(msg, len, "bad weight '%s' (want 0..65535)", num ? num : "");
 		return STEER_ESYNTAX;
 	}
-	if (extra) {
-		snprintf(msg, len, "unexpected '%s' after the weight", extra);
-		return STEER_ESYNTAX;
-	}
 	if (gslb_overrides_set_weight(ov, pattern, (uint16_t)w, lineno, msg, len))
 		return STEER_ESYNTAX;
 	return 0;
 }
 
+/* "SECONDS[.MMM]" since the epoch into milliseconds; -1 when malformed or out of range. */
+static int64_t parse_until(const char *text)
+{
+	int64_t ms = 0;
+	size_t i = 0;
+	for (; isdigit((unsigned char)text[i]); i++) {
+		if (i >= 12) /* beyond the year 33658: not a time this file holds */
+			return -1;
+		ms = ms * 10 + (text[i] - '0');
+	}
+	if (i == 0)
+		return -1;
+	ms *= 1000;
+	if (text[i] == '.') {
+		int64_t scale = 100;
+		size_t j = i + 1;
+		for (; isdigit((unsigned char)text[j]) && j - i <= 3; j++, scale /= 10)
+			ms += (text[j] - '0') * scale;
+		if (j == i + 1)
+			return -1;
+		i = j;
+	}
+	return text[i] == '\0' && ms > 0 ? ms : -1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The words of a line, at most @p max; more is an error the caller words. */
+static size_t split_words(char *line, const char **words, size_t max, bool *more)
+{
+	char *save = NULL;
+	size_t n = 0;
+	*more = false;
+	for (const char *w = strtok_r(line, " \t\r\n\v\f", &save); w;
+	     w = strtok_r(NULL, " \t\r\n\v\f", &save)) {
+		if (n == max) {
+			*more = true;
+			break;
+		}
+		words[n++] = w;
+	}
+	return n;
+}
+
+/* The optional "UNTIL T" after a rule's words (from @p words[at], @p n words in all). */
+static int parse_expiry(const char *const *words, size_t n, size_t at, bool more, bool weight,
+                        int64_t *expires, char *msg, size_t len)
+{
+	*expires = 0;
+	if (n <= at)
+		return 0;
+	if (strcasecmp(words[at], "UNTIL") != 0) {
+		snprintf(msg, len, "unexpected '%s' after the %s", words[at],
+		         weight ? "weight" : "state");
+		return STEER_ESYNTAX;
+	}
+	if (n == at + 1 || (*expires = parse_until(words[at + 1])) < 0) {
+		snprintf(msg, len, "bad time after UNTIL '%s' (want seconds since the epoch)",
+		         n > at + 1 ? words[at + 1] : "");
+		return STEER_ESYNTAX;
+	}
+	if (more || n > at + 2) {
+		snprintf(msg, len, "unexpected words after UNTIL %s", words[at + 1]);
+		return STEER_ESYNTAX;
+	}
+	return 0;
+}
+
 /*
  * One state-file line into @p ov. Blank lines and comments are fine; anything else must be
- * exactly a pattern and a state. @p msg receives the reason on error (no file:line prefix).
+ * exactly a pattern and a state, and maybe its expiry. @p msg receives the reason on error (no
+ * file:line prefix).
  */
 static int parse_line(gslb_overrides_t *ov, char *line, uint32_t lineno, char *msg, size_t len)
 {
 	char *hash = strchr(line, '#');
 	if (hash)
 		*hash = '\0';
-	char *save = NULL;
-	const char *pattern = strtok_r(line, " \t\r\n\v\f", &save);
-	if (!pattern)
+	const char *w[5];
+	bool more;
+	size_t n = split_words(line, w, STEER_ARRAY_LEN(w), &more);
+	if (n == 0)
 		return 0;
-	const char *state = strtok_r(NULL, " \t\r\n\v\f", &save);
-	if (!state) {
-		snprintf(msg, len, "missing state after '%s' (want UP, DOWN or WEIGHT n)", pattern);
+	if (n == 1) {
+		snprintf(msg, len, "missing state after '%s' (want UP, DOWN or WEIGHT n)", w[0]);
 		return STEER_ESYNTAX;
 	}
-	const char *arg = strtok_r(NULL, " \t\r\n\v\f", &save);
-	if (strcasecmp(state, "WEIGHT") == 0)
-		return parse_weight_rule(ov, pattern, arg, strtok_r(NULL, " \t\r\n\v\f", &save),
-		                         lineno, msg, len);
-	if (arg) {
-		snprintf(msg, len, "unexpected '%s' after the state", arg);
+	bool weight = strcasecmp(w[1], "WEIGHT") == 0;
+	int64_t expires;
+	int ret = parse_expiry(w, n, weight ? 3 : 2, more, weight, &expires, msg, len);
+	if (ret)
+		return ret;
+	bool down = false;
+	if (!weight && parse_state(w[1], &down)) {
+		snprintf(msg, len, "bad state '%s' (want UP, DOWN or WEIGHT n)", w[1]);
 		return STEER_ESYNTAX;
 	}
-	bool down;
-	if (parse_state(state, &down)) {
-		snprintf(msg, len, "bad state '%s' (want UP, DOWN or WEIGHT n)", state);
-		return STEER_ESYNTAX;
-	}
-	if (gslb_overrides_set(ov, pattern, down, lineno, msg, len))
-		return STEER_ESYNTAX;
-	return 0;
+	if (expires != 0 && expires <= now_ms())
+		return 0; /* lapsed while nobody was serving it */
+	ret = weight ? parse_weight_rule(ov, w[0], n > 2 ? w[2] : NULL, lineno, msg, len)
+	      : gslb_overrides_set(ov, w[0], down, lineno, msg, len) ? STEER_ESYNTAX
+	                                                             : 0;
+	if (ret == 0)
+		ov->rules[ov->count - 1].expires_ms = expires;
+	return ret;
 }
 
 /* Reads lines of @p f into @p ov; on error @p msg and @p lineno say where. */
@@ -497,17 +570,31 @@ int gslb_overrides_load(gslb_overrides_t *ov, const char *path, char *err, size_
 	return 0;
 }
 
+/* " UNTIL 1796183541.250 # 2026-12-02T04:32:21Z": the time, and for people in UTC. */
+static void write_expiry(FILE *f, int64_t ms)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	char iso[32] = "?";
+	if (gmtime_r(&sec, &tm) != NULL)
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(f, " UNTIL %lld.%03d # %s", (long long)(ms / 1000), (int)(ms % 1000), iso);
+}
+
 static int write_rules(FILE *f, void *ctx)
 {
 	const gslb_overrides_t *ov = ctx;
-	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN|WEIGHT n, the last matching "
-	           "line of each kind wins\n");
+	fprintf(f, "# steer GSLB admin overrides: PATTERN UP|DOWN|WEIGHT n [UNTIL epoch-seconds], "
+	           "the last matching line of each kind wins\n");
 	for (size_t i = 0; i < ov->count; i++) {
 		const gslb_override_t *r = &ov->rules[i];
 		if (r->kind == GSLB_OVERRIDE_WEIGHT)
-			fprintf(f, "%s WEIGHT %u\n", r->pattern, r->weight);
+			fprintf(f, "%s WEIGHT %u", r->pattern, r->weight);
 		else
-			fprintf(f, "%s %s\n", r->pattern, r->down ? "DOWN" : "UP");
+			fprintf(f, "%s %s", r->pattern, r->down ? "DOWN" : "UP");
+		if (r->expires_ms > 0)
+			write_expiry(f, r->expires_ms);
+		fputc('\n', f);
 	}
 	return 0;
 }

@@ -84,11 +84,12 @@ typedef enum {
 
 /* One admin override rule. */
 typedef struct {
-	char *pattern;   /* fnmatch(3) glob, owned */
-	bool down;       /* GSLB_OVERRIDE_STATE: forced state */
-	uint32_t line;   /* line in the state file it came from, 0 if added through the API */
-	uint8_t kind;    /* gslb_override_kind_t */
-	uint16_t weight; /* GSLB_OVERRIDE_WEIGHT: 0..65535 */
+	char *pattern;      /* fnmatch(3) glob, owned */
+	bool down;          /* GSLB_OVERRIDE_STATE: forced state */
+	uint32_t line;      /* line in the state file it came from, 0 if added through the API */
+	uint8_t kind;       /* gslb_override_kind_t */
+	uint16_t weight;    /* GSLB_OVERRIDE_WEIGHT: 0..65535 */
+	int64_t expires_ms; /* wall-clock time (ms since the epoch) the rule lapses at; 0 = never */
 } gslb_override_t;
 
 /* An ordered override list; the caller owns the storage (gslb_overrides_init/deinit). */
@@ -264,7 +265,9 @@ int gslb_overrides_remove(gslb_overrides_t *ov, const char *pattern, gslb_overri
 
 /**
  * Replace @p ov with the rules of state file @p path (lines "PATTERN UP", "PATTERN DOWN",
- * "PATTERN WEIGHT N"). On error @p ov is unchanged and @p err
+ * "PATTERN WEIGHT N", each optionally followed by "UNTIL SECONDS[.MMM]", the wall-clock time
+ * since the epoch the rule lapses at). A rule whose time has passed (it lapsed while the daemon
+ * was down) is skipped. On error @p ov is unchanged and @p err
  * says "path:line: message"; returns STEER_ESYNTAX for a bad line, or the negative errno of
  * the failed open/read. A missing file is STEER_ENOENT so the caller can treat it as "no
  * overrides yet". Control thread.

@@ -58,6 +58,7 @@ static void check_overrides(const char *path)
 		FUZZ_CHECK(clean_token(ov.rules[i].pattern) && !strchr(ov.rules[i].pattern, '#'));
 		FUZZ_CHECK(ov.rules[i].kind == GSLB_OVERRIDE_STATE ||
 		           ov.rules[i].kind == GSLB_OVERRIDE_WEIGHT);
+		FUZZ_CHECK(ov.rules[i].expires_ms >= 0); /* 0 = never; a lapsed one is skipped */
 	}
 	/* Round trip through a real file (tmpfs: the save fsyncs). */
 	if (!dir[0]) {
@@ -74,7 +75,8 @@ static void check_overrides(const char *path)
 	for (size_t i = 0; i < ov.count; i++) {
 		const gslb_override_t *a = &ov.rules[i], *b = &back.rules[i];
 		FUZZ_CHECK(strcmp(a->pattern, b->pattern) == 0 && a->kind == b->kind &&
-		           a->down == b->down && a->weight == b->weight);
+		           a->down == b->down && a->weight == b->weight &&
+		           a->expires_ms == b->expires_ms);
 	}
 	unlink(saved);
 	gslb_overrides_deinit(&ov);

@@ -272,6 +272,37 @@ def bird_reply_seeds():
     }
 
 
+def http_request_seeds():
+    """METHOD, PATH, CONTENT-TYPE, QUERY lines, then the body (fuzz_http_request.c)."""
+    def req(method, path, ctype="", query="", body=b""):
+        return f"{method}\n{path}\n{ctype}\n{query}\n".encode() + body
+    return {
+        "status": req("GET", "/api/v1/status"),
+        "explain": req("GET", "/api/v1/explain/www.example.test/192.0.2.1"),
+        "override-path": req("POST", "/api/v1/override/set/service%2Fwww%2F*/down/30m"),
+        "override-body": req("POST", "/api/v1/override", "application/json",
+                             body=b'{"args": ["weight", "service/*", "5", "2h"]}'),
+        "query-args": req("GET", "/api/v1/explain/w", query="arg=192.0.2.1&arg=198.51.100.0%2F24"),
+        "reload-force": req("POST", "/api/v1/reload", "application/json; charset=utf-8",
+                            body=b'{"args": ["--force"]}'),
+        "get-mutating": req("GET", "/api/v1/cache/flush/example.test"),
+        "dotdot": req("GET", "/api/v1/../metrics"),
+        "bad-escape": req("GET", "/api/v1/health/%zz%"),
+        "nul": req("GET", "/api/v1/health/a%00"),
+        "utf8": req("GET", "/api/v1/health/%E2%9C%93%FF"),
+        "bad-json": req("POST", "/api/v1/reload", "application/json", body=b'{"args": [1, '),
+        "form": req("POST", "/api/v1/reload", "application/x-www-form-urlencoded", body=b"a=b"),
+        "dup-key": req("POST", "/api/v1/reload", body=b'{"args": [], "args": ["x"]}'),
+        "put": req("PUT", "/api/v1/status"),
+        "unknown": req("GET", "/api/v1/frobnicate/x"),
+        "many": req("GET", "/api/v1/health" + "/x" * 20),
+        "empty-seg": req("GET", "/api/v1/explain//x"),
+        "cluster-config": req("GET", "/api/v1/cluster/bird-config/bgp/peer=192.0.2.1"),
+        "short-prefix": req("GET", "/api/v"),
+        "other-version": req("GET", "/api/v10/status"),
+    }
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -290,6 +321,7 @@ def main():
     write("fwd_reply", fwd_reply_seeds())
     write("fwd_cache", fwd_cache_seeds())
     write("bird_reply", bird_reply_seeds())
+    write("http_request", http_request_seeds())
 
 
 if __name__ == "__main__":

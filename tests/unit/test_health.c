@@ -4,6 +4,7 @@
  * states, with the state file).
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -393,6 +394,107 @@ static void test_state_file_load(void)
 	gslb_overrides_deinit(&ov);
 }
 
+/* Write @p text to a fresh file under @p dir and load it into @p ov. */
+static int load_text(const char *dir, const char *text, gslb_overrides_t *ov, char *err,
+                     size_t errlen)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/expiry.state", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return STEER_ENOENT;
+	fputs(text, f);
+	fclose(f);
+	int ret = gslb_overrides_load(ov, path, err, errlen);
+	unlink(path);
+	return ret;
+}
+
+/* "UNTIL T" after a rule: kept to the millisecond, lapsed rules skipped, bad forms refused. */
+static void test_state_file_expiry(void)
+{
+	char dir[] = "/tmp/steer-test-expiry-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	static const struct {
+		const char *text;
+		int ret;
+		size_t count;       /* rules loaded */
+		int64_t expires_ms; /* of the last rule */
+		const char *err;    /* a piece of the message */
+	} rows[] = {
+	    {"a/* DOWN UNTIL 4102444800\n", 0, 1, 4102444800000, NULL},
+	    {"a/* DOWN UNTIL 4102444800.25\n", 0, 1, 4102444800250, NULL},
+	    {"a/* up until 4102444800.123 # 2100-01-01\n", 0, 1, 4102444800123, NULL},
+	    {"a/* WEIGHT 4 UNTIL 4102444800.5\n", 0, 1, 4102444800500, NULL},
+	    {"a/* DOWN\n", 0, 1, 0, NULL},
+	    /* lapsed while the daemon was down: skipped, the others stay */
+	    {"a/* DOWN UNTIL 1000000000\nb/* UP\n", 0, 1, 0, NULL},
+	    {"a/* WEIGHT 4 UNTIL 1000000000.5\n", 0, 0, 0, NULL},
+	    {"a/* DOWN UNTIL\n", STEER_ESYNTAX, 0, 0, "bad time after UNTIL ''"},
+	    {"a/* DOWN UNTIL soon\n", STEER_ESYNTAX, 0, 0, "bad time after UNTIL 'soon'"},
+	    {"a/* DOWN UNTIL 12.\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 12.1234\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL -5\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 0\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 99999999999999\n", STEER_ESYNTAX, 0, 0, "bad time"},
+	    {"a/* DOWN UNTIL 4102444800 x\n", STEER_ESYNTAX, 0, 0, "unexpected words after UNTIL"},
+	    {"a/* DOWN LATER 4102444800\n", STEER_ESYNTAX, 0, 0,
+	     "unexpected 'LATER' after the state"},
+	    {"a/* WEIGHT 4 x\n", STEER_ESYNTAX, 0, 0, "unexpected 'x' after the weight"},
+	    {"a/* SIDEWAYS UNTIL 4102444800\n", STEER_ESYNTAX, 0, 0, "bad state 'SIDEWAYS'"},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		gslb_overrides_t ov;
+		gslb_overrides_init(&ov);
+		char err[512] = "";
+		int ret = load_text(dir, rows[i].text, &ov, err, sizeof(err));
+		CHECK(ret == rows[i].ret, "row %zu: ret %d, want %d (%s)", i, ret, rows[i].ret,
+		      err);
+		if (rows[i].err)
+			CHECK(strstr(err, rows[i].err) != NULL, "row %zu: error '%s'", i, err);
+		else
+			CHECK(ov.count == rows[i].count &&
+			          (ov.count == 0 ||
+			           ov.rules[ov.count - 1].expires_ms == rows[i].expires_ms),
+			      "row %zu: %zu rules, expires %lld", i, ov.count,
+			      ov.count ? (long long)ov.rules[ov.count - 1].expires_ms : 0LL);
+		gslb_overrides_deinit(&ov);
+	}
+
+	/* Saved and read back to the millisecond; the file says when in UTC too. */
+	gslb_overrides_t ov, back;
+	gslb_overrides_init(&ov);
+	gslb_overrides_init(&back);
+	char path[128], err[512];
+	snprintf(path, sizeof(path), "%s/saved.state", dir);
+	gslb_override_t timed = {.pattern = "t/*", .down = true, .expires_ms = 4102444800042};
+	gslb_override_t weight = {.pattern = "w/*",
+	                          .kind = GSLB_OVERRIDE_WEIGHT,
+	                          .weight = 9,
+	                          .expires_ms = 4102444801999};
+	CHECK(gslb_overrides_add(&ov, &timed, err, sizeof(err)) == 0, "add timed");
+	CHECK(gslb_overrides_add(&ov, &weight, err, sizeof(err)) == 0, "add weight");
+	CHECK(gslb_overrides_set(&ov, "p/*", false, 0, err, sizeof(err)) == 0, "add permanent");
+	CHECK(gslb_overrides_save(&ov, path, err, sizeof(err)) == 0, "save: %s", err);
+	CHECK(gslb_overrides_load(&back, path, err, sizeof(err)) == 0, "load back: %s", err);
+	CHECK(back.count == 3 && back.rules[0].expires_ms == 4102444800042 &&
+	          back.rules[1].expires_ms == 4102444801999 && back.rules[1].weight == 9 &&
+	          back.rules[2].expires_ms == 0,
+	      "round trip keeps the expiries");
+	FILE *f = fopen(path, "r");
+	char text[1024] = "";
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strstr(text, "t/* DOWN UNTIL 4102444800.042 # 2100-01-01T00:00:00Z\n") != NULL,
+	      "saved text: %s", text);
+	gslb_overrides_deinit(&ov);
+	gslb_overrides_deinit(&back);
+	unlink(path);
+	rmdir(dir);
+}
+
 static bool dir_has_only(const char *dir, const char *name)
 {
 	DIR *d = opendir(dir);
@@ -694,6 +796,57 @@ static void test_admin(void)
 	CHECK(gslb_admin_pattern_targets(v, "service/*/west/*") == 2 &&
 	          gslb_admin_pattern_targets(v, "[bad") == 0,
 	      "pattern target counts");
+
+	/* Timed rules: the earliest expiry, nothing dropped before it, each dropped at it. */
+	gslb_admin_req_t timed = {.action = GSLB_ADMIN_SET,
+	                          .rule = {.pattern = (char *)east, .expires_ms = 5000}};
+	gslb_admin_req_t timed_w = {.action = GSLB_ADMIN_SET,
+	                            .rule = {.pattern = "service/www.example.test/west/*",
+	                                     .kind = GSLB_OVERRIDE_WEIGHT,
+	                                     .weight = 3,
+	                                     .expires_ms = 9000}};
+	gslb_admin_result_t res;
+	CHECK(gslb_admin_next_expiry(&admin) == 0, "no timed rule yet");
+	CHECK(gslb_admin_change(&admin, conf, v, &timed, &next, &res, err, sizeof(err)) == 0,
+	      "timed set: %s", err);
+	gslb_view_free(v);
+	v = next;
+	CHECK(gslb_admin_change(&admin, conf, v, &timed_w, &next, &res, err, sizeof(err)) == 0,
+	      "timed weight: %s", err);
+	gslb_view_free(v);
+	v = next;
+	CHECK(gslb_admin_next_expiry(&admin) == 5000 && target_state(v, east, NULL) == 'U',
+	      "forced UP over the monitor's DOWN; earliest expiry %lld",
+	      (long long)gslb_admin_next_expiry(&admin));
+	CHECK(gslb_admin_expire(&admin, conf, v, 4999, &next) == 0 && next == NULL &&
+	          admin.rules.count == 3,
+	      "nothing lapses before its time");
+	CHECK(gslb_admin_expire(&admin, conf, v, 5000, &next) == 1 && next != NULL &&
+	          admin.rules.count == 2 && target_state(next, east, NULL) == 'D',
+	      "the state rule lapses at its time: the monitor's DOWN again");
+	gslb_view_free(v);
+	v = next;
+	char saved[512] = "";
+	f = fopen(state, "r");
+	size_t n = f ? fread(saved, 1, sizeof(saved) - 1, f) : 0;
+	saved[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strstr(saved, east) == NULL && strstr(saved, "west/* WEIGHT 3 UNTIL 9.000"),
+	      "saved without the lapsed rule: %s", saved);
+	CHECK(gslb_admin_next_expiry(&admin) == 9000, "next expiry");
+	weight = -2;
+	(void)target_state(v, w2, &weight);
+	CHECK(weight == 3, "timed weight in effect: %d", weight);
+	CHECK(gslb_admin_expire(&admin, conf, v, 20000, &next) == 1 && next != NULL &&
+	          admin.rules.count == 1 && gslb_admin_next_expiry(&admin) == 0,
+	      "the weight rule lapses");
+	weight = -2;
+	(void)target_state(next, w2, &weight);
+	CHECK(weight == -1 && target_state(next, w2, NULL) == 'D',
+	      "back to the configured weight, the permanent rule stays (%d)", weight);
+	gslb_view_free(v);
+	v = next;
 	gslb_admin_deinit(&admin);
 out:
 	gslb_view_free(v);
@@ -714,6 +867,7 @@ int main(void)
 	test_override_list();
 	test_state_file_load();
 	test_state_file_save();
+	test_state_file_expiry();
 	test_weights();
 	test_admin();
 	return unit_finish("test_health");
