@@ -416,14 +416,15 @@ def test_prometheus_scrapes_and_promql_answers(steerd, backends, prometheus):
     assert rates.get("udp", 0) > 0 and rates.get("tcp", 0) > 0, rates
     assert rates["udp"] > rates["tcp"], rates
 
-    # The latency histogram's median is a real time between 0 and 1 s (loopback: well under
-    # 10 ms), and its quantile over the buckets agrees with the mean's order of magnitude.
+    # The latency histogram's median over its buckets is a real time, well under 50 ms on
+    # loopback even for a sanitized build on a busy machine, and so is the mean (_sum over
+    # _count).
     p50 = prom.value('histogram_quantile(0.5, sum by (le) '
                      '(rate(steer_query_duration_seconds_bucket{transport="udp"}[30s])))')
-    assert p50 is not None and 0 < p50 < 0.01, p50
+    assert p50 is not None and 0 < p50 < 0.05, p50
     mean = prom.value('sum(rate(steer_query_duration_seconds_sum[30s])) / '
                       'sum(rate(steer_query_duration_seconds_count[30s]))')
-    assert mean is not None and 0 < mean < 0.01, mean
+    assert mean is not None and 0 < mean < 0.05, mean
 
     # The backend comes back: the check returns to 1.
     b1.start()
