@@ -10,7 +10,9 @@ closed port (DOWN, connection refused). steerd runs with one UDP and one TCP wor
 After every check has a result, the benchmark scrapes /metrics --scrapes times (default 200)
 one after the other over HTTP/1.1 on loopback and reports the median, 90th percentile and
 max of the wall time per scrape (request sent to last byte read), the exposition's size and
-sample count, and whether `promtool check metrics` accepts it.
+sample count, and whether `promtool check metrics` accepts it. Meanwhile a client sends UDP
+queries, one every 0.5 ms at most, and records their round trips, then does the same for as
+long without scrapes: the query threads must not wait for a scrape.
 
 Goal: a scrape of 10,000 health targets takes < 100 ms (median and max).
 
@@ -28,6 +30,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import multiprocessing
 import tempfile
 import time
 from pathlib import Path
@@ -131,7 +134,49 @@ def render_seconds(body):
     return None
 
 
+def query_wire(qid):
+    """A minimal A query for ns1.<ZONE> (no EDNS), id @qid."""
+    name = b"".join(bytes([len(p)]) + p for p in f"ns1.{ZONE}".encode().split(b".")) + b"\0"
+    return qid.to_bytes(2, "big") + b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00" + name \
+        + b"\x00\x01\x00\x01"
+
+
+# Background queries: one every 0.5 ms at most, a steady load that leaves the CPUs to the
+# scrapes (a flood would measure the two CPUs' sharing, not the scrape).
+QUERY_GAP_S = 0.0005
+
+
+def query_latencies(port, seconds, stop=None):
+    """Round-trip times of UDP queries sent one after the other, QUERY_GAP_S apart, for
+    @seconds (or until @stop is set): what a client sees of the query threads meanwhile."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1.0)
+    s.connect(("127.0.0.1", port))
+    out, qid, end = [], 0, time.monotonic() + seconds
+    try:
+        while time.monotonic() < end and not (stop and stop.is_set()):
+            qid = (qid + 1) & 0xFFFF
+            t0 = time.perf_counter()
+            s.send(query_wire(qid))
+            try:
+                while s.recv(4096)[:2] != qid.to_bytes(2, "big"):
+                    pass
+            except socket.timeout:
+                out.append(1.0)
+                continue
+            out.append(time.perf_counter() - t0)
+            time.sleep(QUERY_GAP_S)
+    finally:
+        s.close()
+    return sorted(out)
+
+
+def pct(values, p):
+    return values[min(len(values) - 1, int(len(values) * p))] * 1000
+
+
 def main():
+    multiprocessing.set_start_method("fork")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scrapes", type=int, default=200)
     ap.add_argument("--steerd", default=str(ROOT / "build" / "src" / "daemon" / "steerd"))
@@ -176,15 +221,25 @@ def main():
         ready_s = time.monotonic() - t_start
 
         times, renders = [], []
+        # The querier is a process of its own, so the scraper's parsing does not hold it up.
+        stop = multiprocessing.Event()
+        results = multiprocessing.Queue()
+        querier = multiprocessing.Process(
+            target=lambda: results.put(query_latencies(dns_port, 3600, stop)))
+        querier.start()
         cpu0, t0 = cpu_seconds(steerd.pid), time.monotonic()
         for _ in range(args.scrapes):
             took, body = scrape(conn)
             times.append(took)
             renders.append(render_seconds(body))
         cpu_scraping, wall = cpu_seconds(steerd.pid) - cpu0, time.monotonic() - t0
-        # The probes' own CPU over as long a time without scrapes, taken off the total.
+        stop.set()
+        during = results.get()
+        querier.join()
+        # As long without scrapes, the same queries: their CPU and the probes' is taken off
+        # the total, and their round trips are the comparison.
         cpu0 = cpu_seconds(steerd.pid)
-        time.sleep(wall)
+        quiet = query_latencies(dns_port, wall)
         cpu = (cpu_scraping - (cpu_seconds(steerd.pid) - cpu0)) / args.scrapes
         renders = sorted(r for r in renders[1:] if r is not None)
         text = body.decode()
@@ -212,6 +267,10 @@ def main():
             "render_max_ms": renders[-1] * 1000,
             "steerd_cpu_ms_per_scrape": cpu * 1000,
             "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+            "query_ms_during_scrapes": {"n": len(during), "median": pct(during, 0.5),
+                                        "p99": pct(during, 0.99), "max": during[-1] * 1000},
+            "query_ms_without_scrapes": {"n": len(quiet), "median": pct(quiet, 0.5),
+                                         "p99": pct(quiet, 0.99), "max": quiet[-1] * 1000},
             "all_checks_decided_s": ready_s,
             "goal_ms": GOAL_S * 1000,
         }
@@ -223,8 +282,12 @@ def main():
               f"{'met' if times[-1] < GOAL_S else 'NOT met'}")
         print(f"rendering on the control thread: median {result['render_median_ms']:.1f} ms, "
               f"max {result['render_max_ms']:.1f} ms; steerd CPU per scrape (HTTP included, "
-              f"probes excluded) {result['steerd_cpu_ms_per_scrape']:.1f} ms; load average "
+              f"queries and probes excluded) {result['steerd_cpu_ms_per_scrape']:.1f} ms; load average "
               f"{' '.join(result['loadavg'])}")
+        for what, q in (("during the scrapes", result["query_ms_during_scrapes"]),
+                        ("without scrapes", result["query_ms_without_scrapes"])):
+            print(f"UDP queries {what}: {q['n']}, round trip median {q['median']:.3f} ms, "
+                  f"p99 {q['p99']:.3f} ms, max {q['max']:.3f} ms")
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
         return 0 if times[-1] < GOAL_S and valid is not False else 1
