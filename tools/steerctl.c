@@ -38,10 +38,13 @@
  *                    "resolvers": [{"address": "192.0.2.53", "queries": n}, ...]},
  *            "gslb": {...}, "forward": {"recursion_refused": n, "cache_hits": n,
  *                    "cache_misses": n, "forwarded": n, "norec_misses": n, "overload": n,
- *                    "prefetches": n}}
+ *                    "prefetches": n},
+ *            "answers": {"www.example.test": {"dc1": n, "dc2": n, "none": n,
+ *                                             "fallback": n, "all-down": n}, ...}}
  *           (ecs: queries with a valid ECS option by family; ignored: GSLB decisions that
  *           used the resolver's address despite ECS; resolvers: the top 10 senders of ECS;
- *           forward: the query threads' side of the forwarder, `cache` has the rest)
+ *           forward: the query threads' side of the forwarder, `cache` has the rest;
+ *           answers: GSLB decisions per service and datacenter, kept across reloads)
  *   explain NAME CLIENT-IP [ECS-SUBNET]
  *           {"name": "vpn.example.test", "client": "192.0.2.1", "ecs": "198.51.100.0/24" | null,
  *            "text": "map isp: 198.51.100.0/24 (scope 24) -> telecom, edu\n..."}

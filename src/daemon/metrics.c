@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,7 @@
 
 void metrics_init(metrics_t *m)
 {
-	m->carried = json_object();
-	m->carried_untracked = 0;
+	*m = (metrics_t){.carried = json_object()};
 }
 
 void metrics_deinit(metrics_t *m)
@@ -316,24 +316,23 @@ static void render_answers(prom_t *p, const server_t *s)
 /* ---- health checks and GSLB targets ----------------------------------------------------- */
 
 typedef struct {
-	const char *key, *monitor, *type;
-	bool known, down, flapping;
+	char *labels; /* check, monitor and type, rendered once for the six families; owned */
+	bool down, flapping;
 	double since, rtt;
 	uint64_t flaps, probes;
 } check_row_t;
 
-static check_row_t *check_rows(const server_t *s, size_t *n)
+static check_row_t *check_rows(prom_t *p, const server_t *s, size_t *n)
 {
 	*n = s->engine ? health_engine_count(s->engine) : 0;
 	check_row_t *rows = xcalloc(*n + 1, sizeof(*rows));
 	health_check_status_t st;
 	for (size_t i = 0; i < *n; i++) {
 		health_engine_status(s->engine, i, &st);
+		const char *type = st.is_static ? "static" : health_probe_type_name(st.type);
+		prom_label_t l[] = {{"check", st.key}, {"monitor", st.monitor}, {"type", type}};
 		rows[i] = (check_row_t){
-		    .key = st.key,
-		    .monitor = st.monitor,
-		    .type = st.is_static ? "static" : health_probe_type_name(st.type),
-		    .known = st.known,
+		    .labels = prom_labels_text(p, l, 3),
 		    .down = st.down,
 		    .flapping = st.flapping,
 		    .since = (double)st.since,
@@ -348,7 +347,7 @@ static check_row_t *check_rows(const server_t *s, size_t *n)
 static void render_checks(prom_t *p, const server_t *s)
 {
 	size_t n;
-	check_row_t *rows = check_rows(s, &n);
+	check_row_t *rows = check_rows(p, s, &n);
 	static const struct {
 		const char *name, *help;
 		prom_type_t type;
@@ -369,30 +368,30 @@ static void render_checks(prom_t *p, const server_t *s)
 		prom_family(p, fam[f].name, fam[f].help, fam[f].type);
 		for (size_t i = 0; i < n; i++) {
 			const check_row_t *r = &rows[i];
-			prom_label_t l[] = {
-			    {"check", r->key}, {"monitor", r->monitor}, {"type", r->type}};
 			switch (f) {
 			case 0:
-				prom_gauge(p, l, 3, r->down ? 0 : 1);
+				prom_gauge_with(p, r->labels, r->down ? 0 : 1);
 				break;
 			case 1:
-				prom_gauge(p, l, 3, r->since);
+				prom_gauge_with(p, r->labels, r->since);
 				break;
 			case 2:
-				prom_counter(p, l, 3, r->flaps);
+				prom_counter_with(p, r->labels, r->flaps);
 				break;
 			case 3:
-				prom_gauge(p, l, 3, r->flapping);
+				prom_gauge_with(p, r->labels, r->flapping);
 				break;
 			case 4:
-				prom_gauge(p, l, 3, r->rtt);
+				prom_gauge_with(p, r->labels, r->rtt);
 				break;
 			default:
-				prom_counter(p, l, 3, r->probes);
+				prom_counter_with(p, r->labels, r->probes);
 				break;
 			}
 		}
 	}
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].labels);
 	free(rows);
 }
 
@@ -475,17 +474,50 @@ typedef struct {
 	char address[STEER_SOCKADDR_STRLEN];
 } upstream_row_t;
 
+/* Every upstream's state copy; *@p n set to how many were copied. */
+static upstream_row_t *upstream_rows(const server_t *s, size_t *n)
+{
+	size_t count = fwd_engine_upstream_count(s->fwd);
+	upstream_row_t *rows = xcalloc(count + 1, sizeof(*rows));
+	*n = 0;
+	for (size_t i = 0; i < count; i++) {
+		upstream_row_t *r = &rows[*n];
+		if (fwd_engine_upstream(s->fwd, (uint32_t)i, &r->st) != 0)
+			continue;
+		steer_sockaddr_str(&r->st.address, r->address, sizeof(r->address));
+		(*n)++;
+	}
+	return rows;
+}
+
+/* One gauge per upstream and state, 1 for the current one: alerting by state name. */
+static void render_upstream_states(prom_t *p, const server_t *s, const upstream_row_t *rows,
+                                   size_t n)
+{
+	prom_family(p, "steer_upstream_state",
+	            "1 for the upstream's current state (up, link-down, upstream-down, "
+	            "degraded), 0 for the others.",
+	            PROM_GAUGE);
+	static const fwd_fault_t faults[] = {FWD_FAULT_NONE, FWD_FAULT_LINK_DOWN,
+	                                     FWD_FAULT_UPSTREAM_DOWN, FWD_FAULT_UPSTREAM_DEGRADED};
+	for (size_t i = 0; i < n; i++) {
+		const fwd_upstream_stats_t *u = &rows[i].st;
+		for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
+			const char *state =
+			    faults[k] == FWD_FAULT_NONE ? "up" : fwd_fault_str(faults[k]);
+			prom_label_t l[] = {{"upstream", u->name},
+			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
+			                    {"address", rows[i].address},
+			                    {"state", state}};
+			prom_gauge(p, l, 4, u->fault == faults[k]);
+		}
+	}
+}
+
 static void render_upstreams(prom_t *p, const server_t *s)
 {
-	size_t n = fwd_engine_upstream_count(s->fwd);
-	upstream_row_t *rows = xcalloc(n + 1, sizeof(*rows));
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fwd_engine_upstream(s->fwd, (uint32_t)i, &rows[m].st) == 0) {
-			steer_sockaddr_str(&rows[m].st.address, rows[m].address,
-			                   sizeof(rows[m].address));
-			m++;
-		}
+	size_t n;
+	upstream_row_t *rows = upstream_rows(s, &n);
 	static const struct {
 		const char *name, *help;
 		prom_type_t type;
@@ -500,7 +532,7 @@ static void render_upstreams(prom_t *p, const server_t *s)
 	};
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		prom_family(p, fam[f].name, fam[f].help, fam[f].type);
-		for (size_t i = 0; i < m; i++) {
+		for (size_t i = 0; i < n; i++) {
 			const fwd_upstream_stats_t *u = &rows[i].st;
 			prom_label_t l[] = {{"upstream", u->name},
 			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
@@ -516,24 +548,7 @@ static void render_upstreams(prom_t *p, const server_t *s)
 				                      : u->servfails);
 		}
 	}
-	prom_family(p, "steer_upstream_state",
-	            "1 for the upstream's current state (up, link-down, upstream-down, "
-	            "degraded), 0 for the others.",
-	            PROM_GAUGE);
-	static const fwd_fault_t faults[] = {FWD_FAULT_NONE, FWD_FAULT_LINK_DOWN,
-	                                     FWD_FAULT_UPSTREAM_DOWN, FWD_FAULT_UPSTREAM_DEGRADED};
-	for (size_t i = 0; i < m; i++) {
-		const fwd_upstream_stats_t *u = &rows[i].st;
-		for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
-			const char *state =
-			    faults[k] == FWD_FAULT_NONE ? "up" : fwd_fault_str(faults[k]);
-			prom_label_t l[] = {{"upstream", u->name},
-			                    {"group", fwd_engine_group_domain(s->fwd, u->group)},
-			                    {"address", rows[i].address},
-			                    {"state", state}};
-			prom_gauge(p, l, 4, u->fault == faults[k]);
-		}
-	}
+	render_upstream_states(p, s, rows, n);
 	free(rows);
 }
 
@@ -569,6 +584,27 @@ static void render_cluster(prom_t *p, const server_t *s)
 	         st.transitions);
 }
 
+static void render_query_logs(prom_t *p, const server_t *s)
+{
+	uint64_t written = 0, dropped = 0;
+	if (s->metrics.dnstap != NULL) {
+		s->metrics.dnstap(s, &written, &dropped);
+		counter1(p, "steer_dnstap_messages_total",
+		         "dnstap messages handed to the writer thread.", written);
+		counter1(p, "steer_dnstap_dropped_total",
+		         "dnstap messages dropped (queue full, no reader): the log never waits.",
+		         dropped);
+	}
+	if (s->metrics.decision_log != NULL) {
+		s->metrics.decision_log(s, &written, &dropped);
+		counter1(p, "steer_decision_log_records_total", "GSLB decision log lines written.",
+		         written);
+		counter1(p, "steer_decision_log_dropped_total",
+		         "GSLB decision log records dropped (rings full, or the file failed).",
+		         dropped);
+	}
+}
+
 int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_t errlen)
 {
 	prom_t p;
@@ -592,6 +628,10 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	}
 	render_reload(&p, s);
 	render_cluster(&p, s);
+	render_query_logs(&p, s);
+	gauge1(&p, "steer_metrics_render_seconds",
+	       "How long rendering the previous scrape of /metrics took on the control thread.",
+	       s->metrics.last_render_s);
 	free(sum);
 	int ret = prom_error(&p);
 	if (ret != 0)
@@ -609,10 +649,15 @@ static int metrics_page(const char *path, ctl_http_page_t *page, char *err, size
                         void *ctx)
 {
 	(void)path;
-	const server_t *s = ctx;
+	server_t *s = ctx;
 	char *text;
 	size_t len;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int ret = metrics_render(s, &text, &len, err, errlen);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s->metrics.last_render_s =
+	    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (ret != 0)
 		return ret;
 	page->status = 200;

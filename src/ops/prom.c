@@ -82,7 +82,8 @@ static void putc_(prom_t *p, char c)
 	put(p, &c, 1);
 }
 
-static void put_u64(prom_t *p, uint64_t v)
+/* Decimal digits of @p v into @p out (room for 20); returns how many. */
+static size_t format_u64(char *out, uint64_t v)
 {
 	char digits[20];
 	size_t n = 0;
@@ -90,16 +91,48 @@ static void put_u64(prom_t *p, uint64_t v)
 		digits[sizeof(digits) - 1 - n++] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	put(p, digits + sizeof(digits) - n, n);
+	memcpy(out, digits + sizeof(digits) - n, n);
+	return n;
+}
+
+static void put_u64(prom_t *p, uint64_t v)
+{
+	char digits[20];
+	put(p, digits, format_u64(digits, v));
 }
 
 /* Room for any double format_double() writes: sign, 17 digits, point, exponent. */
 #define PROM_DOUBLE_MAX 32
 
+/* @p micros millionths as a decimal without trailing zeros ("0.000123", "-2.5"). */
+static size_t format_fixed6(char out[PROM_DOUBLE_MAX], int64_t micros)
+{
+	size_t n = 0;
+	if (micros < 0) {
+		out[n++] = '-';
+		micros = -micros;
+	}
+	uint64_t whole = (uint64_t)micros / 1000000, frac = (uint64_t)micros % 1000000;
+	n += format_u64(out + n, whole);
+	if (frac) {
+		char digits[6];
+		for (int i = 5; i >= 0; i--, frac /= 10)
+			digits[i] = (char)('0' + frac % 10);
+		size_t len = 6;
+		while (digits[len - 1] == '0')
+			len--;
+		out[n++] = '.';
+		memcpy(out + n, digits, len);
+		n += len;
+	}
+	out[n] = '\0';
+	return n;
+}
+
 /*
  * Shortest text that reads back as the same double: integers (state, unix times, counts) take
  * the exact integer path, fractions the fewest digits of 15..17 that round-trip. NaN and the
- * infinities as Prometheus spells them. Returns the length written to @p out.
+ * infinities as Prometheus spells them. Returns the length written to @p out (NUL-terminated).
  */
 static size_t format_double(char out[PROM_DOUBLE_MAX], double v)
 {
@@ -108,9 +141,22 @@ static size_t format_double(char out[PROM_DOUBLE_MAX], double v)
 	if (isinf(v))
 		return (size_t)snprintf(out, PROM_DOUBLE_MAX, "%s", v > 0 ? "+Inf" : "-Inf");
 	/* 2^53: every integer below it is exact in a double. */
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
-		return (size_t)snprintf(out, PROM_DOUBLE_MAX, "%s%llu", v < 0 ? "-" : "",
-		                        (unsigned long long)fabs(v));
+	if (fabs(v) < 9007199254740992.0 && (double)(int64_t)v == v) {
+		size_t n = 0;
+		if (v < 0)
+			out[n++] = '-';
+		n += format_u64(out + n, (uint64_t)fabs(v));
+		out[n] = '\0';
+		return n;
+	}
+	/* Microsecond values (RTTs, latencies) are the common fractions: when v is the double
+	 * nearest to an integer count of millionths, that count's decimal form reads back as v,
+	 * and costs no printf. */
+	if (fabs(v) < 1e9) {
+		int64_t micros = (int64_t)(v * 1e6 + (v < 0 ? -0.5 : 0.5));
+		if ((double)micros / 1e6 == v)
+			return format_fixed6(out, micros);
+	}
 	int n = 0;
 	for (int digits = 15; digits <= 17; digits++) {
 		n = snprintf(out, PROM_DOUBLE_MAX, "%.*g", digits, v);
@@ -126,25 +172,23 @@ static void put_double(prom_t *p, double v)
 	put(p, text, format_double(text, v));
 }
 
-/* Escapes for label values (\\, \", \n) and, without the quote, for HELP text. */
+/*
+ * Escapes for label values (\\, \", \n) and, without the quote, for HELP text. Values are
+ * mostly plain (addresses, names), so runs without a special character are found with
+ * strcspn() and copied at once.
+ */
 static void put_escaped(prom_t *p, const char *s, bool quote)
 {
-	const char *run = s;
-	for (; *s; s++) {
-		const char *esc = NULL;
-		if (*s == '\\')
-			esc = "\\\\";
-		else if (*s == '\n')
-			esc = "\\n";
-		else if (*s == '"' && quote)
-			esc = "\\\"";
-		if (!esc)
-			continue;
-		put(p, run, (size_t)(s - run));
-		puts_(p, esc);
-		run = s + 1;
+	const char *special = quote ? "\\\"\n" : "\\\n";
+	for (;;) {
+		size_t run = strcspn(s, special);
+		put(p, s, run);
+		s += run;
+		if (*s == '\0')
+			return;
+		puts_(p, *s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : "\\\"");
+		s++;
 	}
-	put(p, run, (size_t)(s - run));
 }
 
 static bool name_char(char c, bool first, bool colon_ok)
@@ -203,6 +247,7 @@ void prom_family(prom_t *p, const char *name, const char *help, prom_type_t type
 	p->families = xrealloc(p->families, (p->nfamilies + 1) * sizeof(*p->families));
 	p->families[p->nfamilies++] = xstrdup(name);
 	p->family = p->families[p->nfamilies - 1];
+	p->family_len = strlen(p->family);
 	p->type = type;
 
 	puts_(p, "# HELP ");
@@ -216,8 +261,29 @@ void prom_family(prom_t *p, const char *name, const char *help, prom_type_t type
 	putc_(p, '\n');
 }
 
-/* A sample must follow a family of its type; labels must have valid, distinct names. */
-static bool sample_ok(prom_t *p, prom_type_t type, const prom_label_t *labels, size_t nlabels)
+/* Label names must be valid, not reserved (__*), distinct, and have a value. */
+static bool labels_ok(prom_t *p, const prom_label_t *labels, size_t nlabels)
+{
+	const char *where = p->family ? p->family : "labels";
+	for (size_t i = 0; i < nlabels; i++) {
+		if (!labels[i].name || !valid_name(labels[i].name, false) || !labels[i].value ||
+		    strncmp(labels[i].name, "__", 2) == 0) {
+			fail(p, STEER_EINVAL, "%s: invalid label name \"%s\"", where,
+			     labels[i].name ? labels[i].name : "(null)");
+			return false;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(labels[i].name, labels[j].name) == 0) {
+				fail(p, STEER_EINVAL, "%s: label %s given twice", where,
+				     labels[i].name);
+				return false;
+			}
+	}
+	return true;
+}
+
+/* A sample must follow a family of its type. */
+static bool family_ok(prom_t *p, prom_type_t type)
 {
 	if (p->err)
 		return false;
@@ -226,28 +292,19 @@ static bool sample_ok(prom_t *p, prom_type_t type, const prom_label_t *labels, s
 		     type_name(type));
 		return false;
 	}
-	for (size_t i = 0; i < nlabels; i++) {
-		if (!labels[i].name || !valid_name(labels[i].name, false) || !labels[i].value ||
-		    strncmp(labels[i].name, "__", 2) == 0) {
-			fail(p, STEER_EINVAL, "%s: invalid label name \"%s\"", p->family,
-			     labels[i].name ? labels[i].name : "(null)");
-			return false;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(labels[i].name, labels[j].name) == 0) {
-				fail(p, STEER_EINVAL, "%s: label %s given twice", p->family,
-				     labels[i].name);
-				return false;
-			}
-	}
 	return true;
+}
+
+static bool sample_ok(prom_t *p, prom_type_t type, const prom_label_t *labels, size_t nlabels)
+{
+	return family_ok(p, type) && labels_ok(p, labels, nlabels);
 }
 
 /* `name{a="x",b="y"` plus an optional extra label (the histogram's le), then `} `. */
 static void put_series(prom_t *p, const char *suffix, const prom_label_t *labels, size_t nlabels,
                        const char *le)
 {
-	puts_(p, p->family);
+	put(p, p->family, p->family_len);
 	puts_(p, suffix);
 	if (nlabels || le) {
 		putc_(p, '{');
@@ -283,6 +340,62 @@ void prom_gauge(prom_t *p, const prom_label_t *labels, size_t nlabels, double va
 	if (!sample_ok(p, PROM_GAUGE, labels, nlabels))
 		return;
 	put_series(p, "", labels, nlabels, NULL);
+	put_double(p, value);
+	putc_(p, '\n');
+}
+
+char *prom_labels_text(prom_t *p, const prom_label_t *labels, size_t nlabels)
+{
+	if (p->err || !labels_ok(p, labels, nlabels))
+		return NULL;
+	/* Rendered by the writer's own code past the end of its text, then cut off again: one
+	 * escaping routine, and no buffer of its own. */
+	size_t start = p->len;
+	const char *family = p->family;
+	size_t family_len = p->family_len;
+	p->family = "";
+	p->family_len = 0;
+	put_series(p, "", labels, nlabels, NULL);
+	p->family = family;
+	p->family_len = family_len;
+	size_t len = p->len - start - 1; /* put_series() ends with the space before the value */
+	char *out = xmalloc(len + 1);
+	memcpy(out, p->buf + start, len);
+	out[len] = '\0';
+	p->len = start;
+	p->buf[start] = '\0';
+	return out;
+}
+
+static void put_with(prom_t *p, const char *labels)
+{
+	put(p, p->family, p->family_len);
+	puts_(p, labels);
+	putc_(p, ' ');
+}
+
+void prom_counter_with(prom_t *p, const char *labels, uint64_t value)
+{
+	if (!family_ok(p, PROM_COUNTER))
+		return;
+	if (!labels) {
+		fail(p, STEER_EINVAL, "%s: sample without its label text", p->family);
+		return;
+	}
+	put_with(p, labels);
+	put_u64(p, value);
+	putc_(p, '\n');
+}
+
+void prom_gauge_with(prom_t *p, const char *labels, double value)
+{
+	if (!family_ok(p, PROM_GAUGE))
+		return;
+	if (!labels) {
+		fail(p, STEER_EINVAL, "%s: sample without its label text", p->family);
+		return;
+	}
+	put_with(p, labels);
 	put_double(p, value);
 	putc_(p, '\n');
 }

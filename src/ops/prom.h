@@ -39,6 +39,7 @@ typedef struct {
 	size_t nfamilies;
 	prom_type_t type;   /* of the family samples now go to */
 	const char *family; /* families[nfamilies - 1], NULL before the first */
+	size_t family_len;
 } prom_t;
 
 /** Start an empty writer in caller-owned storage. */
@@ -74,6 +75,22 @@ void prom_gauge(prom_t *p, const prom_label_t *labels, size_t nlabels, double va
  */
 void prom_histogram(prom_t *p, const prom_label_t *labels, size_t nlabels, const double *bounds,
                     size_t nbounds, const uint64_t *counts, double sum) STEER_NONNULL(1, 4, 6);
+
+/**
+ * The label set @p labels rendered once as `{a="x",b="y"}` (escaped; "" for none), for
+ * samples of several families with the same labels (a check's state, RTT, probes, ...):
+ * prom_counter_with() and prom_gauge_with() then copy it instead of escaping it again.
+ * Returns a malloc'ed string (free() it), or NULL after an error (bad or repeated label name;
+ * the writer's error is set). Needs no current family.
+ */
+STEER_WUR char *prom_labels_text(prom_t *p, const prom_label_t *labels, size_t nlabels)
+    STEER_NONNULL(1);
+
+/** prom_counter() with labels from prom_labels_text(); NULL @p labels is an error. */
+void prom_counter_with(prom_t *p, const char *labels, uint64_t value) STEER_NONNULL(1);
+
+/** prom_gauge() with labels from prom_labels_text(); NULL @p labels is an error. */
+void prom_gauge_with(prom_t *p, const char *labels, double value) STEER_NONNULL(1);
 
 /** 0, or the first error's negative steer_err (STEER_EINVAL, STEER_EEXIST). */
 int prom_error(const prom_t *p) STEER_NONNULL(1);

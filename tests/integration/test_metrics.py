@@ -416,14 +416,15 @@ def test_prometheus_scrapes_and_promql_answers(steerd, backends, prometheus):
     assert rates.get("udp", 0) > 0 and rates.get("tcp", 0) > 0, rates
     assert rates["udp"] > rates["tcp"], rates
 
-    # The latency histogram's median is a real time between 0 and 1 s (loopback: well under
-    # 10 ms), and its quantile over the buckets agrees with the mean's order of magnitude.
+    # The latency histogram's median over its buckets is a real time, well under 50 ms on
+    # loopback even for a sanitized build on a busy machine, and so is the mean (_sum over
+    # _count).
     p50 = prom.value('histogram_quantile(0.5, sum by (le) '
                      '(rate(steer_query_duration_seconds_bucket{transport="udp"}[30s])))')
-    assert p50 is not None and 0 < p50 < 0.01, p50
+    assert p50 is not None and 0 < p50 < 0.05, p50
     mean = prom.value('sum(rate(steer_query_duration_seconds_sum[30s])) / '
                       'sum(rate(steer_query_duration_seconds_count[30s]))')
-    assert mean is not None and 0 < mean < 0.01, mean
+    assert mean is not None and 0 < mean < 0.05, mean
 
     # The backend comes back: the check returns to 1.
     b1.start()
@@ -483,3 +484,56 @@ forward:
         assert s['steer_query_duration_seconds_count{transport="udp"}'] == udp >= 4
     finally:
         up.stop()
+
+
+# --- the cluster node ------------------------------------------------------------------------
+
+def ns_scrape(ns: str, port: int) -> dict[str, float]:
+    """/metrics from 127.0.0.1:@port inside network namespace @ns (HTTP/1.0, read to EOF)."""
+    from fwdlab import ns_socket
+    s = ns_socket(ns, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n")[0], head
+    return samples(body.decode())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+def test_cluster_announcement_series(tmp_path):
+    """A cluster node in its own namespaces (the lab of test_cluster.py): announced and
+    healthy, then drained (announced 0, draining 1), then undrained again."""
+    from test_cluster import Node, NodeLab
+    lab = NodeLab(tmp_path)
+    try:
+        lab.build()
+        http_port = free_port()
+        node = Node(lab, "m1", f"""  announce: interface
+http:
+  listen: [127.0.0.1:{http_port}]
+  read-only-open: true
+""")
+        node.wait_state("announced")
+        s = ns_scrape(lab.node, http_port)
+        assert s["steer_cluster_announced"] == 1 and s["steer_cluster_healthy"] == 1, s
+        assert s["steer_cluster_draining"] == 0
+        transitions = s["steer_cluster_transitions_total"]
+        assert transitions >= 1
+        node.ctl("drain", "5s")
+        s = ns_scrape(lab.node, http_port)
+        assert s["steer_cluster_announced"] == 0 and s["steer_cluster_draining"] == 1, s
+        assert s["steer_cluster_transitions_total"] == transitions + 1
+        node.ctl("undrain")
+        node.wait_state("announced")
+        s = ns_scrape(lab.node, http_port)
+        assert s["steer_cluster_announced"] == 1 and s["steer_cluster_draining"] == 0, s
+        node.stop()
+    finally:
+        lab.close()

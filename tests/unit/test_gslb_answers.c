@@ -204,9 +204,41 @@ static void test_banks(void)
 	gslb_view_free(v2);
 }
 
+/* Services whose slots lie beyond GSLB_ANSWER_SLOTS are counted as untracked, not elsewhere. */
+static void test_untracked(void)
+{
+	enum { MANY = GSLB_ANSWER_SLOTS / 4 + 10 }; /* one datacenter each: 4 slots a service */
+	static conf_service_t many[MANY];
+	static char names[MANY][32];
+	conf_t c;
+	init_conf(&c);
+	for (size_t i = 0; i < MANY; i++) {
+		snprintf(names[i], sizeof(names[i]), "s%zu.example.test.", i);
+		many[i] = service(names[i], d_fb, 1, NULL);
+	}
+	c.services = many;
+	c.n_services = MANY;
+	memset(&qs, 0, sizeof(qs));
+	gslb_view_t *v = build(&c, NULL);
+	CHECK(gslb_view_answer_slots(v) == (size_t)MANY * 4, "slots %zu",
+	      gslb_view_answer_slots(v));
+	ask(v, "s0.example.test", DNS_TYPE_A);
+	ask(v, names[MANY - 1], DNS_TYPE_A);
+	ask(v, names[MANY - 1], DNS_TYPE_A);
+	CHECK(qs.answers.slot[0][0] == 1, "the first service is tracked");
+	CHECK(qs.answers.untracked[0] == 2, "the last one is untracked: %llu",
+	      (unsigned long long)qs.answers.untracked[0]);
+	uint64_t total = 0;
+	for (size_t i = 0; i < GSLB_ANSWER_SLOTS; i++)
+		total += qs.answers.slot[0][i];
+	CHECK(total == 1, "no other slot counted: %llu", (unsigned long long)total);
+	gslb_view_free(v);
+}
+
 int main(void)
 {
 	test_slots_and_counts();
 	test_banks();
+	test_untracked();
 	return unit_finish("gslb_answers");
 }

@@ -34,6 +34,10 @@ static void test_counter_and_gauge(void)
 	prom_gauge(&p, NULL, 0, 0.1 + 0.2);
 	prom_gauge(&p, NULL, 0, 1764647079.0);
 	prom_gauge(&p, NULL, 0, 1e300);
+	prom_gauge(&p, NULL, 0, 123 / 1e6);
+	prom_gauge(&p, NULL, 0, -2.5);
+	prom_gauge(&p, NULL, 0, 1e-7);
+	prom_gauge(&p, NULL, 0, 1234567.000001);
 	check_text(&p,
 	           "# HELP steer_queries_total Queries received.\n"
 	           "# TYPE steer_queries_total counter\n"
@@ -46,7 +50,11 @@ static void test_counter_and_gauge(void)
 	           "steer_up 0.001\n"
 	           "steer_up 0.30000000000000004\n"
 	           "steer_up 1764647079\n"
-	           "steer_up 1e+300\n",
+	           "steer_up 1e+300\n"
+	           "steer_up 0.000123\n"
+	           "steer_up -2.5\n"
+	           "steer_up 1e-07\n"
+	           "steer_up 1234567.000001\n",
 	           "counter and gauge");
 	prom_deinit(&p);
 }
@@ -107,13 +115,13 @@ static void test_histogram(void)
 	check_text(&p,
 	           "# HELP steer_query_duration_seconds Latency.\n"
 	           "# TYPE steer_query_duration_seconds histogram\n"
-	           "steer_query_duration_seconds_bucket{transport=\"tcp\",le=\"5e-05\"} 3\n"
+	           "steer_query_duration_seconds_bucket{transport=\"tcp\",le=\"0.00005\"} 3\n"
 	           "steer_query_duration_seconds_bucket{transport=\"tcp\",le=\"0.001\"} 3\n"
 	           "steer_query_duration_seconds_bucket{transport=\"tcp\",le=\"1\"} 8\n"
 	           "steer_query_duration_seconds_bucket{transport=\"tcp\",le=\"+Inf\"} 10\n"
 	           "steer_query_duration_seconds_sum{transport=\"tcp\"} 2.5\n"
 	           "steer_query_duration_seconds_count{transport=\"tcp\"} 10\n"
-	           "steer_query_duration_seconds_bucket{le=\"5e-05\"} 0\n"
+	           "steer_query_duration_seconds_bucket{le=\"0.00005\"} 0\n"
 	           "steer_query_duration_seconds_bucket{le=\"0.001\"} 0\n"
 	           "steer_query_duration_seconds_bucket{le=\"1\"} 0\n"
 	           "steer_query_duration_seconds_bucket{le=\"+Inf\"} 0\n"
@@ -245,6 +253,42 @@ static void test_misuse(void)
 	}
 }
 
+/* A label set rendered once and used by two families reads as if given each time. */
+static void test_labels_text(void)
+{
+	prom_t p;
+	prom_init(&p);
+	prom_label_t l[] = {{"check", "web@192.0.2.1:80"}, {"note", "a \"b\"\n"}};
+	char *text = prom_labels_text(&p, l, 2);
+	char *none = prom_labels_text(&p, NULL, 0);
+	CHECK(text && strcmp(text, "{check=\"web@192.0.2.1:80\",note=\"a \\\"b\\\"\\n\"}") == 0,
+	      "label text: %s", text ? text : "(null)");
+	CHECK(none && strcmp(none, "") == 0, "no labels: \"%s\"", none ? none : "(null)");
+	prom_family(&p, "c_total", "x", PROM_COUNTER);
+	prom_counter_with(&p, text, 7);
+	prom_counter_with(&p, none, 1);
+	prom_family(&p, "g", "y", PROM_GAUGE);
+	prom_gauge_with(&p, text, 0.5);
+	check_text(&p,
+	           "# HELP c_total x\n# TYPE c_total counter\n"
+	           "c_total{check=\"web@192.0.2.1:80\",note=\"a \\\"b\\\"\\n\"} 7\n"
+	           "c_total 1\n"
+	           "# HELP g y\n# TYPE g gauge\n"
+	           "g{check=\"web@192.0.2.1:80\",note=\"a \\\"b\\\"\\n\"} 0.5\n",
+	           "labels text");
+	prom_gauge_with(&p, NULL, 1);
+	CHECK(prom_error(&p) == STEER_EINVAL, "NULL label text is an error");
+	free(text);
+	free(none);
+	prom_deinit(&p);
+
+	prom_init(&p);
+	prom_label_t bad[] = {{"a", "1"}, {"a", "2"}};
+	CHECK(prom_labels_text(&p, bad, 2) == NULL && prom_error(&p) == STEER_EINVAL,
+	      "repeated label in a label text");
+	prom_deinit(&p);
+}
+
 /* Growth: many samples, each one intact, and prom_take() hands over all of it. */
 static void test_growth_and_take(void)
 {
@@ -280,6 +324,7 @@ int main(void)
 	test_escaping();
 	test_histogram();
 	test_misuse();
+	test_labels_text();
 	test_growth_and_take();
 	return unit_finish("ops_prom");
 }
