@@ -18,7 +18,10 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "ctl/http.h"
+#include "daemon/alerting.h"
+#include "daemon/decisions.h"
 #include "daemon/server.h"
+#include "daemon/tap.h"
 #include "dns/names.h"
 #include "health/probe.h"
 #include "ops/prom.h"
@@ -586,23 +589,61 @@ static void render_cluster(prom_t *p, const server_t *s)
 
 static void render_query_logs(prom_t *p, const server_t *s)
 {
+	tap_counters_t tap;
+	server_tap_stats(s, &tap);
+	counter1(p, "steer_dnstap_messages_total", "dnstap messages handed to the writer thread.",
+	         LOAD(tap.logged));
+	counter1(p, "steer_dnstap_dropped_total",
+	         "dnstap messages dropped (queue full, no reader): the log never waits.",
+	         LOAD(tap.dropped));
 	uint64_t written = 0, dropped = 0;
-	if (s->metrics.dnstap != NULL) {
-		s->metrics.dnstap(s, &written, &dropped);
-		counter1(p, "steer_dnstap_messages_total",
-		         "dnstap messages handed to the writer thread.", written);
-		counter1(p, "steer_dnstap_dropped_total",
-		         "dnstap messages dropped (queue full, no reader): the log never waits.",
-		         dropped);
+	decisions_stats(s, &written, &dropped);
+	counter1(p, "steer_decision_log_records_total", "GSLB decision log lines written.",
+	         written);
+	counter1(p, "steer_decision_log_dropped_total",
+	         "GSLB decision log records dropped (rings full, or the file failed).", dropped);
+}
+
+/* One alert counter family from the stats JSON of every destination. */
+static void alert_family(prom_t *p, const json_t *dests, const char *name, const char *help,
+                         const char *key)
+{
+	prom_family(p, name, help, strcmp(key, "queued") == 0 ? PROM_GAUGE : PROM_COUNTER);
+	size_t i;
+	const json_t *d;
+	json_array_foreach(dests, i, d)
+	{
+		prom_label_t l[] = {{"type", json_string_value(json_object_get(d, "type"))},
+		                    {"target", json_string_value(json_object_get(d, "target"))}};
+		uint64_t v = (uint64_t)json_integer_value(json_object_get(d, key));
+		if (strcmp(key, "queued") == 0)
+			prom_gauge(p, l, 2, (double)v);
+		else
+			prom_counter(p, l, 2, v);
 	}
-	if (s->metrics.decision_log != NULL) {
-		s->metrics.decision_log(s, &written, &dropped);
-		counter1(p, "steer_decision_log_records_total", "GSLB decision log lines written.",
-		         written);
-		counter1(p, "steer_decision_log_dropped_total",
-		         "GSLB decision log records dropped (rings full, or the file failed).",
-		         dropped);
+}
+
+static void render_events(prom_t *p, const server_t *s)
+{
+	counter1(p, "steer_state_changes_total",
+	         "State changes seen (targets, services, upstreams, links, cluster, reloads): "
+	         "each is logged, kept for steerctl events and sent to the alerts.",
+	         s->events.last_seq);
+	json_t *stats = alerting_stats_json(s);
+	const json_t *dests = json_object_get(stats, "destinations");
+	if (json_array_size(dests) > 0) {
+		alert_family(p, dests, "steer_alerts_sent_total", "Events delivered.", "sent");
+		alert_family(p, dests, "steer_alerts_failures_total",
+		             "Failed delivery attempts (each retried until retries run out).",
+		             "failures");
+		alert_family(p, dests, "steer_alerts_given_up_total",
+		             "Events that failed every attempt.", "given_up");
+		alert_family(p, dests, "steer_alerts_dropped_total",
+		             "Events pushed out of a full queue before delivery.", "dropped");
+		alert_family(p, dests, "steer_alerts_queued", "Events waiting for delivery.",
+		             "queued");
 	}
+	json_decref(stats);
 }
 
 int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_t errlen)
@@ -629,6 +670,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	render_reload(&p, s);
 	render_cluster(&p, s);
 	render_query_logs(&p, s);
+	render_events(&p, s);
 	gauge1(&p, "steer_metrics_render_seconds",
 	       "How long rendering the previous scrape of /metrics took on the control thread.",
 	       s->metrics.last_render_s);

@@ -25,24 +25,14 @@
 typedef struct server server_t;
 struct net;
 
-/*
- * A query log's totals for /metrics: messages written and dropped so far (zeros while the log
- * is off). Control thread. decisions_stats() of the GSLB decision log has this shape.
- */
-typedef void (*metrics_log_counters_cb)(const server_t *s, uint64_t *written, uint64_t *dropped);
-
 /* What the metrics keep between scrapes. Caller-owned storage (inside server_t). */
 typedef struct {
 	json_t *carried; /* {"<service>\t<datacenter>": answers} of replaced views; owned */
 	uint64_t carried_untracked;
 	double last_render_s; /* how long the last scrape's rendering took */
-	/* The query logs' counters, set by their wiring at start-up (daemon/tap.c, daemon/
-	 * decisions.c); NULL: that log is not part of this build and has no series. */
-	metrics_log_counters_cb dnstap;
-	metrics_log_counters_cb decision_log;
 } metrics_t;
 
-/** Start empty state in @p m (no query log hooks). */
+/** Start empty state in @p m. */
 void metrics_init(metrics_t *m) STEER_NONNULL(1);
 
 /** Free what @p m holds. */

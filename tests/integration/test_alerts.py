@@ -13,6 +13,7 @@ import re
 import socket
 import threading
 import time
+import urllib.request
 
 import dns.flags
 import dns.message
@@ -187,8 +188,11 @@ def test_receiver_answering_500_twice_gets_the_third_attempt(steerd, backends, r
     b1 = backends(TcpBackend, "127.0.0.11", port)
     backends(TcpBackend, "127.0.0.12", port)
     hook = receiver([500, 500])
+    http_port = free_port()
     srv = start(steerd, tcp_config(port, extra=f"""alerts:
   - {{ webhook: "{hook.url}", timeout: 2s, retries: 2 }}
+http:
+  listen: [127.0.0.1:{http_port}]
 """))
     b1.stop()
     wait_for(lambda: len(hook.events(kind="target")) == 3, 6, 0.05, "three attempts")
@@ -200,6 +204,22 @@ def test_receiver_answering_500_twice_gets_the_third_attempt(steerd, backends, r
     alerts = srv.ctl_json("stats")["alerts"]
     assert alerts["failures"] == 2 and alerts["given_up"] == 0, alerts
     assert "event 1 attempt 1 failed: HTTP 500; retrying in 1 s" in srv.log(), srv.log()
+    # the same counters on /metrics, per destination, once every event is delivered
+    wait_for(lambda: srv.ctl_json("stats")["alerts"]["sent"] == events(srv)["last_seq"], 5,
+             0.05, "every event delivered")
+    dest = srv.ctl_json("stats")["alerts"]["destinations"][0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    labels = f'{{type="webhook",target="{hook.url}"}}'
+    for name, key in (("steer_alerts_sent_total", "sent"),
+                      ("steer_alerts_failures_total", "failures"),
+                      ("steer_alerts_given_up_total", "given_up"),
+                      ("steer_alerts_dropped_total", "dropped"), ("steer_alerts_queued", "queued")):
+        assert f"{name}{labels} {dest[key]}\n" in text, \
+            "\n".join(line for line in text.splitlines() if line.startswith("steer_alerts"))
+    assert dest["failures"] == 2 and dest["sent"] >= 1, dest
+    changes = int(re.search(r"^steer_state_changes_total (\d+)$", text, re.M).group(1))
+    assert changes == events(srv)["last_seq"] >= 1, changes
 
 
 def test_failed_reload_is_posted(steerd, backends, receiver):

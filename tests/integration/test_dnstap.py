@@ -5,11 +5,13 @@ the forwarder's messages against a real Unbound upstream, and a reader that stop
 """
 
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 
 import dns.flags
 import dns.message
@@ -285,9 +287,11 @@ def test_stalled_reader_never_slows_answers(steerd, tmp_path):
 
 def test_no_reader_at_all(steerd, tmp_path):
     """No reader listens on the socket: steerd starts, answers at full speed, keeps trying to
-    connect in the background and counts every message as dropped."""
+    connect in the background and counts every message as dropped, in stats and /metrics."""
+    http_port = free_port()
     srv = steerd(zones={"example.test": "example.test.zone"},
-                 config=dnstap_config(f"socket: {tmp_path / 'nobody.sock'}"))
+                 config=dnstap_config(f"socket: {tmp_path / 'nobody.sock'}") +
+                 f"http:\n  listen: [127.0.0.1:{http_port}]\n")
     slowest = blast(srv, 200)
     assert slowest < 0.5
 
@@ -295,6 +299,13 @@ def test_no_reader_at_all(steerd, tmp_path):
         st = srv.ctl_json("stats")["dnstap"]
         return st["logged"] == 0 and st["dropped"] >= 400
     wait_for(all_dropped, 5, what="every message counted as dropped")
+    st = srv.ctl_json("stats")["dnstap"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    # the stats read came first: the metrics may have counted the readiness probes since
+    dropped = int(re.search(r"^steer_dnstap_dropped_total (\d+)$", text, re.M).group(1))
+    logged = int(re.search(r"^steer_dnstap_messages_total (\d+)$", text, re.M).group(1))
+    assert logged == 0 and dropped >= st["dropped"] >= 400, (logged, dropped, st)
 
 
 def test_stats_without_dnstap(steerd):
