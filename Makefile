@@ -2,6 +2,7 @@
 # meson.build; everything here can also be run by hand (see README.md).
 #
 #   make run     install build/run dependencies if missing, build, run steerd on 127.0.0.1:5353
+#                (status page and /metrics on http://127.0.0.1:8053/)
 #   make test    install test dependencies if missing, build, run the whole suite
 #   make bench   side-by-side benchmark against gdnsd, Knot and NSD (bench/run.py)
 #   make install meson install: binaries, man pages, systemd unit, /usr/local/etc/steer/steer.yaml
@@ -11,6 +12,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 PYTHON     ?= /usr/bin/python3
 PORT       ?= 5353
+HTTP_PORT  ?= 8053
 ZONE       ?= examples/zones/example.test.zone
 
 STEERD   = $(BUILD)/src/daemon/steerd
@@ -41,9 +43,12 @@ run: build
 	@echo "    kdig @127.0.0.1 -p $(PORT) www.example.test"
 	@echo "    kdig @127.0.0.1 -p $(PORT) +tcp example.test MX"
 	@echo "    $(STEERCTL) status"
+	@echo "    curl -s http://127.0.0.1:$(HTTP_PORT)/metrics | grep steer_queries_total"
+	@echo "The status page is at http://127.0.0.1:$(HTTP_PORT)/ ."
 	@echo "Stop it with Ctrl-C."
 	@echo
-	exec $(STEERD) --listen 127.0.0.1:$(PORT) --zone example.test=$(ZONE)
+	exec $(STEERD) --listen 127.0.0.1:$(PORT) --zone example.test=$(ZONE) \
+		--http 127.0.0.1:$(HTTP_PORT)
 
 test: deps-test
 	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) PYTHON=$(PYTHON) scripts/test-all.sh

@@ -407,6 +407,14 @@ int conf_add_allow_recursion_arg(conf_t *conf, const char *arg, char *err, size_
     STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /**
+ * Add an HTTP listen address given as "127.0.0.1:8053" or "[::1]:8053" (quick mode `--http`;
+ * the port is required). Returns 0 or STEER_EINVAL with a message in @p err (bad address, no
+ * port, a duplicate, too many).
+ */
+int conf_add_http_arg(conf_t *conf, const char *text, char *err, size_t errlen)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
+
+/**
  * Final checks shared by both modes: at least one listen address, something to serve (a zone
  * or a forward group), allow-recursion only with forward groups.
  */

@@ -63,38 +63,55 @@ static int check_mapping(conf_loader_t *ld, const char *name, const yaml_node_t 
 
 /* ---- http ----------------------------------------------------------------------------------- */
 
+/* Append "IP:PORT" @p text to @p h's listen list; 0, or -1 with the reason in @p msg. */
+static int http_listen_add(conf_http_t *h, const char *text, char *msg, size_t len)
+{
+	steer_sockaddr_t addr, other;
+	/* The port is required: parse with two defaults, a missing port shows as a difference. */
+	if (steer_sockaddr_parse(text, 0, &addr) != 0 ||
+	    steer_sockaddr_parse(text, 1, &other) != 0) {
+		snprintf(msg, len,
+		         "invalid address '%s' (expected IP:PORT, IPv6 as \"[::1]:PORT\")", text);
+		return -1;
+	}
+	if (steer_sockaddr_port(&addr) != steer_sockaddr_port(&other)) {
+		snprintf(msg, len, "'%s' needs a port (e.g. 127.0.0.1:8053, \"[::1]:8053\")", text);
+		return -1;
+	}
+	if (steer_sockaddr_port(&addr) == 0) {
+		snprintf(msg, len, "port 0 is not allowed in '%s'", text);
+		return -1;
+	}
+	for (size_t i = 0; i < h->n_listen; i++) {
+		if (memcmp(&h->listen[i], &addr, sizeof(addr)) == 0) {
+			snprintf(msg, len, "duplicate address '%s'", text);
+			return -1;
+		}
+	}
+	if (h->n_listen == HTTP_LISTEN_MAX) {
+		snprintf(msg, len, "at most %d addresses", HTTP_LISTEN_MAX);
+		return -1;
+	}
+	h->listen = xrealloc(h->listen, (h->n_listen + 1) * sizeof(*h->listen));
+	h->listen[h->n_listen++] = addr;
+	return 0;
+}
+
 static int http_listen_cb(conf_loader_t *ld, const char *what, const yaml_node_t *item, void *ctx)
 {
-	conf_http_t *h = ctx;
 	int ret = 0;
 	const char *text = item_text(ld, what, item, &ret);
 	if (!text)
 		return ret;
-	steer_sockaddr_t addr, other;
-	/* The port is required: parse with two defaults, a missing port shows as a difference. */
-	if (steer_sockaddr_parse(text, 0, &addr) != 0 || steer_sockaddr_parse(text, 1, &other) != 0)
-		return conf_fail(
-		    ld, conf_node_line(item),
-		    "%s: invalid address '%s' (expected IP:PORT, IPv6 as \"[::1]:PORT\")", what,
-		    text);
-	if (steer_sockaddr_port(&addr) != steer_sockaddr_port(&other))
-		return conf_fail(ld, conf_node_line(item),
-		                 "%s: '%s' needs a port (e.g. 127.0.0.1:8053, \"[::1]:8053\")",
-		                 what, text);
-	if (steer_sockaddr_port(&addr) == 0)
-		return conf_fail(ld, conf_node_line(item), "%s: port 0 is not allowed in '%s'",
-		                 what, text);
-	for (size_t i = 0; i < h->n_listen; i++) {
-		if (memcmp(&h->listen[i], &addr, sizeof(addr)) == 0)
-			return conf_fail(ld, conf_node_line(item), "%s: duplicate address '%s'",
-			                 what, text);
-	}
-	if (h->n_listen == HTTP_LISTEN_MAX)
-		return conf_fail(ld, conf_node_line(item), "%s: at most %d addresses", what,
-		                 HTTP_LISTEN_MAX);
-	h->listen = xrealloc(h->listen, (h->n_listen + 1) * sizeof(*h->listen));
-	h->listen[h->n_listen++] = addr;
+	char msg[256];
+	if (http_listen_add(ctx, text, msg, sizeof(msg)) != 0)
+		return conf_fail(ld, conf_node_line(item), "%s: %s", what, msg);
 	return 0;
+}
+
+int conf_add_http_arg(conf_t *conf, const char *text, char *err, size_t errlen)
+{
+	return http_listen_add(&conf->http, text, err, errlen) == 0 ? 0 : STEER_EINVAL;
 }
 
 static int http_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,

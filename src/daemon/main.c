@@ -38,6 +38,7 @@ enum {
 	OPT_FORCE,
 	OPT_FORWARD,
 	OPT_ALLOW_RECURSION,
+	OPT_HTTP,
 };
 
 typedef struct {
@@ -71,6 +72,8 @@ static void usage(FILE *out)
 	    "      --allow-recursion PREFIX\n"
 	    "                           quick mode: clients that may recurse (10.0.0.0/24),\n"
 	    "                           repeatable; others get REFUSED (default: nobody)\n"
+	    "      --http ADDR:PORT     quick mode: serve the JSON API, /metrics and the status\n"
+	    "                           page there (read-only: no token), repeatable\n"
 	    "      --workers N          UDP worker threads (0 = one per CPU)\n"
 	    "      --tcp-workers N      TCP threads (0 = one per CPU, at most 4)\n"
 	    "      --control-socket P   control socket for steerctl (default: the config's\n"
@@ -134,6 +137,9 @@ static int parse_option(int opt, const char *arg, cli_t *cli)
 	case OPT_ALLOW_RECURSION:
 		push(&o->allow_recursion, &o->n_allow_recursion, arg);
 		return 0;
+	case OPT_HTTP:
+		push(&o->http, &o->n_http, arg);
+		return 0;
 	case OPT_WORKERS:
 		return parse_count("--workers", arg, WORKERS_MAX, &o->workers);
 	case OPT_TCP_WORKERS:
@@ -182,6 +188,7 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	    {"zone", required_argument, NULL, OPT_ZONE},
 	    {"forward", required_argument, NULL, OPT_FORWARD},
 	    {"allow-recursion", required_argument, NULL, OPT_ALLOW_RECURSION},
+	    {"http", required_argument, NULL, OPT_HTTP},
 	    {"workers", required_argument, NULL, OPT_WORKERS},
 	    {"tcp-workers", required_argument, NULL, OPT_TCP_WORKERS},
 	    {"control-socket", required_argument, NULL, OPT_CONTROL_SOCKET},
@@ -206,11 +213,11 @@ static int parse_args(int argc, char **argv, cli_t *cli)
 	if (cli->reference)
 		return 0;
 	const server_opts_t *o = &cli->opts;
-	if (o->config_path != NULL &&
-	    (o->n_listen > 0 || o->n_zones > 0 || o->n_forward > 0 || o->n_allow_recursion > 0)) {
+	if (o->config_path != NULL && (o->n_listen > 0 || o->n_zones > 0 || o->n_forward > 0 ||
+	                               o->n_allow_recursion > 0 || o->n_http > 0)) {
 		fprintf(stderr,
-		        "steerd: --listen, --zone, --forward and --allow-recursion are for running "
-		        "without a configuration file; put them in %s instead\n",
+		        "steerd: --listen, --zone, --forward, --allow-recursion and --http are for "
+		        "running without a configuration file; put them in %s instead\n",
 		        o->config_path);
 		return -1;
 	}

@@ -66,6 +66,12 @@ static int conf_from_args(const server_opts_t *opts, conf_t *conf, char *err, si
 			return STEER_ECONF;
 		}
 	}
+	for (size_t i = 0; i < opts->n_http; i++) {
+		if (conf_add_http_arg(conf, opts->http[i], msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "--http %s: %s", opts->http[i], msg);
+			return STEER_ECONF;
+		}
+	}
 	return 0;
 }
 

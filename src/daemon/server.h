@@ -49,6 +49,8 @@ typedef struct {
 	size_t n_forward;
 	const char **allow_recursion; /* --allow-recursion PREFIX, quick mode */
 	size_t n_allow_recursion;
+	const char **http; /* --http ADDR:PORT, quick mode: the HTTP API, /metrics, status page */
+	size_t n_http;
 	/* Overrides, applied on top of the file as well, and again on every reload. */
 	const char *control_socket; /* NULL = from the config */
 	bool has_log_level;

@@ -100,7 +100,7 @@ def test_quick_mode_check_config():
     (["--zone", "example.test=x.zone", "--allow-recursion", "10.0.0.0/24"], 2,
      "--allow-recursion needs --forward"),
     (["-c", "steer.yaml", "--forward", "10.53.1.53"], 2,
-     "--listen, --zone, --forward and --allow-recursion are for running without a "
+     "--listen, --zone, --forward, --allow-recursion and --http are for running without a "
      "configuration file"),
     ([], 2, "nothing to serve: give -c FILE, --zone NAME=FILE or --forward ADDR"),
 ])

@@ -1,11 +1,14 @@
 """Quick mode (zones on the command line), start-up checks of zone files, and the process
 lifecycle: clean exit on SIGTERM/SIGINT."""
 
+import json
 import re
 import signal
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import dns.flags
 import dns.rcode
@@ -102,6 +105,37 @@ $TTL 3600
     NS  ns1
 ns1 A   192.0.2.1
 """
+
+
+def test_http_in_quick_mode(steerd):
+    """--http serves the status page, /metrics and the read-only API; with no token file
+    there is no way to change anything over HTTP."""
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 args=["--http", f"127.0.0.1:{port}", "--http", f"[::1]:{port}"])
+    srv.udp(query("www.example.test", "A"))
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(base + "/", timeout=5) as r:
+        assert r.status == 200 and "text/html" in r.headers["Content-Type"]
+    with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert re.search(r'^steer_queries_total\{transport="udp",family="ipv4"\} [1-9]', text, re.M)
+    with urllib.request.urlopen(f"http://[::1]:{port}/api/v1/zones", timeout=5) as r:
+        zones = json.load(r)["data"]
+    assert [z["name"] for z in zones] == ["example.test"], zones
+    req = urllib.request.Request(base + "/api/v1/reload", method="POST", data=b"")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 403
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("127.0.0.1", "--http 127.0.0.1: '127.0.0.1' needs a port"),
+    ("localhost:80", "--http localhost:80: invalid address 'localhost:80'"),
+])
+def test_http_quick_mode_errors(arg, message):
+    res = run_steerd("--zone", "example.test=x.zone", "--http", arg, "--check-config")
+    assert res.returncode == 1 and message in res.stderr, res.stderr
 
 
 def test_zone_syntax_error_has_file_and_line(tmp_path):
