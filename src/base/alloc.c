@@ -51,3 +51,13 @@ void *xmemdup(const void *src, size_t size)
 	memcpy(p, src, size);
 	return p;
 }
+
+char *xstrcat3(const char *a, const char *b, const char *c)
+{
+	size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+	char *s = xmalloc(la + lb + lc + 1);
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb);
+	memcpy(s + la + lb, c, lc + 1);
+	return s;
+}

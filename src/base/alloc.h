@@ -16,5 +16,8 @@ STEER_WUR void *xcalloc(size_t n, size_t size);
 STEER_WUR void *xrealloc(void *ptr, size_t size);
 /** strdup() that aborts on failure; NULL in, NULL out. */
 STEER_WUR char *xstrdup(const char *s);
+
+/** @p a, @p b and @p c concatenated into one new string ("KEY" "=" "VALUE"). */
+STEER_WUR char *xstrcat3(const char *a, const char *b, const char *c) STEER_NONNULL(1, 2, 3);
 /** Copy of @p size bytes of @p src, aborts on failure. */
 STEER_WUR void *xmemdup(const void *src, size_t size);

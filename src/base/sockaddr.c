@@ -166,3 +166,13 @@ bool steer_prefix_list_match(const steer_prefix_t *list, size_t n, const steer_s
 	}
 	return false;
 }
+
+const char *steer_sockaddr_ip_str(const steer_sockaddr_t *addr, char *buf, size_t size)
+{
+	const void *bytes = addr->sa.sa_family == AF_INET    ? (const void *)&addr->sin.sin_addr
+	                    : addr->sa.sa_family == AF_INET6 ? (const void *)&addr->sin6.sin6_addr
+	                                                     : NULL;
+	if (!bytes || !inet_ntop(addr->sa.sa_family, bytes, buf, (socklen_t)size))
+		snprintf(buf, size, "?");
+	return buf;
+}

@@ -32,6 +32,13 @@ int steer_sockaddr_parse(const char *text, uint16_t default_port, steer_sockaddr
 const char *steer_sockaddr_str(const steer_sockaddr_t *addr, char *buf, size_t size)
     STEER_NONNULL(1, 2);
 
+/**
+ * The address of @p addr without its port ("192.0.2.1", "2001:db8::1") into @p buf; "?" for
+ * another family. Returns @p buf. INET6_ADDRSTRLEN bytes are enough.
+ */
+const char *steer_sockaddr_ip_str(const steer_sockaddr_t *addr, char *buf, size_t size)
+    STEER_NONNULL(1, 2);
+
 /** Length to pass to bind()/sendto() for the family of @p addr. */
 socklen_t steer_sockaddr_len(const steer_sockaddr_t *addr) STEER_NONNULL(1);
 

@@ -952,6 +952,22 @@ static int check_alias_twice(conf_loader_t *ld, const yaml_node_t *map,
  * Call @p cb for each item of list @p node. A single value is a one-item list; null is an
  * empty list, an error unless @p allow_empty.
  */
+const char *conf_item_text(conf_loader_t *ld, const char *what, const yaml_node_t *item, int *ret)
+{
+	if (item->type != YAML_SCALAR_NODE || conf_is_null(item)) {
+		*ret =
+		    conf_fail(ld, conf_node_line(item),
+		              "%s: list items must be single values (quote IPv6 addresses)", what);
+		return NULL;
+	}
+	const char *text = (const char *)item->data.scalar.value;
+	if (strlen(text) != item->data.scalar.length) {
+		*ret = conf_fail(ld, conf_node_line(item), "%s: value contains a NUL byte", what);
+		return NULL;
+	}
+	return text;
+}
+
 int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
                        bool allow_empty, conf_item_cb cb, void *ctx)
 {

@@ -121,30 +121,13 @@ static void addr_text(const steer_sockaddr_t *a, char *buf, size_t size)
 		snprintf(buf, size, "?");
 }
 
-/* The scalar text of list item @p item of @p what, or NULL with an error set in *@p ret. */
-static const char *item_text(conf_loader_t *ld, const char *what, const yaml_node_t *item, int *ret)
-{
-	if (item->type != YAML_SCALAR_NODE || conf_is_null(item)) {
-		*ret =
-		    conf_fail(ld, conf_node_line(item),
-		              "%s: list items must be single values (quote IPv6 addresses)", what);
-		return NULL;
-	}
-	const char *text = (const char *)item->data.scalar.value;
-	if (strlen(text) != item->data.scalar.length) {
-		*ret = conf_fail(ld, conf_node_line(item), "%s: value contains a NUL byte", what);
-		return NULL;
-	}
-	return text;
-}
-
 /* One address of @p what into @p out; unspecified and multicast addresses are errors. */
 static int item_address(conf_loader_t *ld, const char *what, const yaml_node_t *item,
                         steer_sockaddr_t *out)
 {
 	char msg[MSG_MAX];
 	int ret = 0;
-	const char *text = item_text(ld, what, item, &ret);
+	const char *text = conf_item_text(ld, what, item, &ret);
 	if (!text)
 		return ret;
 	if (bare_address(what, text, out, msg, sizeof(msg)) != 0)

@@ -149,6 +149,13 @@ typedef int (*conf_item_cb)(conf_loader_t *ld, const char *what, const yaml_node
 int conf_for_each_item(conf_loader_t *ld, const char *what, const yaml_node_t *node,
                        bool allow_empty, conf_item_cb cb, void *ctx) STEER_NONNULL(1, 2, 3, 5);
 
+/**
+ * The text of list item @p item of list @p what (named in messages): a single value without a
+ * NUL byte, or NULL with the error written and *@p ret = STEER_ECONF.
+ */
+const char *conf_item_text(conf_loader_t *ld, const char *what, const yaml_node_t *item, int *ret)
+    STEER_NONNULL(1, 2, 3, 4);
+
 /* Called by conf_for_each_named() for each item: @p key is the name's node (for its line),
  * @p value a mapping. */
 typedef int (*conf_named_cb)(conf_loader_t *ld, const char *name, const yaml_node_t *key,

@@ -35,23 +35,6 @@ static const dnstap_kind_t dnstap_kinds[] = {
     {"forwarder-response", CONF_DNSTAP_FORWARDER_RESPONSE},
 };
 
-/* The scalar text of list item @p item of @p what, or NULL with an error set in *@p ret. */
-static const char *item_text(conf_loader_t *ld, const char *what, const yaml_node_t *item, int *ret)
-{
-	if (item->type != YAML_SCALAR_NODE || conf_is_null(item)) {
-		*ret =
-		    conf_fail(ld, conf_node_line(item),
-		              "%s: list items must be single values (quote IPv6 addresses)", what);
-		return NULL;
-	}
-	const char *text = (const char *)item->data.scalar.value;
-	if (strlen(text) != item->data.scalar.length) {
-		*ret = conf_fail(ld, conf_node_line(item), "%s: value contains a NUL byte", what);
-		return NULL;
-	}
-	return text;
-}
-
 /* A top-level section that must be a mapping; null is accepted as "not configured". */
 static int check_mapping(conf_loader_t *ld, const char *name, const yaml_node_t *node)
 {
@@ -100,7 +83,7 @@ static int http_listen_add(conf_http_t *h, const char *text, char *msg, size_t l
 static int http_listen_cb(conf_loader_t *ld, const char *what, const yaml_node_t *item, void *ctx)
 {
 	int ret = 0;
-	const char *text = item_text(ld, what, item, &ret);
+	const char *text = conf_item_text(ld, what, item, &ret);
 	if (!text)
 		return ret;
 	char msg[256];
@@ -145,7 +128,7 @@ static int dnstap_kind_cb(conf_loader_t *ld, const char *what, const yaml_node_t
 {
 	conf_dnstap_t *d = ctx;
 	int ret = 0;
-	const char *text = item_text(ld, what, item, &ret);
+	const char *text = conf_item_text(ld, what, item, &ret);
 	if (!text)
 		return ret;
 	for (size_t i = 0; i < STEER_ARRAY_LEN(dnstap_kinds); i++) {

@@ -34,21 +34,12 @@ static void target_reason(void *ctx, const gslb_health_entry_t *e, char *buf, si
 		(void)gslb_health_reason(e, buf, len);
 		return;
 	}
-	bool down = gslb_sttl_down(e->eff);
-	size_t n = 0;
-	const uint32_t *idx = monitor_plan_target_checks(s->plan, e->id, &n);
-	for (size_t i = 0; i < n; i++) {
-		if (idx[i] >= health_engine_count(s->engine))
-			continue;
-		health_check_status_t st;
-		health_engine_status(s->engine, idx[i], &st);
-		if (down != (st.known && st.down))
-			continue;
+	health_check_status_t st;
+	if (monitor_plan_target_check(s->plan, s->engine, e->id, gslb_sttl_down(e->eff), &st))
 		snprintf(buf, len, "%s: %s", st.key,
 		         st.last_at ? st.last_detail : health_check_state_str(&st));
-		return;
-	}
-	(void)gslb_health_reason(e, buf, len);
+	else
+		(void)gslb_health_reason(e, buf, len);
 }
 
 void alerting_health(server_t *s, const gslb_health_t *before, const gslb_health_t *after)

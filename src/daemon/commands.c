@@ -247,12 +247,8 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	size_t n_top = auth_stats_top_resolvers(st, top, STATS_ECS_TOP);
 	json_t *resolvers = json_array();
 	for (size_t i = 0; i < n_top; i++) {
-		char addr[INET6_ADDRSTRLEN] = "?";
-		const steer_sockaddr_t *a = &top[i].addr;
-		if (a->sa.sa_family == AF_INET)
-			inet_ntop(AF_INET, &a->sin.sin_addr, addr, sizeof(addr));
-		else
-			inet_ntop(AF_INET6, &a->sin6.sin6_addr, addr, sizeof(addr));
+		char addr[INET6_ADDRSTRLEN];
+		steer_sockaddr_ip_str(&top[i].addr, addr, sizeof(addr));
 		json_array_append_new(resolvers, json_pack("{s:s, s:I}", "address", addr, "queries",
 		                                           (json_int_t)top[i].queries));
 	}
@@ -390,21 +386,12 @@ static json_t *target_checks(const server_t *s, uint32_t id)
 static void append_down_check(const server_t *s, const gslb_health_entry_t *e, char *reason,
                               size_t len, size_t cap)
 {
-	if (!gslb_sttl_down(e->monitor) || !s->plan || len >= cap)
+	if (!gslb_sttl_down(e->monitor) || !s->plan || !s->engine || len >= cap)
 		return;
-	size_t n = 0;
-	const uint32_t *idx = monitor_plan_target_checks(s->plan, e->id, &n);
-	for (size_t i = 0; i < n; i++) {
-		if (idx[i] >= health_engine_count(s->engine))
-			continue;
-		health_check_status_t st;
-		health_engine_status(s->engine, idx[i], &st);
-		if (st.known && st.down) {
-			snprintf(reason + len, cap - len, " (%s: %s)", st.key,
-			         st.last_at ? st.last_detail : health_check_state_str(&st));
-			return;
-		}
-	}
+	health_check_status_t st;
+	if (monitor_plan_target_check(s->plan, s->engine, e->id, true, &st))
+		snprintf(reason + len, cap - len, " (%s: %s)", st.key,
+		         st.last_at ? st.last_detail : health_check_state_str(&st));
 }
 
 static int health_row(const gslb_health_entry_t *e, void *arg)

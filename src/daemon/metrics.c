@@ -254,12 +254,8 @@ static void render_ecs_resolvers(prom_t *p, const auth_stats_t *st)
 	auth_stats_resolver_t top[METRICS_ECS_TOP];
 	size_t n = auth_stats_top_resolvers(st, top, METRICS_ECS_TOP);
 	for (size_t i = 0; i < n; i++) {
-		char addr[INET6_ADDRSTRLEN] = "?";
-		const steer_sockaddr_t *a = &top[i].addr;
-		if (a->sa.sa_family == AF_INET)
-			inet_ntop(AF_INET, &a->sin.sin_addr, addr, sizeof(addr));
-		else
-			inet_ntop(AF_INET6, &a->sin6.sin6_addr, addr, sizeof(addr));
+		char addr[INET6_ADDRSTRLEN];
+		steer_sockaddr_ip_str(&top[i].addr, addr, sizeof(addr));
 		prom_label_t l = {"resolver", addr};
 		prom_gauge(p, &l, 1, (double)top[i].queries);
 	}

@@ -294,6 +294,21 @@ const uint32_t *monitor_plan_target_checks(const monitor_plan_t *p, uint32_t tar
 	return p->deps[target];
 }
 
+bool monitor_plan_target_check(const monitor_plan_t *plan, const health_engine_t *engine,
+                               uint32_t target, bool down, health_check_status_t *st)
+{
+	size_t n = 0;
+	const uint32_t *idx = monitor_plan_target_checks(plan, target, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] >= health_engine_count(engine))
+			continue;
+		health_engine_status(engine, idx[i], st);
+		if (down == (st->known && st->down))
+			return true;
+	}
+	return false;
+}
+
 void monitor_plan_apply(const monitor_plan_t *p, const health_engine_t *engine, gslb_health_t *h)
 {
 	size_t n_checks = health_engine_count(engine);

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,15 @@ const health_check_def_t *monitor_plan_checks(const monitor_plan_t *plan, size_t
  */
 const uint32_t *monitor_plan_target_checks(const monitor_plan_t *plan, uint32_t target, size_t *n)
     STEER_NONNULL(1, 3);
+
+/**
+ * The first check of target @p target whose state is known DOWN when @p down, else the
+ * first that is not (UP or not yet known), with its status in @p st (its strings borrowed from
+ * @p engine); false when there is none. For the reasons shown next to a target's state.
+ */
+bool monitor_plan_target_check(const monitor_plan_t *plan, const health_engine_t *engine,
+                               uint32_t target, bool down, health_check_status_t *st)
+    STEER_NONNULL(1, 2, 5);
 
 /**
  * Set every target's monitor state in @p h (unpublished) from the engine: DOWN when any check

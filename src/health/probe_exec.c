@@ -394,16 +394,6 @@ static void exec_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_start(loop, &p->timer);
 }
 
-static char *env_entry(const char *key, const char *value)
-{
-	size_t klen = strlen(key), vlen = strlen(value);
-	char *s = xmalloc(klen + vlen + 2);
-	memcpy(s, key, klen);
-	s[klen] = '=';
-	memcpy(s + klen + 1, value, vlen + 1);
-	return s;
-}
-
 /* Entries build_env() adds, which it owns: the last ones of the array. */
 #define ENV_OWNED 4
 
@@ -427,11 +417,12 @@ static char **build_env(const health_probe_req_t *req)
 	inet_ntop(req->dst.sa.sa_family, raw, addr, sizeof(addr));
 	char port[8];
 	snprintf(port, sizeof(port), "%u", steer_sockaddr_port(&req->dst));
-	env[k++] = env_entry("STEER_TARGET_ADDR", addr);
-	env[k++] = env_entry("STEER_TARGET_PORT", port);
-	env[k++] = env_entry("STEER_TARGET_NAME", req->target_name ? req->target_name : "");
+	env[k++] = xstrcat3("STEER_TARGET_ADDR", "=", addr);
+	env[k++] = xstrcat3("STEER_TARGET_PORT", "=", port);
+	env[k++] = xstrcat3("STEER_TARGET_NAME", "=", req->target_name ? req->target_name : "");
 	char source[INET6_ADDRSTRLEN];
-	env[k++] = env_entry("STEER_SOURCE", health_probe_source_text(req, source, sizeof(source)));
+	env[k++] =
+	    xstrcat3("STEER_SOURCE", "=", health_probe_source_text(req, source, sizeof(source)));
 	env[k] = NULL;
 	return env;
 }

@@ -22,13 +22,13 @@
 #include <errno.h>
 #include <ev.h>
 #include <net/if.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "health/curl_loop.h"
 #include "health/probe_int.h"
 
 /* Extra time libcurl gets past the probe's own timeout before the guard timer reports the
@@ -42,21 +42,10 @@
 /* Bytes of the expected body substring quoted in a failure detail. */
 #define HTTP_DETAIL_BODY_MAX 40
 
-typedef struct http_sock http_sock_t;
-
 struct health_http {
 	struct ev_loop *loop;
-	CURLM *multi;
-	ev_timer timer;     /* libcurl's single timeout (CURLMOPT_TIMERFUNCTION) */
-	http_sock_t *socks; /* every socket libcurl asked us to watch, owned */
-};
-
-/* One socket libcurl watches, attached to it with curl_multi_assign(). */
-struct http_sock {
-	ev_io io;
-	health_http_t *http;
-	curl_socket_t fd;
-	http_sock_t *prev, *next;
+	curl_loop_t *cl;
+	CURLM *multi; /* cl's */
 };
 
 typedef struct {
@@ -79,135 +68,20 @@ typedef struct {
 } http_probe_t;
 
 /* ---------------------------------------------------------------------------------------- */
-/* The multi handle and the event loop */
+/* The multi handle on the event loop */
 
-static void check_done(health_http_t *http);
-
-static void sock_free(health_http_t *http, http_sock_t *s)
-{
-	ev_io_stop(http->loop, &s->io);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		http->socks = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	free(s);
-}
-
-static void on_sock_event(struct ev_loop *loop, ev_io *w, int revents)
-{
-	(void)loop;
-	http_sock_t *s = w->data;
-	health_http_t *http = s->http;
-	int flags = 0;
-	if (revents & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (revents & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	if (revents & EV_ERROR)
-		flags |= CURL_CSELECT_ERR;
-	int running;
-	/* May free s (CURL_POLL_REMOVE). An error here leaves a transfer to the guard timer. */
-	(void)curl_multi_socket_action(http->multi, s->fd, flags, &running);
-	check_done(http);
-}
-
-static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	(void)easy;
-	health_http_t *http = userp;
-	http_sock_t *s = socketp;
-	if (what == CURL_POLL_REMOVE) {
-		if (s)
-			sock_free(http, s);
-		return 0;
-	}
-	if (!s) {
-		s = xcalloc(1, sizeof(*s));
-		s->http = http;
-		s->fd = fd;
-		s->io.data = s;
-		ev_init(&s->io, on_sock_event);
-		s->next = http->socks;
-		if (http->socks)
-			http->socks->prev = s;
-		http->socks = s;
-		curl_multi_assign(http->multi, fd, s);
-	}
-	ev_io_stop(http->loop, &s->io);
-	int events =
-	    ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-	if (events) {
-		ev_io_set(&s->io, fd, events);
-		ev_io_start(http->loop, &s->io);
-	}
-	return 0;
-}
-
-static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	health_http_t *http = w->data;
-	int running;
-	(void)curl_multi_socket_action(http->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(http);
-}
-
-/* libcurl must not be re-entered from here: only arm the timer. A 0 timeout fires on the
- * next loop iteration, which is what keeps the first socket action out of the caller. */
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-	(void)multi;
-	health_http_t *http = userp;
-	ev_timer_stop(http->loop, &http->timer);
-	if (timeout_ms >= 0) {
-		ev_timer_set(&http->timer, (double)timeout_ms / 1000.0, 0.);
-		ev_timer_start(http->loop, &http->timer);
-	}
-	return 0;
-}
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
-
-static void global_init(void)
-{
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+static void check_done(void *ctx);
 
 int health_http_init(health_probe_ctx_t *ctx, char *err, size_t errlen)
 {
-	/* Never cleaned up: curl_global_cleanup() is not thread-safe and the process ends soon
-	 * enough. The daemon calls curl_global_init() before starting threads anyway. */
-	pthread_once(&global_once, global_init);
-	if (global_rc != CURLE_OK) {
-		snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(global_rc));
-		return -EIO;
-	}
 	health_http_t *http = xcalloc(1, sizeof(*http));
 	http->loop = ctx->loop;
-	http->multi = curl_multi_init();
-	if (!http->multi) {
-		snprintf(err, errlen, "libcurl: cannot create a multi handle");
+	int ret = curl_loop_new(ctx->loop, check_done, http, &http->cl, err, errlen);
+	if (ret != 0) {
 		free(http);
-		return -EIO;
+		return ret;
 	}
-	ev_timer_init(&http->timer, on_timer, 0., 0.);
-	http->timer.data = http;
-	CURLMcode mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETDATA, http);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERDATA, http);
-	if (mc != CURLM_OK) {
-		snprintf(err, errlen, "libcurl: %s", curl_multi_strerror(mc));
-		health_http_fini(http);
-		return -EIO;
-	}
+	http->multi = curl_loop_multi(http->cl);
 	ctx->http = http;
 	return 0;
 }
@@ -216,11 +90,7 @@ void health_http_fini(health_http_t *http)
 {
 	if (!http)
 		return;
-	/* May still report sockets through on_curl_socket, so http stays valid until after. */
-	curl_multi_cleanup(http->multi);
-	ev_timer_stop(http->loop, &http->timer);
-	while (http->socks)
-		sock_free(http, http->socks);
+	curl_loop_free(http->cl);
 	free(http);
 }
 
@@ -395,8 +265,9 @@ static void transfer_result(http_probe_t *p, CURLcode rc, health_probe_result_t 
 
 /* Results leave only from here, after curl_multi_socket_action() has returned; the msg
  * pointer dies with curl_multi_remove_handle(), so take what is needed first. */
-static void check_done(health_http_t *http)
+static void check_done(void *ctx)
 {
+	health_http_t *http = ctx;
 	CURLMsg *msg;
 	int left;
 	while ((msg = curl_multi_info_read(http->multi, &left))) {

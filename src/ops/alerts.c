@@ -50,16 +50,6 @@ json_t *alerts_event_json(const alert_event_t *ev, const char *node)
 	                 ev->reason, "node", node);
 }
 
-static char *env_entry(const char *key, const char *value)
-{
-	size_t klen = strlen(key), vlen = strlen(value);
-	char *s = xmalloc(klen + vlen + 2);
-	memcpy(s, key, klen);
-	s[klen] = '=';
-	memcpy(s + klen + 1, value, vlen + 1);
-	return s;
-}
-
 /* The event's variables, set for the command on top of the daemon's environment. */
 static char **event_env(const alert_event_t *ev, const char *node)
 {
@@ -74,7 +64,7 @@ static char **event_env(const alert_event_t *ev, const char *node)
 	};
 	char **env = xcalloc(STEER_ARRAY_LEN(kv) + 1, sizeof(*env));
 	for (size_t i = 0; i < STEER_ARRAY_LEN(kv); i++)
-		env[i] = env_entry(kv[i][0], kv[i][1]);
+		env[i] = xstrcat3(kv[i][0], "=", kv[i][1]);
 	return env;
 }
 

@@ -1,12 +1,13 @@
 /*
  * Shared between alerts.c (queues, retries, counters, exec hooks) and alerts_webhook.c (the
- * libcurl multi driver). Control thread only.
+ * POSTs, on health/curl_loop.h). Control thread only.
  */
 #pragma once
 
 #include <curl/curl.h>
 #include <sys/types.h>
 
+#include "health/curl_loop.h"
 #include "ops/alerts.h"
 
 /* One queued event, as both kinds of destination need it. */
@@ -17,16 +18,12 @@ typedef struct {
 	char subject[96]; /* for log lines */
 } alert_item_t;
 
-typedef struct alert_sock alert_sock_t;
-
 typedef struct alert_dest alert_dest_t;
 
-/* The libcurl multi handle driven by the loop (alerts_webhook.c). */
+/* The webhooks' transfers: one libcurl multi handle on the loop (alerts_webhook.c). */
 typedef struct {
-	struct ev_loop *loop;
-	CURLM *multi;
-	ev_timer timer;
-	alert_sock_t *socks;
+	curl_loop_t *cl;
+	CURLM *multi; /* cl's */
 } alert_http_t;
 
 struct alert_dest {

@@ -1,8 +1,8 @@
 /*
- * Webhook delivery: libcurl's multi interface on the control loop (CURLMOPT_SOCKETFUNCTION
- * -> ev_io, CURLMOPT_TIMERFUNCTION -> ev_timer), so a slow receiver never blocks the loop.
- * Results leave only from transfers_done(), after curl_multi_socket_action() has returned,
- * so alert_attempt_done() may start the next transfer at once. Control thread only.
+ * Webhook delivery: libcurl's multi interface on the control loop (health/curl_loop.h), so a
+ * slow receiver never blocks the loop. Results leave only from transfers_done(), after
+ * curl_multi_socket_action() has returned, so alert_attempt_done() may start the next
+ * transfer at once. Control thread only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,29 +13,10 @@
 #include "base/err.h"
 #include "ops/alerts_int.h"
 
-/* One socket libcurl watches, attached to it with curl_multi_assign(). */
-struct alert_sock {
-	alert_http_t *http;
-	curl_socket_t fd;
-	ev_io io;
-	alert_sock_t *prev, *next;
-};
-
-static void sock_free(alert_http_t *http, alert_sock_t *s)
-{
-	ev_io_stop(http->loop, &s->io);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		http->socks = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	free(s);
-}
-
 /* Take what is needed from a finished transfer before removing it (msg dies with it). */
-static void transfers_done(alert_http_t *http)
+static void transfers_done(void *ctx)
 {
+	alert_http_t *http = ctx;
 	CURLMsg *msg;
 	int left;
 	while ((msg = curl_multi_info_read(http->multi, &left))) {
@@ -57,107 +38,15 @@ static void transfers_done(alert_http_t *http)
 	}
 }
 
-static void on_sock_event(struct ev_loop *loop, ev_io *w, int revents)
-{
-	(void)loop;
-	alert_sock_t *s = w->data;
-	alert_http_t *http = s->http;
-	int flags = 0;
-	if (revents & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (revents & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	if (revents & EV_ERROR)
-		flags |= CURL_CSELECT_ERR;
-	int running;
-	/* may free s (CURL_POLL_REMOVE) */
-	(void)curl_multi_socket_action(http->multi, s->fd, flags, &running);
-	transfers_done(http);
-}
-
-static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	(void)easy;
-	alert_http_t *http = userp;
-	alert_sock_t *s = socketp;
-	if (what == CURL_POLL_REMOVE) {
-		if (s)
-			sock_free(http, s);
-		return 0;
-	}
-	if (!s) {
-		s = xcalloc(1, sizeof(*s));
-		s->http = http;
-		s->fd = fd;
-		s->io.data = s;
-		ev_init(&s->io, on_sock_event);
-		s->next = http->socks;
-		if (http->socks)
-			http->socks->prev = s;
-		http->socks = s;
-		curl_multi_assign(http->multi, fd, s);
-	}
-	ev_io_stop(http->loop, &s->io);
-	int events = (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
-	ev_io_set(&s->io, fd, events);
-	ev_io_start(http->loop, &s->io);
-	return 0;
-}
-
-static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	alert_http_t *http = w->data;
-	int running;
-	(void)curl_multi_socket_action(http->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	transfers_done(http);
-}
-
-/* libcurl must not be re-entered from here: only arm the timer (0 = next iteration). */
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-	(void)multi;
-	alert_http_t *http = userp;
-	ev_timer_stop(http->loop, &http->timer);
-	if (timeout_ms >= 0) {
-		ev_timer_set(&http->timer, (double)timeout_ms / 1000.0, 0.);
-		ev_timer_start(http->loop, &http->timer);
-	}
-	return 0;
-}
-
 int alert_http_new(struct ev_loop *loop, alert_http_t **out, char *err, size_t errlen)
 {
-	/* The daemon's probes call curl_global_init() too; it counts, and is never undone:
-	 * curl_global_cleanup() is not thread-safe and the process ends soon enough. */
-	CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(rc));
-		return -EIO;
-	}
 	alert_http_t *http = xcalloc(1, sizeof(*http));
-	http->loop = loop;
-	http->multi = curl_multi_init();
-	if (!http->multi) {
-		snprintf(err, errlen, "libcurl: cannot create a multi handle");
+	int ret = curl_loop_new(loop, transfers_done, http, &http->cl, err, errlen);
+	if (ret != 0) {
 		free(http);
-		return -EIO;
+		return ret;
 	}
-	ev_timer_init(&http->timer, on_timer, 0., 0.);
-	http->timer.data = http;
-	CURLMcode mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_SOCKETDATA, http);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-	if (mc == CURLM_OK)
-		mc = curl_multi_setopt(http->multi, CURLMOPT_TIMERDATA, http);
-	if (mc != CURLM_OK) {
-		snprintf(err, errlen, "libcurl: %s", curl_multi_strerror(mc));
-		alert_http_free(http);
-		return -EIO;
-	}
+	http->multi = curl_loop_multi(http->cl);
 	*out = http;
 	return 0;
 }
@@ -166,11 +55,7 @@ void alert_http_free(alert_http_t *http)
 {
 	if (!http)
 		return;
-	/* may still report sockets through on_curl_socket: http stays valid until after */
-	curl_multi_cleanup(http->multi);
-	ev_timer_stop(http->loop, &http->timer);
-	while (http->socks)
-		sock_free(http, http->socks);
+	curl_loop_free(http->cl);
 	free(http);
 }
 
