@@ -20,7 +20,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 import http.client
 from pathlib import Path
@@ -33,6 +32,7 @@ import pytest
 from conftest import STEERD, ZONES_DIR, assert_no_sanitizer_report, free_port, server_config, \
     wait_for
 from fwdlab import Proc, ns_socket
+from test_health import TcpBackend
 
 websocket = pytest.importorskip("websocket")  # python3-websocket
 
@@ -266,43 +266,13 @@ def save_screenshot(page: Cdp, tmp_path: Path, name: str) -> Path:
 # --------------------------------------------------------------------------------------------
 # Backends and the daemon
 
-class TcpBackend:
-    """A TCP listener that accepts and closes connections, in a thread, until stop()."""
-
-    def __init__(self, host: str, port: int):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(64)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            conn.close()
-
-    def stop(self):
-        if self.sock is None:
-            return
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        self.sock = None
-        self.thread.join(2)
-
-
 @pytest.fixture
 def backends():
+    """Factory: backends(host, port) starts a TCP listener (test_health's) until teardown."""
     started = []
 
     def make(host, port):
-        b = TcpBackend(host, port)
+        b = TcpBackend(host, port).start()
         started.append(b)
         return b
 
