@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import http.client
 from pathlib import Path
