@@ -330,5 +330,6 @@ out:
 	free(cli.opts.zones);
 	free(cli.opts.forward);
 	free(cli.opts.allow_recursion);
+	free(cli.opts.http);
 	return ret;
 }
