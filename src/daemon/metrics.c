@@ -54,20 +54,17 @@ static void service_label(const char *name, char *buf, size_t size)
 		buf[n - 1] = '\0';
 }
 
-static void answer_key(const gslb_view_t *v, size_t slot, char *key, size_t size)
+/* Add @p n to totals[service][datacenter]. */
+static void add_to(json_t *totals, const char *service, const char *dc, uint64_t n)
 {
-	const char *service, *dc;
-	gslb_view_answer_slot(v, slot, &service, &dc);
-	char plain[METRICS_KEY_MAX];
-	service_label(service, plain, sizeof(plain));
-	snprintf(key, size, "%s\t%s", plain, dc);
-}
-
-static void add_to(json_t *totals, const char *key, uint64_t n)
-{
-	json_t *old = json_object_get(totals, key);
+	json_t *per_dc = json_object_get(totals, service);
+	if (per_dc == NULL) {
+		per_dc = json_object();
+		json_object_set_new(totals, service, per_dc);
+	}
+	json_t *old = json_object_get(per_dc, dc);
 	uint64_t sum = n + (old ? (uint64_t)json_integer_value(old) : 0);
-	json_object_set_new(totals, key, json_integer((json_int_t)sum));
+	json_object_set_new(per_dc, dc, json_integer((json_int_t)sum));
 }
 
 /* Add the answer counts of @p v's slots (its bank, every query thread) into @p totals. */
@@ -78,10 +75,12 @@ static uint64_t add_view_answers(const gslb_view_t *v, const net_t *net, json_t 
 	uint64_t *counts = xcalloc(tracked + 1, sizeof(*counts));
 	uint64_t untracked = 0;
 	net_gslb_answers(net, gslb_view_answer_bank(v), counts, tracked, &untracked);
-	char key[METRICS_KEY_MAX];
 	for (size_t i = 0; i < tracked; i++) {
-		answer_key(v, i, key, sizeof(key));
-		add_to(totals, key, counts[i]);
+		const char *service, *dc;
+		gslb_view_answer_slot(v, i, &service, &dc);
+		char plain[METRICS_KEY_MAX];
+		service_label(service, plain, sizeof(plain));
+		add_to(totals, plain, dc, counts[i]);
 	}
 	free(counts);
 	return untracked;
@@ -96,7 +95,7 @@ void metrics_gslb_replaced(metrics_t *m, net_t *net, const gslb_view_t *old, con
 	net_gslb_answers_clear(net, bank);
 }
 
-/* Carried totals plus the running view's counts, by "<service>\t<datacenter>". */
+/* Carried totals plus the running view's counts: {"<service>": {"<datacenter>": n}}. */
 static json_t *answer_totals(const server_t *s, uint64_t *untracked)
 {
 	json_t *totals = json_deep_copy(s->metrics.carried);
@@ -109,26 +108,7 @@ static json_t *answer_totals(const server_t *s, uint64_t *untracked)
 json_t *metrics_answers_json(const server_t *s)
 {
 	uint64_t untracked;
-	json_t *totals = answer_totals(s, &untracked);
-	json_t *out = json_object();
-	const char *key;
-	json_t *value;
-	json_object_foreach(totals, key, value)
-	{
-		const char *tab = strchr(key, '\t');
-		if (tab == NULL)
-			continue;
-		char service[METRICS_KEY_MAX];
-		snprintf(service, sizeof(service), "%.*s", (int)(tab - key), key);
-		json_t *per_dc = json_object_get(out, service);
-		if (per_dc == NULL) {
-			per_dc = json_object();
-			json_object_set_new(out, service, per_dc);
-		}
-		json_object_set(per_dc, tab + 1, value);
-	}
-	json_decref(totals);
-	return out;
+	return answer_totals(s, &untracked);
 }
 
 /* ---- families ------------------------------------------------------------------------ */
@@ -293,17 +273,15 @@ static void render_answers(prom_t *p, const server_t *s)
 	            "datacenter had an address of the family; fallback, all-down: the all-down "
 	            "policy's answers).",
 	            PROM_COUNTER);
-	const char *key;
-	json_t *value;
-	json_object_foreach(totals, key, value)
+	const char *service, *dc;
+	json_t *per_dc, *value;
+	json_object_foreach(totals, service, per_dc)
 	{
-		const char *tab = strchr(key, '\t');
-		if (tab == NULL)
-			continue;
-		char service[METRICS_KEY_MAX];
-		snprintf(service, sizeof(service), "%.*s", (int)(tab - key), key);
-		prom_label_t l[] = {{"service", service}, {"datacenter", tab + 1}};
-		prom_counter(p, l, 2, (uint64_t)json_integer_value(value));
+		json_object_foreach(per_dc, dc, value)
+		{
+			prom_label_t l[] = {{"service", service}, {"datacenter", dc}};
+			prom_counter(p, l, 2, (uint64_t)json_integer_value(value));
+		}
 	}
 	json_decref(totals);
 	counter1(p, "steer_gslb_answers_untracked_total",

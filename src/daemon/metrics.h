@@ -27,7 +27,7 @@ struct net;
 
 /* What the metrics keep between scrapes. Caller-owned storage (inside server_t). */
 typedef struct {
-	json_t *carried; /* {"<service>\t<datacenter>": answers} of replaced views; owned */
+	json_t *carried; /* {"<service>": {"<datacenter>": answers}} of replaced views; owned */
 	uint64_t carried_untracked;
 	double last_render_s; /* how long the last scrape's rendering took */
 } metrics_t;

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -24,6 +23,7 @@ import dns.message
 import pytest
 
 from conftest import server_config, free_port, query, wait_for
+from test_health import TcpBackend, backends  # noqa: F401 (a fixture)
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -35,50 +35,6 @@ $TTL 3600
     NS  ns1
 ns1 A   192.0.2.53
 """
-
-
-class TcpBackend:
-    """A TCP listener that accepts and closes connections, in a thread; stop() and start()."""
-
-    def __init__(self, host: str, port: int):
-        self.host, self.port, self.sock = host, port, None
-
-    def start(self):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((self.host, self.port))
-        s.listen(64)
-        self.sock = s
-        threading.Thread(target=self._serve, args=(s,), daemon=True).start()
-        return self
-
-    @staticmethod
-    def _serve(s):
-        while True:
-            try:
-                conn, _ = s.accept()
-            except OSError:
-                return
-            conn.close()
-
-    def stop(self):
-        if self.sock:
-            self.sock.close()
-            self.sock = None
-
-
-@pytest.fixture
-def backends():
-    started = []
-
-    def make(host, port):
-        b = TcpBackend(host, port).start()
-        started.append(b)
-        return b
-
-    yield make
-    for b in started:
-        b.stop()
 
 
 def gslb_config(http_port: int, mon_port: int, services: str | None = None,
@@ -166,8 +122,8 @@ def has_ipv6_loopback() -> bool:
 
 def test_exposition_is_valid_and_counts(steerd, backends):
     mon_port = free_port()
-    backends("127.0.0.21", mon_port)
-    backends("127.0.0.22", mon_port)
+    backends(TcpBackend, "127.0.0.21", mon_port)
+    backends(TcpBackend, "127.0.0.22", mon_port)
     http_port = free_port()
     listen = ["127.0.0.1", "::1"] if has_ipv6_loopback() else ["127.0.0.1"]
     srv = start(steerd, gslb_config(http_port, mon_port), listen=listen)
@@ -232,8 +188,8 @@ def test_exposition_is_valid_and_counts(steerd, backends):
 
 def test_reload_keeps_answer_counts_by_name(steerd, backends):
     mon_port = free_port()
-    backends("127.0.0.21", mon_port)
-    backends("127.0.0.22", mon_port)
+    backends(TcpBackend, "127.0.0.21", mon_port)
+    backends(TcpBackend, "127.0.0.22", mon_port)
     http_port = free_port()
     srv = start(steerd, gslb_config(http_port, mon_port))
     for _ in range(4):
@@ -363,8 +319,8 @@ def prometheus(tmp_path):
 @pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="needs prometheus")
 def test_prometheus_scrapes_and_promql_answers(steerd, backends, prometheus):
     mon_port = free_port()
-    b1 = backends("127.0.0.21", mon_port)
-    backends("127.0.0.22", mon_port)
+    b1 = backends(TcpBackend, "127.0.0.21", mon_port)
+    backends(TcpBackend, "127.0.0.22", mon_port)
     http_port = free_port()
     srv = start(steerd, gslb_config(http_port, mon_port))
     wait_for(lambda: all(r["state"] == "UP" for r in srv.ctl_json("monitors")), 5,

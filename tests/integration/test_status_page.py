@@ -33,7 +33,7 @@ import pytest
 from conftest import STEERD, ZONES_DIR, assert_no_sanitizer_report, free_port, server_config, \
     wait_for
 from fwdlab import Proc, ns_socket
-from test_health import TcpBackend
+from test_health import TcpBackend, backends  # noqa: F401 (a fixture)
 
 websocket = pytest.importorskip("websocket")  # python3-websocket
 
@@ -267,21 +267,6 @@ def save_screenshot(page: Cdp, tmp_path: Path, name: str) -> Path:
 # --------------------------------------------------------------------------------------------
 # Backends and the daemon
 
-@pytest.fixture
-def backends():
-    """Factory: backends(host, port) starts a TCP listener (test_health's) until teardown."""
-    started = []
-
-    def make(host, port):
-        b = TcpBackend(host, port).start()
-        started.append(b)
-        return b
-
-    yield make
-    for b in started:
-        b.stop()
-
-
 def page_config(http_port: int, web_port: int, upstream_port: int, http_extra: str = "") -> str:
     return server_config(f"""http:
   listen: [127.0.0.1:{http_port}]
@@ -351,8 +336,8 @@ def api(port: int, command: str, token: str | None = None, ns: str | None = None
 
 def start_daemon(steerd, backends, http_extra: str = ""):
     http_port, web_port, upstream_port = free_port(), free_port(), free_port()
-    dc1 = backends("127.0.0.11", web_port)
-    backends("127.0.0.12", web_port)
+    dc1 = backends(TcpBackend, "127.0.0.11", web_port)
+    backends(TcpBackend, "127.0.0.12", web_port)
     srv = steerd(zones={ZONE: ZONE_TEXT},
                  config=page_config(http_port, web_port, upstream_port, http_extra))
     wait_for(lambda: http_get(http_port, "/")[0] == 200, 10, 0.05, "the HTTP front end")
