@@ -27,7 +27,30 @@ typedef struct {
 
 /* ---- health monitors ---- */
 
-#define CONF_MONITOR_NONE    SIZE_MAX /* no monitor: always UP as far as monitors know */
+#define CONF_MONITOR_NONE SIZE_MAX /* no monitor: always UP as far as monitors know */
+
+/* The load values a `metrics` monitor reads (conf_monitor_t.metric_*), in this order. */
+enum {
+	CONF_METRIC_CONNECTIONS,   /* current connections */
+	CONF_METRIC_CAPACITY,      /* connections the target can hold */
+	CONF_METRIC_PACKET_RATE,   /* packets per second */
+	CONF_METRIC_KBPS,          /* kilobytes per second */
+	CONF_METRIC_CPU,           /* CPU use, percent */
+	CONF_METRIC_LINK_CAPACITY, /* spare link capacity, kilobytes per second */
+	CONF_METRIC_KINDS
+};
+
+/* The terms of a qos score (conf_service_t.qos), F5 3-DNS's, in this order. */
+enum {
+	CONF_QOS_PACKET_RATE,     /* default 1 */
+	CONF_QOS_RTT,             /* default 50 */
+	CONF_QOS_COMPLETION_RATE, /* default 5 */
+	CONF_QOS_HOPS,            /* default 0 */
+	CONF_QOS_LINK_CAPACITY,   /* default 30 */
+	CONF_QOS_VS_CAPACITY,     /* default 0 */
+	CONF_QOS_KBPS,            /* default 3 */
+	CONF_QOS_TERMS
+};
 #define CONF_HTTP_STATUS_MAX 8
 
 /* A named monitor: what to check and the up/down state machine's parameters. */
@@ -60,6 +83,13 @@ typedef struct {
 	size_t n_command;
 	/* static */
 	bool static_down; /* `state: down` */
+	/* metrics: load values read from an HTTP(S) endpoint (never a state change) */
+	char *format;                         /* prometheus | json | nginx-stub-status */
+	bool tls;                             /* https instead of http */
+	unsigned stale_after;                 /* ms after which values are not used, default 30 s */
+	char *metric_expr[CONF_METRIC_KINDS]; /* per CONF_METRIC_*: an expression, or NULL */
+	double metric_const[CONF_METRIC_KINDS];  /* used when the expression is NULL and ... */
+	bool metric_is_const[CONF_METRIC_KINDS]; /* ... this is true (a number was configured) */
 	unsigned line;
 } conf_monitor_t;
 
@@ -133,6 +163,7 @@ typedef struct {
 	unsigned multi;  /* for policy multi: at most this many addresses */
 	uint32_t weight; /* 1..65535, default 1: datacenter-level weighted and persist */
 	size_t monitor;  /* index into conf_t.monitors; CONF_MONITOR_NONE = the service's */
+	size_t metrics;  /* a `metrics` monitor; CONF_MONITOR_NONE = the service's */
 	unsigned line;
 } conf_service_dc_t;
 
@@ -149,6 +180,10 @@ typedef struct {
 	char *fallback_cname;                      /* or a CNAME target for all_down fallback */
 	unsigned persist_prefix4, persist_prefix6; /* client prefix hashed by persist (24 / 56) */
 	size_t monitor; /* default monitor of the addresses, or CONF_MONITOR_NONE */
+	size_t metrics; /* default `metrics` monitor of the addresses, or CONF_MONITOR_NONE */
+	char *fallback_policy; /* measured policies: what decides without data; NULL = geo with
+	                        * a map, else failover */
+	unsigned qos[CONF_QOS_TERMS]; /* qos coefficients per CONF_QOS_*, 0..1000 */
 	unsigned line;
 } conf_service_t;
 
@@ -249,6 +284,60 @@ typedef struct {
 	unsigned drain_timeout; /* ms a drain waits at most, default 30000 */
 	unsigned line;
 } conf_cluster_t;
+
+/* ---- measured paths (`paths:`): steer-probe agents and what the nodes do with them ---- */
+
+/* One datacenter's steer-probe agent. */
+typedef struct {
+	size_t datacenter;       /* index into conf_t.datacenters: its column in the table */
+	char *url;               /* the agent's base URL, ending in '/' (paths/table below it) */
+	steer_sockaddr_t source; /* agent side: probes leave from here; family 0 = unset */
+	unsigned line;
+} conf_path_agent_t;
+
+/* Probe methods of the agent (conf_paths_t.methods, in preference order). */
+typedef enum {
+	CONF_PROBE_DNS,  /* a query for dns-name (a name in our own zone) to port 53 */
+	CONF_PROBE_TCP,  /* a TCP handshake to port 53 (SYN, then RST) */
+	CONF_PROBE_ICMP, /* an ICMP echo */
+} conf_probe_method_t;
+
+#define CONF_PROBE_METHODS 3
+
+typedef struct {
+	bool enabled; /* a paths: section is present */
+	conf_path_agent_t *agents;
+	size_t n_agents;
+	unsigned fetch_interval; /* ms, default 2 s */
+	unsigned fetch_timeout;  /* ms, default 2 s */
+	unsigned path_ttl;       /* s, default 2400 */
+	unsigned ipv4_prefix;    /* default 24 */
+	unsigned ipv6_prefix;    /* default 48 */
+	unsigned max_prefixes;   /* default 1,000,000 */
+	unsigned demand_sample;  /* default 16 */
+	char *token_file;        /* NULL = no bearer token */
+	/* hysteresis: */
+	unsigned hyst_margin;         /* percent, default 20 */
+	unsigned hyst_min_difference; /* ms, default 10 */
+	unsigned hyst_rounds;         /* default 2 */
+	/* probe (the agent): */
+	char **nodes; /* DNS nodes' base URLs, each ending in '/' */
+	size_t n_nodes;
+	conf_probe_method_t methods[CONF_PROBE_METHODS]; /* default dns, tcp, icmp */
+	size_t n_methods;
+	char *dns_name;            /* presentation form; required when dns is a method */
+	unsigned probe_rate;       /* probes per second, default 200 */
+	unsigned probe_samples;    /* default 3 */
+	unsigned probe_interval;   /* ms, default 60 s */
+	unsigned hot_interval;     /* ms, default 10 s */
+	unsigned hot_share;        /* percent, default 20 */
+	unsigned probe_timeout;    /* ms, default 1 s */
+	unsigned smoothing;        /* percent weight of a new measurement, default 30 */
+	unsigned publish_interval; /* ms, default 2 s */
+	unsigned demand_interval;  /* ms, default 2 s */
+	unsigned forget_after;     /* s, default 28 days */
+	unsigned line;
+} conf_paths_t;
 
 /* ---- operations (`http`, `dnstap`, `stats-snapshots`, `alerts`, `decision-log`) ---- */
 
@@ -364,6 +453,9 @@ typedef struct {
 	conf_alert_t *alerts;
 	size_t n_alerts;
 	conf_decision_log_t decision_log;
+
+	/* measured paths: */
+	conf_paths_t paths;
 } conf_t;
 
 /** A configuration with every default and no zones (quick mode starts from this). */

@@ -601,6 +601,7 @@ static int load_service_dc(conf_loader_t *ld, conf_service_t *svc, const yaml_no
 	conf_service_dc_t *sdc = &svc->dcs[svc->n_dcs++];
 	*sdc = (conf_service_dc_t){.datacenter = SIZE_MAX,
 	                           .monitor = CONF_MONITOR_NONE,
+	                           .metrics = CONF_MONITOR_NONE,
 	                           .line = (unsigned)conf_node_line(name_node ? name_node : v)};
 	conf_apply_defaults("services.datacenters", sdc);
 	if (name_node) {
@@ -768,6 +769,12 @@ static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *o
 	conf_service_t *svc = &conf->services[conf->n_services++];
 	*svc = (conf_service_t){.map = SIZE_MAX,
 	                        .monitor = CONF_MONITOR_NONE,
+	                        .metrics = CONF_MONITOR_NONE,
+	                        .qos = {[CONF_QOS_PACKET_RATE] = 1,
+	                                [CONF_QOS_RTT] = 50,
+	                                [CONF_QOS_COMPLETION_RATE] = 5,
+	                                [CONF_QOS_LINK_CAPACITY] = 30,
+	                                [CONF_QOS_KBPS] = 3},
 	                        .persist_prefix4 = 24,
 	                        .persist_prefix6 = 56,
 	                        .line = (unsigned)conf_node_line(item)};

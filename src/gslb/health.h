@@ -113,6 +113,8 @@ typedef struct {
 	char **names;           /* per target, owned, NULL until named */
 	gslb_override_t *rules; /* copy of the applied overrides, so reasons outlive the list */
 	size_t n_rules;
+	struct gslb_load_s
+	    *load; /* per target, NULL until a value is set; see gslb_health_load() */
 } gslb_health_t;
 
 /**
@@ -145,6 +147,46 @@ static inline uint32_t gslb_health_weight(const gslb_health_t *h, uint32_t id, u
 	uint32_t ramp = wx >> GSLB_HEALTH_WX_RAMP_SHIFT;
 	return ramp ? (w * ramp + 99) / 100 : w;
 }
+
+/*
+ * Load values of a target, as a `metrics` monitor read them (the same order as conf's
+ * CONF_METRIC_*). Only values whose bit is in @c have are fresh; the others are unknown, and
+ * load-based policies then count the target by its static weight (never as zero traffic).
+ */
+enum {
+	GSLB_LOAD_CONNECTIONS,
+	GSLB_LOAD_CAPACITY,
+	GSLB_LOAD_PACKET_RATE,
+	GSLB_LOAD_KBPS,
+	GSLB_LOAD_CPU,
+	GSLB_LOAD_LINK_CAPACITY,
+	GSLB_LOAD_KINDS
+};
+
+typedef struct gslb_load_s {
+	float v[GSLB_LOAD_KINDS];
+	uint8_t have;    /* bit (1 << GSLB_LOAD_*) per fresh value */
+	uint32_t age_ms; /* of the values when the table was filled */
+	uint32_t round;  /* the metrics round that produced them (hysteresis counts rounds) */
+} gslb_load_t;
+
+/**
+ * The load values of target @p id, NULL when it has none (no metrics monitor, or nothing
+ * fresh). Any thread, like gslb_health_sttl(); no allocation.
+ */
+static inline const gslb_load_t *gslb_health_load(const gslb_health_t *h, uint32_t id)
+{
+	if (h == NULL || h->load == NULL || id >= h->count || h->load[id].have == 0)
+		return NULL;
+	return &h->load[id];
+}
+
+/**
+ * Set the load values of target @p id (copied; @p load NULL or with no @c have bit clears
+ * them). Returns 0 or STEER_ERANGE. Control thread, unpublished table only.
+ */
+int gslb_health_set_load(gslb_health_t *h, uint32_t id, const gslb_load_t *load)
+    STEER_NONNULL(1) STEER_WUR;
 
 /** A table of @p count targets, all UP with no TTL cap, unnamed, no overrides. Aborts on OOM. */
 gslb_health_t *gslb_health_new(uint32_t count) STEER_WUR;
