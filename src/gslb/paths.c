@@ -4,8 +4,10 @@
  *
  *   keys4[n4] (u32), keys6[n6] (u64)   sorted row keys; rows 0..n4-1 are IPv4, then IPv6
  *   index4/index6[65537]               first row of each bucket of 16 key bits
- *   cells[rows][columns], 5 bytes      rtt u16 | loss u8 (0xff = empty) | hops u8 | age u8
- *   best/challenger/count[rows]        the hysteresis state carried to the next build
+ *   rows[n4 + n6], 3 + 5 x columns     best | challenger | count (the hysteresis state) then
+ *                                      per column rtt u16 | loss u8 (0xff = empty) | hops u8
+ *                                      | age u8; one block per row, so a decision reads its
+ *                                      row's sticky best and cells from one or two lines
  *
  * The 16 index bits are the first bits in which the family's keys differ (all keys inside
  * 10.0.0.0/8 index on bits 8..23), so a lookup is one index read and a binary search inside a
@@ -29,6 +31,7 @@
 #include "base/err.h"
 
 #define CELL_BYTES 5
+#define ROW_STATE  3    /* best, challenger, count */
 #define LOSS_EMPTY 0xff /* loss is 0..100, so this marks a cell without a measurement */
 #define INDEX_BITS 16
 #define INDEX_SIZE ((1u << INDEX_BITS) + 1)
@@ -44,8 +47,8 @@ struct gslb_paths {
 	uint64_t *keys6;
 	uint32_t *index4, *index6;
 	unsigned lead4, lead6; /* key bits all keys share, skipped by the index */
-	uint8_t *cells;
-	uint8_t *best, *challenger, *count;
+	uint8_t *rows;
+	size_t stride; /* bytes per row */
 	size_t n_columns;
 	size_t column_dc[GSLB_PATHS_COLUMNS_MAX];
 	uint8_t *dc_column; /* n_datacenters entries */
@@ -94,10 +97,17 @@ static uint32_t age_value(uint8_t code)
 
 /* ---- cells ------------------------------------------------------------------------------- */
 
+static uint8_t *row_at(const gslb_paths_t *p, size_t row)
+{
+	return p->rows + row * p->stride;
+}
+
 static uint8_t *cell_at(const gslb_paths_t *p, size_t row, unsigned column)
 {
-	return p->cells + (row * p->n_columns + column) * CELL_BYTES;
+	return row_at(p, row) + ROW_STATE + column * CELL_BYTES;
 }
+
+enum { STATE_BEST, STATE_CHALLENGER, STATE_COUNT };
 
 static void cell_put(uint8_t *c, const gslb_path_row_t *r, uint32_t age)
 {
@@ -418,14 +428,14 @@ static bool settle(gslb_paths_t *p, size_t row, const sticky_t *prev,
                    const gslb_paths_site_t *sites, const gslb_paths_opts_t *o)
 {
 	unsigned sticky = prev ? prev->best : GSLB_PATHS_NO_COLUMN;
-	p->challenger[row] = GSLB_PATHS_NO_COLUMN;
-	p->count[row] = 0;
+	row_at(p, row)[STATE_CHALLENGER] = GSLB_PATHS_NO_COLUMN;
+	row_at(p, row)[STATE_COUNT] = 0;
 	if (sticky == GSLB_PATHS_NO_COLUMN || usable_rtt(p, row, sticky) == GSLB_PATHFMT_RTT_NONE) {
 		/* No sticky best, or it lost its data: nothing to be sticky about. */
-		p->best[row] = (uint8_t)lowest_rtt(p, row, GSLB_PATHS_NO_COLUMN);
+		row_at(p, row)[STATE_BEST] = (uint8_t)lowest_rtt(p, row, GSLB_PATHS_NO_COLUMN);
 		return false;
 	}
-	p->best[row] = (uint8_t)sticky;
+	row_at(p, row)[STATE_BEST] = (uint8_t)sticky;
 	unsigned ch = lowest_rtt(p, row, sticky);
 	if (ch == GSLB_PATHS_NO_COLUMN)
 		return false;
@@ -436,11 +446,11 @@ static bool settle(gslb_paths_t *p, size_t row, const sticky_t *prev,
 	if (sites[ch].changed && count < COUNT_MAX)
 		count++;
 	if (count >= (o->rounds ? o->rounds : 1)) {
-		p->best[row] = (uint8_t)ch;
+		row_at(p, row)[STATE_BEST] = (uint8_t)ch;
 		return false;
 	}
-	p->challenger[row] = (uint8_t)ch;
-	p->count[row] = (uint8_t)count;
+	row_at(p, row)[STATE_CHALLENGER] = (uint8_t)ch;
+	row_at(p, row)[STATE_COUNT] = (uint8_t)count;
 	return true;
 }
 
@@ -477,9 +487,10 @@ static void settle_family(gslb_paths_t *p, const gslb_paths_t *prev, bool v6,
 		sticky_t s, *sp = NULL;
 		if (j < pn && key_at(prev, v6, j) == key) {
 			size_t pr = pfirst + j;
-			s = (sticky_t){.best = mapped(map, prev->best[pr]),
-			               .challenger = mapped(map, prev->challenger[pr]),
-			               .count = prev->count[pr]};
+			const uint8_t *st = row_at(prev, pr);
+			s = (sticky_t){.best = mapped(map, st[STATE_BEST]),
+			               .challenger = mapped(map, st[STATE_CHALLENGER]),
+			               .count = st[STATE_COUNT]};
 			sp = &s;
 		}
 		if (settle(p, first + i, sp, sites, o))
@@ -563,8 +574,8 @@ static void count_info(gslb_paths_t *p)
 	p->info.rows4 = p->n4;
 	p->info.rows6 = p->n6;
 	p->info.bytes = sizeof(*p) + p->n4 * sizeof(*p->keys4) + p->n6 * sizeof(*p->keys6) +
-	                2 * INDEX_SIZE * sizeof(*p->index4) + rows * p->n_columns * CELL_BYTES +
-	                3 * rows + (p->n_datacenters ? p->n_datacenters : 1);
+	                2 * INDEX_SIZE * sizeof(*p->index4) + rows * p->stride +
+	                (p->n_datacenters ? p->n_datacenters : 1);
 }
 
 gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t *sites,
@@ -595,10 +606,8 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 	size_t rows = p->n4 + p->n6;
 	p->keys4 = xmalloc((p->n4 ? p->n4 : 1) * sizeof(*p->keys4));
 	p->keys6 = xmalloc((p->n6 ? p->n6 : 1) * sizeof(*p->keys6));
-	p->cells = xmalloc((rows ? rows : 1) * (p->n_columns ? p->n_columns : 1) * CELL_BYTES);
-	p->best = xmalloc(3 * (rows ? rows : 1));
-	p->challenger = p->best + rows;
-	p->count = p->challenger + rows;
+	p->stride = ROW_STATE + p->n_columns * CELL_BYTES;
+	p->rows = xmalloc((rows ? rows : 1) * p->stride);
 
 	merge_init(&m, sites, opts, false, now_ms);
 	size_t got4 = fill_rows(p, &m, 0, p->n4, &cut, false);
@@ -638,8 +647,7 @@ void gslb_paths_unref(gslb_paths_t *p)
 	free(p->keys6);
 	free(p->index4);
 	free(p->index6);
-	free(p->cells);
-	free(p->best);
+	free(p->rows);
 	free(p->dc_column);
 	free(p);
 }
@@ -649,14 +657,15 @@ void gslb_paths_unref(gslb_paths_t *p)
 unsigned gslb_paths_row_best(const gslb_paths_t *p, uint32_t row)
 {
 	STEER_ASSERT(row < p->n4 + p->n6);
-	return p->best[row];
+	return row_at(p, row)[STATE_BEST];
 }
 
 unsigned gslb_paths_row_challenger(const gslb_paths_t *p, uint32_t row, unsigned *rounds)
 {
 	STEER_ASSERT(row < p->n4 + p->n6);
-	*rounds = p->count[row];
-	return p->challenger[row];
+	const uint8_t *st = row_at(p, row);
+	*rounds = st[STATE_COUNT];
+	return st[STATE_CHALLENGER];
 }
 
 unsigned gslb_paths_column(const gslb_paths_t *p, size_t dc)
