@@ -354,6 +354,31 @@ static void index_build(gslb_paths_t *p, bool v6)
 	}
 }
 
+/*
+ * The position of @p key in the sorted @p keys[lo, hi), or hi when it is not there. Branchless
+ * (the compiler emits conditional moves): the buckets are small, so mispredicted branches
+ * would cost more than the comparisons.
+ */
+static uint32_t find4(const uint32_t *keys, uint32_t lo, uint32_t hi, uint32_t key)
+{
+	if (lo == hi)
+		return hi;
+	const uint32_t *base = keys + lo;
+	for (uint32_t n = hi - lo; n > 1; n -= n / 2)
+		base = base[n / 2] <= key ? base + n / 2 : base;
+	return *base == key ? (uint32_t)(base - keys) : hi;
+}
+
+static uint32_t find6(const uint64_t *keys, uint32_t lo, uint32_t hi, uint64_t key)
+{
+	if (lo == hi)
+		return hi;
+	const uint64_t *base = keys + lo;
+	for (uint32_t n = hi - lo; n > 1; n -= n / 2)
+		base = base[n / 2] <= key ? base + n / 2 : base;
+	return *base == key ? (uint32_t)(base - keys) : hi;
+}
+
 bool gslb_paths_lookup(const gslb_paths_t *p, int family, const uint8_t *addr, uint32_t *row)
 {
 	if (family == AF_INET && p->n4) {
@@ -361,32 +386,18 @@ bool gslb_paths_lookup(const gslb_paths_t *p, int family, const uint8_t *addr, u
 		if (key < p->keys4[0] || key > p->keys4[p->n4 - 1])
 			return false;
 		uint32_t b = bucket((uint64_t)key << 32, p->lead4);
-		uint32_t lo = p->index4[b], hi = p->index4[b + 1];
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (p->keys4[mid] < key)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		*row = lo;
-		return lo < p->n4 && p->keys4[lo] == key;
+		uint32_t hi = p->index4[b + 1], at = find4(p->keys4, p->index4[b], hi, key);
+		*row = at;
+		return at < hi;
 	}
 	if (family == AF_INET6 && p->n6) {
 		uint64_t key = gslb_pathfmt_key(AF_INET6, addr, p->plen6);
 		if (key < p->keys6[0] || key > p->keys6[p->n6 - 1])
 			return false;
 		uint32_t b = bucket(key, p->lead6);
-		uint32_t lo = p->index6[b], hi = p->index6[b + 1];
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (p->keys6[mid] < key)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		*row = (uint32_t)p->n4 + lo;
-		return lo < p->n6 && p->keys6[lo] == key;
+		uint32_t hi = p->index6[b + 1], at = find6(p->keys6, p->index6[b], hi, key);
+		*row = (uint32_t)p->n4 + at;
+		return at < hi;
 	}
 	return false;
 }
