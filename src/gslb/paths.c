@@ -51,7 +51,9 @@ struct gslb_paths {
 	size_t stride; /* bytes per row */
 	size_t n_columns;
 	size_t column_dc[GSLB_PATHS_COLUMNS_MAX];
-	uint8_t *dc_column; /* n_datacenters entries */
+	uint64_t column_gen_ms[GSLB_PATHS_COLUMNS_MAX];  /* the site table's generated_ms */
+	uint32_t column_elapsed[GSLB_PATHS_COLUMNS_MAX]; /* its age at build time, seconds */
+	uint8_t *dc_column;                              /* n_datacenters entries */
 	size_t n_datacenters;
 	gslb_paths_info_t info;
 };
@@ -95,7 +97,20 @@ static uint32_t age_value(uint8_t code)
 	return exp == 0 ? mant : (16u + mant) << (exp - 1);
 }
 
+/* Rounded up: a reused column's cells then go stale early rather than late. */
+static uint8_t age_code_up(uint32_t age)
+{
+	uint8_t code = age_code(age);
+	return age_value(code) < age && code < UINT8_MAX ? (uint8_t)(code + 1) : code;
+}
+
 /* ---- cells ------------------------------------------------------------------------------- */
+
+/* keys as u64 with the family's bits at the top: IPv4 keys shifted by 32. */
+static uint64_t key_at(const gslb_paths_t *p, bool v6, size_t i)
+{
+	return v6 ? p->keys6[i] : (uint64_t)p->keys4[i] << 32;
+}
 
 static uint8_t *row_at(const gslb_paths_t *p, size_t row)
 {
@@ -109,12 +124,13 @@ static uint8_t *cell_at(const gslb_paths_t *p, size_t row, unsigned column)
 
 enum { STATE_BEST, STATE_CHALLENGER, STATE_COUNT };
 
-static void cell_put(uint8_t *c, const gslb_path_row_t *r, uint32_t age)
+/* The cell of agent row @p r; its age is kept as the agent's (age_s, at generated_ms). */
+static void cell_put(uint8_t *c, const gslb_path_row_t *r)
 {
 	memcpy(c, &r->rtt, 2);
 	c[2] = r->loss;
 	c[3] = r->hops;
-	c[4] = age_code(age);
+	c[4] = age_code_up(r->age_s);
 }
 
 static uint16_t cell_rtt(const uint8_t *c)
@@ -131,6 +147,13 @@ static uint16_t usable_rtt(const gslb_paths_t *p, size_t row, unsigned column)
 	return c[2] == LOSS_EMPTY ? GSLB_PATHFMT_RTT_NONE : cell_rtt(c);
 }
 
+/* A cell's age at build time: the agent's age plus the site table's, saturating. */
+static uint32_t age_total(const gslb_paths_t *p, const uint8_t *c, unsigned column)
+{
+	uint32_t age = age_value(c[4]) + p->column_elapsed[column];
+	return age > UINT16_MAX ? UINT16_MAX : age;
+}
+
 gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned column)
 {
 	gslb_path_cell_t out = {.rtt = GSLB_PATHFMT_RTT_NONE, .empty = true};
@@ -143,44 +166,86 @@ gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned c
 	out = (gslb_path_cell_t){.rtt = cell_rtt(c),
 	                         .loss = c[2],
 	                         .hops = c[3],
-	                         .age_s = (uint16_t)age_value(c[4]),
+	                         .age_s = (uint16_t)age_total(p, c, column),
 	                         .empty = false};
 	return out;
 }
 
 /* ---- the merge of the site tables ---------------------------------------------------------- */
 
+/* One column's source: a site table's rows, or the previous table's column (reuse). */
 typedef struct {
 	const gslb_path_row_t *rows;
 	size_t n, pos;
-	uint64_t elapsed_s; /* the table's age at build time */
+	uint64_t elapsed_s;       /* the source table's age at build time */
+	const gslb_paths_t *prev; /* reuse: rows of @c prev from @c first on, its column pcol */
+	size_t first;
+	unsigned pcol;
 } cursor_t;
 
 typedef struct {
 	cursor_t cur[GSLB_PATHS_COLUMNS_MAX];
 	size_t n_columns;
 	unsigned plen; /* the node's granularity for this family */
+	bool v6;
 	uint32_t ttl_s;
 	size_t coarse; /* rows coarser than the granularity, skipped */
 } merge_t;
 
 static void skip_coarse(merge_t *m, cursor_t *c)
 {
+	if (c->prev) {
+		while (c->pos < c->n &&
+		       cell_at(c->prev, c->first + c->pos, c->pcol)[2] == LOSS_EMPTY)
+			c->pos++;
+		return;
+	}
 	while (c->pos < c->n && c->rows[c->pos].plen < m->plen) {
 		c->pos++;
 		m->coarse++;
 	}
 }
 
-static void merge_init(merge_t *m, const gslb_paths_site_t *sites, const gslb_paths_opts_t *o,
-                       bool v6, uint64_t now_ms)
+static uint64_t cursor_key(const merge_t *m, const cursor_t *c)
+{
+	if (c->prev)
+		return key_at(c->prev, m->v6, c->pos);
+	return top_bits(c->rows[c->pos].prefix, m->plen);
+}
+
+/* Set up column @p i to reuse @p prev's column of the same datacenter, when it has one. */
+static void cursor_reuse(merge_t *m, cursor_t *c, const gslb_paths_t *prev, size_t dc,
+                         uint64_t now_ms)
+{
+	unsigned pcol = prev ? gslb_paths_column(prev, dc) : GSLB_PATHS_NO_COLUMN;
+	if (pcol == GSLB_PATHS_NO_COLUMN || !prev->column_gen_ms[pcol] ||
+	    (m->v6 ? prev->plen6 : prev->plen4) != m->plen)
+		return;
+	uint64_t gen = prev->column_gen_ms[pcol];
+	c->elapsed_s = now_ms > gen ? (now_ms - gen) / 1000 : 0;
+	if (c->elapsed_s > m->ttl_s)
+		return;
+	c->prev = prev;
+	c->pcol = pcol;
+	c->first = m->v6 ? prev->n4 : 0;
+	c->n = m->v6 ? prev->n6 : prev->n4;
+	skip_coarse(m, c);
+}
+
+static void merge_init(merge_t *m, const gslb_paths_t *prev, const gslb_paths_site_t *sites,
+                       const gslb_paths_opts_t *o, bool v6, uint64_t now_ms)
 {
 	memset(m, 0, sizeof(*m));
 	m->n_columns = o->n_columns;
 	m->plen = v6 ? o->ipv6_prefix : o->ipv4_prefix;
+	m->v6 = v6;
 	m->ttl_s = o->path_ttl_s;
 	for (size_t i = 0; i < o->n_columns; i++) {
 		const gslb_path_table_t *t = sites[i].table;
+		if (sites[i].reuse) {
+			cursor_reuse(m, &m->cur[i], prev, o->column_dc[i], now_ms);
+			continue;
+		}
 		if (!t)
 			continue;
 		uint64_t elapsed = now_ms > t->generated_ms ? (now_ms - t->generated_ms) / 1000 : 0;
@@ -202,12 +267,30 @@ static bool merge_next(const merge_t *m, uint64_t *key)
 		const cursor_t *c = &m->cur[i];
 		if (c->pos >= c->n)
 			continue;
-		uint64_t k = top_bits(c->rows[c->pos].prefix, m->plen);
+		uint64_t k = cursor_key(m, c);
 		if (!any || k < *key)
 			*key = k;
 		any = true;
 	}
 	return any;
+}
+
+/* merge_fold() for a reused column: the previous table's cell, unless it went stale since. */
+static uint32_t fold_reused(merge_t *m, cursor_t *c, uint64_t key, uint8_t *cell)
+{
+	if (cell)
+		cell[2] = LOSS_EMPTY;
+	if (c->pos >= c->n || cursor_key(m, c) != key)
+		return FRESH_NONE;
+	const uint8_t *from = cell_at(c->prev, c->first + c->pos, c->pcol);
+	c->pos++;
+	skip_coarse(m, c);
+	uint64_t age = age_value(from[4]) + c->elapsed_s;
+	if (age > m->ttl_s)
+		return FRESH_NONE;
+	if (cell)
+		memcpy(cell, from, CELL_BYTES);
+	return (uint32_t)age;
 }
 
 /*
@@ -220,6 +303,12 @@ static uint32_t merge_fold(merge_t *m, uint64_t key, uint8_t *cells)
 	uint32_t fresh = FRESH_NONE;
 	for (size_t i = 0; i < m->n_columns; i++) {
 		cursor_t *c = &m->cur[i];
+		if (c->prev) {
+			uint32_t age =
+			    fold_reused(m, c, key, cells ? cells + i * CELL_BYTES : NULL);
+			fresh = age < fresh ? age : fresh;
+			continue;
+		}
 		const gslb_path_row_t *pick = NULL;
 		uint32_t pick_age = 0;
 		while (c->pos < c->n && top_bits(c->rows[c->pos].prefix, m->plen) == key) {
@@ -239,7 +328,7 @@ static uint32_t merge_fold(merge_t *m, uint64_t key, uint8_t *cells)
 		if (!pick)
 			continue;
 		if (cells)
-			cell_put(cells + i * CELL_BYTES, pick, pick_age);
+			cell_put(cells + i * CELL_BYTES, pick);
 		if (pick_age < fresh)
 			fresh = pick_age;
 	}
@@ -325,12 +414,6 @@ static unsigned shared_bits(uint64_t first, uint64_t last)
 static uint32_t bucket(uint64_t key, unsigned lead)
 {
 	return (uint32_t)((key << lead) >> (64 - INDEX_BITS));
-}
-
-/* keys as u64 with the family's bits at the top: IPv4 keys shifted by 32. */
-static uint64_t key_at(const gslb_paths_t *p, bool v6, size_t i)
-{
-	return v6 ? p->keys6[i] : (uint64_t)p->keys4[i] << 32;
 }
 
 static void index_build(gslb_paths_t *p, bool v6)
@@ -554,13 +637,32 @@ static bool opts_ok(const gslb_paths_site_t *sites, const gslb_paths_opts_t *o, 
 			     o->n_datacenters);
 			return false;
 		}
-		const gslb_path_table_t *t = sites[i].table;
+		const gslb_path_table_t *t = sites[i].reuse ? NULL : sites[i].table;
 		if (t && (!rows_sorted(t->rows4, t->n4) || !rows_sorted(t->rows6, t->n6))) {
 			fail(err, errlen, "column %zu: the site table is not sorted", i);
 			return false;
 		}
 	}
 	return true;
+}
+
+/* Where each column's cells come from: the generated_ms their ages count from. */
+static void columns_age(gslb_paths_t *p, const gslb_paths_t *prev, const gslb_paths_site_t *sites,
+                        uint64_t now_ms)
+{
+	for (size_t i = 0; i < p->n_columns; i++) {
+		uint64_t gen = 0;
+		if (sites[i].reuse) {
+			unsigned pcol =
+			    prev ? gslb_paths_column(prev, p->column_dc[i]) : GSLB_PATHS_NO_COLUMN;
+			gen = pcol != GSLB_PATHS_NO_COLUMN ? prev->column_gen_ms[pcol] : 0;
+		} else if (sites[i].table) {
+			gen = sites[i].table->generated_ms;
+		}
+		uint64_t elapsed = gen && now_ms > gen ? (now_ms - gen) / 1000 : 0;
+		p->column_gen_ms[i] = gen;
+		p->column_elapsed[i] = elapsed > UINT32_MAX ? UINT32_MAX : (uint32_t)elapsed;
+	}
 }
 
 static void columns_init(gslb_paths_t *p, const gslb_paths_opts_t *o)
@@ -601,13 +703,14 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 	p->plen4 = opts->ipv4_prefix;
 	p->plen6 = opts->ipv6_prefix;
 	columns_init(p, opts);
+	columns_age(p, prev, sites, now_ms);
 
 	merge_t m;
 	size_t h4[AGE_CODES] = {0}, h6[AGE_CODES] = {0};
-	merge_init(&m, sites, opts, false, now_ms);
+	merge_init(&m, prev, sites, opts, false, now_ms);
 	count_rows(&m, h4);
 	p->info.coarse_skipped = m.coarse;
-	merge_init(&m, sites, opts, true, now_ms);
+	merge_init(&m, prev, sites, opts, true, now_ms);
 	count_rows(&m, h6);
 	p->info.coarse_skipped += m.coarse;
 	cut_t cut = find_cut(h4, h6, opts->max_rows);
@@ -620,9 +723,9 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 	p->stride = ROW_STATE + p->n_columns * CELL_BYTES;
 	p->rows = xmalloc((rows ? rows : 1) * p->stride);
 
-	merge_init(&m, sites, opts, false, now_ms);
+	merge_init(&m, prev, sites, opts, false, now_ms);
 	size_t got4 = fill_rows(p, &m, 0, p->n4, &cut, false);
-	merge_init(&m, sites, opts, true, now_ms);
+	merge_init(&m, prev, sites, opts, true, now_ms);
 	size_t got6 = fill_rows(p, &m, p->n4, p->n6, &cut, true);
 	STEER_ASSERT(got4 == p->n4 && got6 == p->n6);
 	index_build(p, false);

@@ -3,7 +3,8 @@
  * from what the table decoder accepts (gslb/paths). Besides sanitizer findings it checks what
  * the code promises: a rejection leaves nothing to free and says why; an accepted body is
  * canonical (it re-encodes to the same bytes), its rows are sorted with no host bits; and the
- * merged table finds a row for every accepted prefix at or finer than its granularity.
+ * merged table finds a row for every accepted prefix at or finer than its granularity, and
+ * a rebuild that reuses the column equals the first build.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,6 +25,36 @@ static void addr_of(uint64_t key, bool v6, uint8_t addr[16])
 		addr[i] = (uint8_t)(key >> (56 - 8 * i));
 }
 
+/* A rebuild that reuses the column keeps its rows and cells; only a row whose rounded-up age
+ * passes path-ttl may go. */
+static void check_reuse(const gslb_paths_t *p, const gslb_paths_opts_t *o, uint64_t now_ms)
+{
+	gslb_paths_site_t reuse = {.reuse = true};
+	char err[256];
+	gslb_paths_t *again = gslb_paths_build(p, &reuse, o, now_ms, err, sizeof(err));
+	FUZZ_CHECK(again != NULL);
+	gslb_paths_info_t info, first;
+	gslb_paths_info(p, &first);
+	gslb_paths_info(again, &info);
+	FUZZ_CHECK(info.rows4 <= first.rows4 && info.rows6 <= first.rows6);
+	for (uint32_t r = 0; r < first.rows4 + first.rows6; r++) {
+		int family;
+		uint8_t addr[16];
+		unsigned plen;
+		uint32_t at;
+		gslb_paths_row_prefix(p, r, &family, addr, &plen);
+		gslb_path_cell_t x = gslb_paths_cell(p, r, 0);
+		if (!gslb_paths_lookup(again, family, addr, &at)) {
+			FUZZ_CHECK(x.age_s > o->path_ttl_s - o->path_ttl_s / 16);
+			continue;
+		}
+		gslb_path_cell_t y = gslb_paths_cell(again, at, 0);
+		FUZZ_CHECK(x.rtt == y.rtt && x.age_s == y.age_s && x.empty == y.empty);
+		FUZZ_CHECK(gslb_paths_row_best(p, r) == gslb_paths_row_best(again, at));
+	}
+	gslb_paths_unref(again);
+}
+
 /* Every row of a fresh table at /24 (/48) or finer is found, with a cell in column 0. */
 static void check_merged(const gslb_path_table_t *t)
 {
@@ -42,11 +73,8 @@ static void check_merged(const gslb_path_table_t *t)
 	char err[256];
 	gslb_paths_t *p = gslb_paths_build(NULL, &site, &o, t->generated_ms, err, sizeof(err));
 	FUZZ_CHECK(p != NULL);
-	gslb_paths_t *again = gslb_paths_build(p, &site, &o, t->generated_ms, err, sizeof(err));
-	FUZZ_CHECK(again != NULL);
-	gslb_paths_unref(p);
 	gslb_paths_info_t info;
-	gslb_paths_info(again, &info);
+	gslb_paths_info(p, &info);
 	FUZZ_CHECK(info.rows4 <= t->n4 && info.rows6 <= t->n6);
 	FUZZ_CHECK(info.cells == info.rows4 + info.rows6);
 	for (int v6 = 0; v6 < 2; v6++) {
@@ -58,15 +86,16 @@ static void check_merged(const gslb_path_table_t *t)
 			addr_of(rows[i].prefix, v6, addr);
 			if (rows[i].plen < (v6 ? 48 : 24))
 				continue; /* coarser than the rows: not used */
-			FUZZ_CHECK(gslb_paths_lookup(again, v6 ? AF_INET6 : AF_INET, addr, &row));
-			gslb_path_cell_t c = gslb_paths_cell(again, row, 0);
+			FUZZ_CHECK(gslb_paths_lookup(p, v6 ? AF_INET6 : AF_INET, addr, &row));
+			gslb_path_cell_t c = gslb_paths_cell(p, row, 0);
 			FUZZ_CHECK(!c.empty && c.rtt <= rows[i].rtt);
-			unsigned best = gslb_paths_row_best(again, row);
+			unsigned best = gslb_paths_row_best(p, row);
 			FUZZ_CHECK(best ==
 			           (c.rtt == GSLB_PATHFMT_RTT_NONE ? GSLB_PATHS_NO_COLUMN : 0));
 		}
 	}
-	gslb_paths_unref(again);
+	check_reuse(p, &o, t->generated_ms);
+	gslb_paths_unref(p);
 }
 
 static void check_rows(const gslb_path_row_t *rows, size_t n, bool v6)
