@@ -52,6 +52,7 @@ struct gslb_paths {
 	size_t n_columns;
 	size_t column_dc[GSLB_PATHS_COLUMNS_MAX];
 	uint64_t column_gen_ms[GSLB_PATHS_COLUMNS_MAX];  /* the site table's generated_ms */
+	bool column_fed[GSLB_PATHS_COLUMNS_MAX];         /* the column had a site table */
 	uint32_t column_elapsed[GSLB_PATHS_COLUMNS_MAX]; /* its age at build time, seconds */
 	uint8_t *dc_column;                              /* n_datacenters entries */
 	size_t n_datacenters;
@@ -218,7 +219,7 @@ static void cursor_reuse(merge_t *m, cursor_t *c, const gslb_paths_t *prev, size
                          uint64_t now_ms)
 {
 	unsigned pcol = prev ? gslb_paths_column(prev, dc) : GSLB_PATHS_NO_COLUMN;
-	if (pcol == GSLB_PATHS_NO_COLUMN || !prev->column_gen_ms[pcol] ||
+	if (pcol == GSLB_PATHS_NO_COLUMN || !prev->column_fed[pcol] ||
 	    (m->v6 ? prev->plen6 : prev->plen4) != m->plen)
 		return;
 	uint64_t gen = prev->column_gen_ms[pcol];
@@ -652,14 +653,18 @@ static void columns_age(gslb_paths_t *p, const gslb_paths_t *prev, const gslb_pa
 {
 	for (size_t i = 0; i < p->n_columns; i++) {
 		uint64_t gen = 0;
+		bool fed = false;
 		if (sites[i].reuse) {
 			unsigned pcol =
 			    prev ? gslb_paths_column(prev, p->column_dc[i]) : GSLB_PATHS_NO_COLUMN;
-			gen = pcol != GSLB_PATHS_NO_COLUMN ? prev->column_gen_ms[pcol] : 0;
+			fed = pcol != GSLB_PATHS_NO_COLUMN && prev->column_fed[pcol];
+			gen = fed ? prev->column_gen_ms[pcol] : 0;
 		} else if (sites[i].table) {
+			fed = true;
 			gen = sites[i].table->generated_ms;
 		}
-		uint64_t elapsed = gen && now_ms > gen ? (now_ms - gen) / 1000 : 0;
+		uint64_t elapsed = fed && now_ms > gen ? (now_ms - gen) / 1000 : 0;
+		p->column_fed[i] = fed;
 		p->column_gen_ms[i] = gen;
 		p->column_elapsed[i] = elapsed > UINT32_MAX ? UINT32_MAX : (uint32_t)elapsed;
 	}
