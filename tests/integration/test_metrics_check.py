@@ -269,6 +269,7 @@ def test_nginx_stub_status_follows_open_connections(steerd, nginx):
 
 # --- a misbehaving endpoint ------------------------------------------------------------------
 
+HUGE = 5 << 20  # bytes: beyond the 4 MiB a metrics body may have
 GOOD = b"# TYPE app_connections gauge\napp_connections{pool=\"a\"} 40\napp_connections{pool=\"b\"} 2\n"
 
 
@@ -293,6 +294,8 @@ class FakeExporter:
                     return
                 code, body = {"good": (200, GOOD),
                               "garbage": (200, b"<html><body>502 Bad Gateway</body></html>\n"),
+                              "huge": (200, b"# padding\n" * (HUGE // 10)),
+                              "json": (200, b'{"pools": [{"active": 5}, {"active": 7.5}]}'),
                               "error": (500, b"oops\n")}[mode]
                 self.send_response(code)
                 self.send_header("Content-Type", "text/plain")
@@ -357,7 +360,11 @@ def test_bad_endpoint_keeps_target_up_and_values_go_stale(steerd, fake):
     fake.mode = "good"
     wait_for(lambda: load_values(srv) == {"connections": 42, "cpu": 20}, 2, 0.02, "fresh again")
 
-    # Hanging past the timeout, a 500, and nobody listening: each shown, the target stays UP.
+    # Too big a body, hanging past the timeout, a 500, and nobody listening: each shown, the
+    # target stays UP.
+    fake.mode = "huge"
+    wait_for(lambda: last_detail(srv) == "HTTP 200 but the body is larger than 4194304 bytes",
+             3, 0.02, "oversized body refused")
     fake.mode = "hang"
     wait_for(lambda: last_detail(srv) == "timeout after 150 ms", 2, 0.02, "timeout shown")
     fake.release.set()
@@ -401,3 +408,21 @@ services:
     assert (f"{conf}:8: monitors.load.connections: 'nginx_connections_active{{pool=a}}' is "
             "not a prometheus expression: at 31: label pool: expected '\"'") in res.stderr, \
         res.stderr
+
+
+def test_json_body(steerd, fake):
+    fake.mode = "json"
+    monitor = f"""    type: metrics
+    format: json
+    port: {fake.port}
+    path: /stats.json
+    interval: 200ms
+    timeout: 150ms
+    connections: pools.1.active
+    kbps: 'pools.0.active * 8'"""
+    srv = start(steerd, config("127.0.0.51", monitor))
+    wait_for(lambda: load_values(srv) == {"connections": 7.5, "kbps": 40}, 3, 0.05,
+             "json values")
+    fake.mode = "good"  # prometheus text is not JSON
+    wait_for(lambda: last_detail(srv).startswith("json body: line 1 column 1: "), 2, 0.02,
+             "json parse error shown")
