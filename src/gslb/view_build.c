@@ -497,6 +497,7 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 	}
 	p->dcs = xcalloc(cs->n_dcs, sizeof(*p->dcs));
 	p->dc_count = (uint8_t)cs->n_dcs;
+	s->svc2conf = xcalloc(cs->n_dcs, sizeof(*s->svc2conf));
 	s->addrs = xcalloc(n_addrs, sizeof(*s->addrs));
 	size_t k = 0;
 	for (size_t i = 0; i < cs->n_dcs; i++) {
@@ -511,6 +512,7 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 			                 "service %s: datacenter %s listed twice", cs->name,
 			                 conf->datacenters[cd->datacenter].name);
 		s->conf2svc[cd->datacenter] = (uint8_t)i;
+		s->svc2conf[i] = (uint16_t)cd->datacenter;
 		d->name = v->dc_names[cd->datacenter];
 		if (cd->weight > 65535)
 			return build_err(
@@ -592,6 +594,7 @@ static void svc_free(view_svc_t *s)
 	free((uint8_t *)s->p.fallback_cname);
 	free(s->addrs);
 	free(s->conf2svc);
+	free(s->svc2conf);
 }
 
 /* ---- names ---- */
@@ -709,6 +712,22 @@ out:
 
 /* ---- build ---- */
 
+/* Point @p v at @p paths (a new reference) and resolve every service datacenter's column. */
+static void attach_paths(gslb_view_t *v, gslb_paths_t *paths)
+{
+	v->paths = paths ? gslb_paths_ref(paths) : NULL;
+	v->path_cols = xmalloc(v->n_svc_dcs + 1);
+	memset(v->path_cols, GSLB_PATHS_NO_COLUMN, v->n_svc_dcs + 1);
+	if (!paths)
+		return;
+	for (size_t i = 0; i < v->n_svcs; i++) {
+		const view_svc_t *s = &v->svcs[i];
+		for (size_t d = 0; d < s->p.dc_count; d++)
+			v->path_cols[s->first_dc + d] =
+			    (uint8_t)gslb_paths_column(paths, s->svc2conf[d]);
+	}
+}
+
 int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
                     steer_warnings_t *warnings, char *err, size_t errlen)
 {
@@ -753,6 +772,8 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 			goto fail;
 		v->svcs[i].answer_slot = v->n_answer_slots;
 		v->n_answer_slots += (uint32_t)VIEW_SVC_ANSWER_SLOTS(&v->svcs[i]);
+		v->svcs[i].first_dc = v->n_svc_dcs;
+		v->n_svc_dcs += v->svcs[i].p.dc_count;
 		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i, cs->line);
 		if (ret < 0) {
 			ret = build_err(err, errlen, conf, cs->line, "service %s: %s", cs->name,
@@ -774,6 +795,10 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	ret = build_health(conf, v, n_targets, err, errlen);
 	if (ret < 0)
 		goto fail;
+	/* No path table yet, even on a reload: the running one's columns number the old
+	 * configuration's datacenters. Whoever owns the tables derives one with
+	 * gslb_view_with_paths(). */
+	attach_paths(v, NULL);
 	*out = v;
 	return 0;
 fail:
@@ -789,7 +814,25 @@ gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *healt
 	*v = *view;
 	(*v->shared)++;
 	v->health = health;
+	v->path_cols = xmemdup(view->path_cols, view->n_svc_dcs + 1);
+	if (v->paths)
+		gslb_paths_ref(v->paths);
 	return v;
+}
+
+gslb_view_t *gslb_view_with_paths(const gslb_view_t *view, gslb_paths_t *paths)
+{
+	gslb_view_t *v = xmalloc(sizeof(*v));
+	*v = *view;
+	(*v->shared)++;
+	v->health = gslb_health_dup(view->health, view->health->count);
+	attach_paths(v, paths);
+	return v;
+}
+
+const gslb_paths_t *gslb_view_paths(const gslb_view_t *view)
+{
+	return view->paths;
 }
 
 void gslb_view_free(gslb_view_t *v)
@@ -797,6 +840,8 @@ void gslb_view_free(gslb_view_t *v)
 	if (!v)
 		return;
 	gslb_health_free(v->health);
+	gslb_paths_unref(v->paths);
+	free(v->path_cols);
 	if (--*v->shared > 0) {
 		free(v);
 		return;

@@ -13,6 +13,7 @@
 #include "gslb/geoip.h"
 #include "gslb/nets_set.h"
 #include "gslb/nettree.h"
+#include "gslb/paths.h"
 #include "gslb/view.h"
 
 typedef struct {
@@ -38,9 +39,12 @@ typedef struct {
 	gslb_policy_addr_t *addrs;  /* owned: every datacenter's addresses, back to back */
 	const view_map_t *map;      /* geo only, else NULL */
 	uint8_t *conf2svc;          /* owned: conf datacenter index -> p.dcs index, 0xff = none */
+	uint16_t *svc2conf;         /* owned: p.dcs index -> conf datacenter index */
 	uint8_t persist4, persist6; /* client prefix hashed by persist */
 	bool persist;               /* some level uses persist: the scope covers the prefix */
 	uint32_t answer_slot;       /* first of its VIEW_SVC_ANSWER_SLOTS() answer counters */
+	uint32_t first_dc;          /* its datacenters' first index in per-view arrays such as
+	                             * gslb_view.path_cols (services back to back) */
 } view_svc_t;
 
 /* A service's answer slots: one per datacenter, then none, fallback and all-down. */
@@ -79,6 +83,12 @@ struct gslb_view {
 	uint32_t n_answer_slots; /* sum of VIEW_SVC_ANSWER_SLOTS() over the services */
 	uint8_t answer_bank;     /* gslb_view_answer_bank() */
 	gslb_health_t *health;   /* owned by this view alone */
+	uint32_t n_svc_dcs;      /* datacenters of every service, back to back (first_dc) */
+	/* The measured paths: a reference (NULL = none, measured policies use their fallback)
+	 * and, per service datacenter (first_dc + i), its column in it or GSLB_PATHS_NO_COLUMN,
+	 * owned by this view: resolved once per table instead of per query. */
+	gslb_paths_t *paths;
+	uint8_t *path_cols;
 };
 
 /* How the query's client was turned into the address the decision used. */
