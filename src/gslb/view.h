@@ -20,6 +20,7 @@
 #include "conf/conf.h"
 #include "dns/ecs.h"
 #include "gslb/decision.h"
+#include "gslb/demand.h"
 #include "gslb/health.h"
 #include "gslb/nets_set.h"
 #include "gslb/paths.h"
@@ -41,6 +42,7 @@ typedef struct {
 	gslb_stats_t stats;
 	gslb_decision_sampler_t decisions; /* the decision log's sampler; zero = off */
 	gslb_answer_counters_t answers;    /* per service and datacenter, see gslb/stats.h */
+	gslb_demand_ring_t *demand;        /* measured paths' demand report; NULL = off */
 } gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */
