@@ -159,8 +159,8 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 	cache_slot_t *c = &r->cache[key_hash(fam, (uint8_t)plen, prefix) & (CACHE_SLOTS - 1)];
 	uint32_t now = coarse_seconds();
 	if (c->used && same_key(&c->row, fam, (uint8_t)plen, prefix)) {
-		c->row.volume = c->row.volume > UINT32_MAX - weight ? UINT32_MAX
-		                                                    : c->row.volume + weight;
+		c->row.volume =
+		    c->row.volume > UINT32_MAX - weight ? UINT32_MAX : c->row.volume + weight;
 		c->row.flags = flags;
 		fill_probe(&c->row, probe, len);
 		if (now - c->since_s >= REPORT_EVERY_S) {
@@ -174,8 +174,8 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		ring_push(r, &c->row); /* evicted: what it added up so far */
 	c->used = true;
 	c->since_s = now;
-	c->row = (gslb_demand_row_t){.family = fam, .plen = (uint8_t)plen, .flags = flags,
-	                             .volume = weight};
+	c->row = (gslb_demand_row_t){
+	    .family = fam, .plen = (uint8_t)plen, .flags = flags, .volume = weight};
 	memcpy(c->row.prefix, prefix, 16);
 	fill_probe(&c->row, probe, len);
 	ring_push(r, &c->row);
