@@ -68,6 +68,24 @@ static const conf_enum_t static_states[] = {
 /* The values the GSLB builder accepts (gslb/policy.c); checked here so a typo is reported at
  * its line with the valid names. The value field is unused. */
 static const conf_enum_t dc_policies[] = {
+    {"failover", 0},
+    {"geo", 0},
+    {"weighted", 0},
+    {"persist", 0},
+    {"round-robin", 0},
+    {"rtt", 0},
+    {"completion-rate", 0},
+    {"hops", 0},
+    {"qos", 0},
+    {"least-connections", 0},
+    {"capacity", 0},
+    {"packet-rate", 0},
+    {"kbps", 0},
+    {NULL, 0},
+};
+
+/* What may decide for a measured policy without measurements: the non-measured ones. */
+static const conf_enum_t fallback_policies[] = {
     {"failover", 0}, {"geo", 0}, {"weighted", 0}, {"persist", 0}, {"round-robin", 0}, {NULL, 0},
 };
 
@@ -280,6 +298,14 @@ const conf_section_t conf_sections[] = {
      "still accepted and keeps the order of the keys as written, but a YAML tool that "
      "rewrites the file (PyYAML's `safe_dump` sorts keys by default) silently changes the "
      "failover order; a list keeps its order everywhere.",
+     true, NULL},
+    {"services.qos", false, 0,
+     "A service's `qos` mapping: the coefficients of the `qos` score (F5 3-DNS's defaults). "
+     "Each candidate datacenter scores the sum over the metrics of coefficient x its value "
+     "normalised to 0..1 among the candidates (1 = the best one); a metric no candidate has is "
+     "left out, a candidate without it scores 0 for it. The highest score is answered first. "
+     "Example: `qos: { rtt: 100, completion-rate: 10, packet-rate: 0 }` (keys not given keep "
+     "their defaults).",
      true, NULL},
     {"services.datacenters.addresses", false, 0,
      "An item of `addresses` written as a mapping, to give one address its own weight, probe "
@@ -902,7 +928,30 @@ const conf_key_t conf_keys[] = {
      .doc = "How the datacenter is picked: `failover` (the first in `datacenters` with an "
             "address up), `geo` (the same in the order `map` gives for the client), "
             "`weighted` (weighted random), `persist` (a consistent hash of the client "
-            "subnet, so a client keeps its datacenter while it is up) or `round-robin`."},
+            "subnet, so a client keeps its datacenter while it is up) or `round-robin`. "
+            "Measured (failover over an order measured per query; see `paths` and `metrics` "
+            "monitors): `rtt` (lowest round-trip time from the client prefix), "
+            "`completion-rate` (fewest lost probes), `hops` (fewest hops), `qos` (highest "
+            "score, see `qos`), `least-connections`, `capacity` (most spare connections), "
+            "`packet-rate` or `kbps` (the least loaded datacenter). Datacenters without a "
+            "measurement come after those with one, in the `fallback-policy` order; with "
+            "none at all, `fallback-policy` decides. Switching follows the hysteresis of "
+            "`paths.hysteresis`."},
+    {.section = "services",
+     .name = "fallback-policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_t, fallback_policy),
+     .enums = fallback_policies,
+     .doc = "For a measured `policy`: what decides for a client with no (fresh) measurement, "
+            "at once, while its prefix is queued for probing: `failover`, `geo` (with `map`), "
+            "`weighted`, `persist` or `round-robin`. Only with a measured policy. Unset: `geo` "
+            "when the service has a `map`, else `failover`."},
+    {.section = "services",
+     .name = "qos",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping of coefficient name -> 0..1000 (see `services.qos`)",
+     .doc = "The coefficients of the `qos` policy's score. Only with `policy: qos`. Unset: "
+            "F5 3-DNS's defaults."},
     {.section = "services",
      .name = "map",
      .type = CONF_TYPE_NODE,
@@ -960,6 +1009,69 @@ const conf_key_t conf_keys[] = {
      .doc = "The monitor (see `monitors`) checking every address of the service, unless its "
             "datacenter names another. Unset: addresses are up unless a link monitor, a "
             "dependency or an override says otherwise."},
+    {.section = "services.qos",
+     .name = "packet-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_PACKET_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "1",
+     .doc = "Packets per second of the datacenter (lower is better)."},
+    {.section = "services.qos",
+     .name = "rtt",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_RTT * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "50",
+     .doc = "Round-trip time from the client prefix (lower is better)."},
+    {.section = "services.qos",
+     .name = "completion-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_COMPLETION_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "5",
+     .doc = "Probes answered, 100 - loss percent (higher is better)."},
+    {.section = "services.qos",
+     .name = "hops",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_HOPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Hops from the client prefix (fewer is better)."},
+    {.section = "services.qos",
+     .name = "link-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_LINK_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "30",
+     .doc = "Spare link capacity the metrics report (higher is better)."},
+    {.section = "services.qos",
+     .name = "vs-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_VS_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Spare connections, capacity - connections (higher is better)."},
+    {.section = "services.qos",
+     .name = "kbps",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_KBPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "3",
+     .doc = "Kilobytes per second of the datacenter (lower is better)."},
     {.section = "services.datacenters",
      .name = "name",
      .type = CONF_TYPE_NODE,
