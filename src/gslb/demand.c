@@ -35,7 +35,7 @@ typedef struct {
 
 struct gslb_demand_ring {
 	/* producer side */
-	unsigned sample;
+	_Atomic unsigned sample; /* set by the control thread on reload, read relaxed */
 	unsigned countdown;
 	steer_counter_t dropped;
 	_Atomic uint32_t head; /* reports written */
@@ -89,9 +89,14 @@ gslb_demand_ring_t *gslb_demand_ring_new(unsigned sample)
 	gslb_demand_ring_t *r = aligned_alloc(64, sizeof(*r));
 	STEER_ASSERT(r != NULL);
 	memset(r, 0, sizeof(*r));
-	r->sample = sample ? sample : 1;
-	r->countdown = r->sample;
+	atomic_init(&r->sample, sample ? sample : 1);
+	r->countdown = sample ? sample : 1;
 	return r;
+}
+
+void gslb_demand_ring_set_sample(gslb_demand_ring_t *r, unsigned sample)
+{
+	atomic_store_explicit(&r->sample, sample ? sample : 1, memory_order_relaxed);
 }
 
 void gslb_demand_ring_free(gslb_demand_ring_t *r)
@@ -124,9 +129,16 @@ static uint32_t coarse_seconds(void)
 	return (uint32_t)ts.tv_sec;
 }
 
+static bool inside(const uint8_t *addr, const uint8_t prefix[16], unsigned plen, unsigned len)
+{
+	uint8_t cut[16];
+	cut_prefix(addr, len, plen, cut);
+	return memcmp(cut, prefix, 16) == 0;
+}
+
 static void fill_probe(gslb_demand_row_t *row, const uint8_t *probe, unsigned len)
 {
-	if (row->flags & GSLB_DEMAND_ECS || !probe) {
+	if (row->flags & GSLB_DEMAND_ECS || !probe || !inside(probe, row->prefix, row->plen, len)) {
 		/* an ECS prefix names clients, not a resolver: probe its first host */
 		memcpy(row->probe, row->prefix, 16);
 		if (row->plen < len * 8)
@@ -144,8 +156,9 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		return;
 	uint32_t weight = 0;
 	if (r->countdown <= 1) {
-		r->countdown = r->sample;
-		weight = r->sample;
+		unsigned sample = atomic_load_explicit(&r->sample, memory_order_relaxed);
+		r->countdown = sample;
+		weight = sample;
 	} else {
 		r->countdown--;
 	}
@@ -153,8 +166,10 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		return;
 	uint8_t fam = family == AF_INET6 ? 6 : 4, prefix[16];
 	unsigned len = addr_len(fam);
-	if (plen > len * 8)
-		plen = len * 8;
+	/* what the demand format carries (gslb/pathfmt.h); the configuration keeps inside it */
+	if (fam == 4 ? plen < 8 || plen > 32 : plen < 16 || plen > 64)
+		return;
+	flags &= GSLB_DEMAND_ECS | GSLB_DEMAND_URGENT;
 	cut_prefix(addr, len, plen, prefix);
 	cache_slot_t *c = &r->cache[key_hash(fam, (uint8_t)plen, prefix) & (CACHE_SLOTS - 1)];
 	uint32_t now = coarse_seconds();
