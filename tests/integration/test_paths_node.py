@@ -11,6 +11,7 @@ good table until path-ttl and say what went wrong.
 from __future__ import annotations
 
 import http.server
+import json
 import ipaddress
 import struct
 import threading
@@ -395,6 +396,12 @@ def test_demand_lists_queried_prefixes(steerd, agents, tmp_path):
     data = paths(srv, "203.0.113.9")
     assert data["row"] is None and data["prefix_demand"]["urgent"] is True, data
     assert data["demand"]["prefixes"] >= 3
+
+    # the same over the HTTP API, the prefix's slash encoded
+    api = f"http://127.0.0.1:{http_port}/api/v1/paths/192.0.2.0%2F24"
+    with urllib.request.urlopen(api, timeout=5) as r:
+        reply = json.loads(r.read())
+    assert reply["ok"] and reply["data"]["row"]["prefix"] == "192.0.2.0/24", reply
 
     # /metrics has the paths series
     with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as r:
