@@ -639,7 +639,6 @@ void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_
 			agent_cancel(keep); /* a fetch in flight points at the old slot */
 			p->agents[i] = *keep;
 			p->agents[i].dc = c->datacenter;
-			p->agents[i].changed = true;
 			memset(keep, 0, sizeof(*keep));
 		} else {
 			agent_init(p, &p->agents[i], conf, c);

@@ -443,3 +443,41 @@ def test_config_errors_name_the_line(steerd, tmp_path):
     assert res.returncode != 0
     assert f"{conf}:7: paths.agents.datacenter: unknown datacenter 'dc9'" in res.stderr, \
         res.stderr
+
+
+def test_paths_can_be_turned_on_by_reload(steerd, agents, tmp_path):
+    a1, a2 = agents("dc1"), agents("dc2")
+    a1.publish([("192.0.2.0/24", 40.0, 0, 0, 0)])
+    a2.publish([("192.0.2.0/24", 4.0, 0, 0, 0)])
+    http_port = free_port()
+    full = config(tmp_path, [a1, a2], http_port=http_port)
+    plain = full[:full.index("paths:\n")].replace(
+        "    policy: rtt\n    fallback-policy: failover\n", "    policy: failover\n")
+    plain += f"http:\n  listen: [127.0.0.1:{http_port}]\n"
+    srv = steerd(zones={ZONE: ZONE_TEXT}, config=plain)
+    assert paths(srv)["enabled"] is False and a1.count() == 0
+    assert answer(srv, "192.0.2.0/24")[0] == ["198.51.100.1"]
+    section = full[full.index("paths:\n"):full.index("http:\n")]
+    section = section.replace("{{", "{").replace("}}", "}")
+    text = srv.config_path.read_text()
+    text = text.replace("    policy: failover\n",
+                        "    policy: rtt\n    fallback-policy: failover\n")
+    srv.config_path.write_text(text.replace("http:\n", section + "http:\n"))
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "restart" not in res.stdout, res.stdout
+    wait_for(lambda: answer(srv, "192.0.2.0/24")[0] == ["198.51.100.2"], 5,
+             what="steering by the agents' tables after the reload")
+    # the default demand-sample (16): a few dozen decisions make a report
+    for _ in range(40):
+        answer(srv, "192.0.2.0/24")
+
+    def demand_rows():
+        req = urllib.request.Request(f"http://127.0.0.1:{http_port}/paths/demand",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return decode_demand(r.read())[1]
+
+    rows = wait_for(lambda: (d := demand_rows()) and d, 5, what="a demand row")
+    assert any(r["prefix"] == "192.0.2.0" and r["flags"] == 1 and r["volume"] >= 16
+               for r in rows), rows
