@@ -86,7 +86,12 @@ typedef struct {
 	char new_etag[ETAG_MAX];
 	char errbuf[CURL_ERROR_SIZE];
 	/* the last good table */
-	struct site_table *site; /* NULL = none yet; shared with a running build */
+	struct site_table *site; /* a table no build has merged yet (NULL = none); shared with a
+	                          * running build. Freed once merged: the merged table keeps the
+	                          * column and the next builds reuse it (in_table). */
+	bool in_table;           /* the served merged table holds this agent's last table */
+	size_t rows;             /* of the last good table */
+	uint64_t generated_ms;   /* ditto */
 	bool changed;            /* a new table since the last build */
 	char etag[ETAG_MAX];
 	uint64_t table_wall_ms; /* when it arrived */
@@ -239,7 +244,7 @@ static void agent_fetch_start(struct paths *p, agent_t *a)
 	a->easy = curl_easy_init();
 	char line[ETAG_MAX + CTL_HTTP_TOKEN_MAX + 64];
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: " PATHS_CONTENT_TYPE);
-	if (h && a->site && a->etag[0]) {
+	if (h && (a->site || a->in_table) && a->etag[0]) {
 		snprintf(line, sizeof(line), "If-None-Match: %s", a->etag);
 		h = curl_slist_append(h, line);
 	}
@@ -288,11 +293,10 @@ static void agent_set_state(agent_t *a, agent_state_t state, const char *error)
 	if (was == state)
 		return;
 	if (state == AGENT_UP)
-		log_info("paths: agent %s (%s) up: %zu rows", a->datacenter, a->url,
-		         a->site ? a->site->t.n4 + a->site->t.n6 : 0);
+		log_info("paths: agent %s (%s) up: %zu rows", a->datacenter, a->url, a->rows);
 	else
 		log_warn("paths: agent %s (%s) down: %s%s", a->datacenter, a->url, a->error,
-		         a->site ? " (keeping its last table until path-ttl)" : "");
+		         a->generated_ms ? " (keeping its last table until path-ttl)" : "");
 }
 
 /* A 200: decode, check it is this datacenter's table, keep it. */
@@ -315,6 +319,8 @@ static fetch_result_t agent_take_body(agent_t *a, char *why, size_t whylen)
 	a->site = xcalloc(1, sizeof(*a->site));
 	a->site->t = t;
 	a->site->refs = 1;
+	a->rows = t.n4 + t.n6;
+	a->generated_ms = t.generated_ms;
 	a->changed = true;
 	a->table_wall_ms = wall_ms();
 	snprintf(a->etag, sizeof(a->etag), "%s", a->new_etag);
@@ -425,7 +431,8 @@ static build_job_t *job_new(struct paths *p, gslb_paths_t *prev, size_t n_datace
 		j->sites_held[i] = a->site;
 		j->sites[i] = (gslb_paths_site_t){.table = a->site ? &a->site->t : NULL,
 		                                  .fetched_ms = a->table_wall_ms,
-		                                  .changed = a->changed};
+		                                  .changed = a->changed,
+		                                  .reuse = !a->site && a->in_table && prev};
 		a->changed = false;
 	}
 	build_opts(p, j->column_dc, &j->opts, n_datacenters);
@@ -443,6 +450,30 @@ static void job_run(build_job_t *j)
 	    gslb_paths_build(j->prev, j->sites, &j->opts, j->now_ms, j->err, sizeof(j->err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	j->secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+static void table_replace(struct paths *p, gslb_paths_t *t)
+{
+	gslb_paths_unref(p->table);
+	p->table = t;
+}
+
+/*
+ * Serve @p j's table from now on (the job is of the current generation, so its columns are
+ * the agents in order). The decoded tables it merged are no longer needed: the table holds
+ * their columns, and the next builds reuse them.
+ */
+static void job_install(struct paths *p, const build_job_t *j)
+{
+	table_replace(p, gslb_paths_ref(j->result));
+	for (size_t i = 0; i < j->n && i < p->n_agents; i++) {
+		agent_t *a = &p->agents[i];
+		if (j->sites_held[i] && a->site == j->sites_held[i]) {
+			site_unref(a->site);
+			a->site = NULL;
+		}
+		a->in_table = j->sites_held[i] || j->sites[i].reuse;
+	}
 }
 
 /* Control thread: drop the job's references; returns its table (NULL: failed, logged). */
@@ -468,18 +499,19 @@ static gslb_paths_t *job_finish(build_job_t *j)
 	return t;
 }
 
-/* Merge on the control thread (reload: the new view needs its table before it is served). */
-static gslb_paths_t *table_build(struct paths *p, gslb_paths_t *prev, size_t n_datacenters)
+/*
+ * Merge on the control thread (reload: the new view needs its table before it is served) and
+ * serve the result from now on; false when the merge failed (logged, nothing changes).
+ */
+static bool table_build(struct paths *p, gslb_paths_t *prev, size_t n_datacenters)
 {
 	build_job_t *j = job_new(p, prev, n_datacenters);
 	job_run(j);
-	return job_finish(j);
-}
-
-static void table_replace(struct paths *p, gslb_paths_t *t)
-{
-	gslb_paths_unref(p->table);
-	p->table = t;
+	if (j->result)
+		job_install(p, j);
+	gslb_paths_t *t = job_finish(j);
+	gslb_paths_unref(t); /* job_install() took the table's reference */
+	return t != NULL;
 }
 
 static void *job_thread(void *arg)
@@ -503,14 +535,12 @@ static void on_built(struct ev_loop *loop, ev_async *w, int revents)
 		return;
 	pthread_join(j->thread, NULL);
 	p->job = NULL;
-	bool current = j->generation == p->generation;
-	gslb_paths_t *t = job_finish(j);
-	if (t && current) {
-		table_replace(p, t);
-		server_publish_paths(p->s, t);
-	} else {
-		gslb_paths_unref(t);
-	}
+	bool current = j->generation == p->generation && j->result;
+	if (current)
+		job_install(p, j);
+	gslb_paths_unref(job_finish(j));
+	if (current)
+		server_publish_paths(p->s, p->table);
 	if (p->dirty)
 		maybe_publish(p); /* a table came in while this one was merged */
 }
@@ -528,13 +558,14 @@ static void maybe_publish(struct paths *p)
 	if (pthread_create(&j->thread, NULL, job_thread, j) != 0) {
 		log_warn("paths: cannot start a build thread (%s): merging on the control thread",
 		         strerror(errno));
-		job_run(j);
 		p->job = NULL;
-		gslb_paths_t *t = job_finish(j);
-		if (t) {
-			table_replace(p, t);
-			server_publish_paths(p->s, t);
-		}
+		job_run(j);
+		bool ok = j->result != NULL;
+		if (ok)
+			job_install(p, j);
+		gslb_paths_unref(job_finish(j));
+		if (ok)
+			server_publish_paths(p->s, p->table);
 	}
 }
 
@@ -727,16 +758,34 @@ static agent_t *find_agent(agent_t *old, size_t n, const conf_t *conf, const con
 	return NULL;
 }
 
-/* Hysteresis state is per column: carry it only when the columns mean the same. */
-static bool same_columns(const struct paths *p, const agent_t *old, size_t n_old)
+/*
+ * The previous table's columns are known by conf_t.datacenters index: they still mean the
+ * same datacenters when every old agent's index names its datacenter in @p conf. Then the
+ * new table reuses the columns of the agents that stay and carries the hysteresis state.
+ */
+static bool same_columns(const conf_t *conf, const agent_t *old, size_t n_old)
 {
-	if (p->n_agents != n_old)
-		return false;
 	for (size_t i = 0; i < n_old; i++) {
-		if (strcmp(p->agents[i].datacenter, old[i].datacenter) != 0)
+		if (old[i].dc >= conf->n_datacenters ||
+		    strcmp(conf->datacenters[old[i].dc].name, old[i].datacenter) != 0)
 			return false;
 	}
 	return true;
+}
+
+/* The previous table cannot be reused: what only it held must be fetched again in full. */
+static void forget_columns(struct paths *p)
+{
+	for (size_t i = 0; i < p->n_agents; i++) {
+		agent_t *a = &p->agents[i];
+		if (a->in_table && !a->site) {
+			a->etag[0] =
+			    '\0'; /* no If-None-Match: a 304 would leave the column empty */
+			a->generated_ms = 0;
+			a->rows = 0;
+		}
+		a->in_table = false;
+	}
 }
 
 void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_t **gslb)
@@ -744,6 +793,10 @@ void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_
 	struct paths *p = s->paths;
 	agent_t *old = p->agents;
 	size_t n_old = p->n_agents;
+	/* before the agents move; a new granularity cannot reuse the old rows either */
+	bool columns = same_columns(conf, old, n_old) &&
+	               p->cfg.ipv4_prefix == conf->paths.ipv4_prefix &&
+	               p->cfg.ipv6_prefix == conf->paths.ipv6_prefix;
 	bool was_enabled = p->enabled;
 	p->enabled = conf->paths.enabled;
 	p->cfg = settings_of(conf);
@@ -762,18 +815,18 @@ void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_
 			agent_init(p, &p->agents[i], conf, c);
 		}
 	}
-	bool columns = same_columns(p, old, n_old);
 	for (size_t i = 0; i < n_old; i++)
 		agent_free(&old[i]);
 	free(old);
 	for (unsigned i = 0; i < p->n_rings; i++)
 		gslb_demand_ring_set_sample(p->rings[i], p->enabled ? p->cfg.demand_sample : 16);
 	p->generation++; /* a build still running merges the old agents: not served */
-	/* NULL when the merge failed (logged): measured policies fall back until the next one */
-	gslb_paths_t *t =
-	    p->enabled ? table_build(p, columns ? p->table : NULL, conf->n_datacenters) : NULL;
-	table_replace(p, t);
-	gslb_view_t *next = gslb_view_with_paths(*gslb, t);
+	if (!columns)
+		forget_columns(p);
+	/* a failed merge (logged) serves no table: measured policies fall back until the next */
+	if (!p->enabled || !table_build(p, columns ? p->table : NULL, conf->n_datacenters))
+		table_replace(p, NULL);
+	gslb_view_t *next = gslb_view_with_paths(*gslb, p->table);
 	gslb_view_free(*gslb);
 	*gslb = next;
 	if (p->enabled != was_enabled)
@@ -836,17 +889,14 @@ static json_t *agent_json(const agent_t *a, uint64_t now)
 	                      ms_or_null(a->last_fetch_wall_ms), "last_ok_ms",
 	                      ms_or_null(a->last_ok_wall_ms), "fetches", results, "error",
 	                      a->error[0] ? json_string(a->error) : json_null());
-	if (a->site) {
+	if (a->generated_ms) {
 		json_object_set_new(o, "etag", a->etag[0] ? json_string(a->etag) : json_null());
-		json_object_set_new(o, "rows",
-		                    json_integer((json_int_t)(a->site->t.n4 + a->site->t.n6)));
-		json_object_set_new(o, "generated_ms",
-		                    json_integer((json_int_t)a->site->t.generated_ms));
-		json_object_set_new(
-		    o, "table_age_s",
-		    json_integer(now > a->site->t.generated_ms
-		                     ? (json_int_t)((now - a->site->t.generated_ms) / 1000)
-		                     : 0));
+		json_object_set_new(o, "rows", json_integer((json_int_t)a->rows));
+		json_object_set_new(o, "generated_ms", json_integer((json_int_t)a->generated_ms));
+		json_object_set_new(o, "table_age_s",
+		                    json_integer(now > a->generated_ms
+		                                     ? (json_int_t)((now - a->generated_ms) / 1000)
+		                                     : 0));
 	} else {
 		json_object_set_new(o, "rows", json_null());
 	}
@@ -1025,10 +1075,9 @@ void paths_metrics(const server_t *s, prom_t *pm)
 		const agent_t *a = &p->agents[i];
 		prom_label_t l = {"datacenter", a->datacenter};
 		double age = NAN;
-		if (a->site)
-			age = now > a->site->t.generated_ms
-			          ? (double)(now - a->site->t.generated_ms) / 1000.0
-			          : 0.0;
+		if (a->generated_ms)
+			age =
+			    now > a->generated_ms ? (double)(now - a->generated_ms) / 1000.0 : 0.0;
 		prom_gauge(pm, &l, 1, age);
 	}
 	prom_family(pm, "steer_paths_build_seconds", "How long the last merge of the tables took.",
