@@ -33,6 +33,9 @@
 /* An unchanged table is still re-encoded this often, so its generated time (which the nodes
  * compare with path-ttl) keeps moving while the agent is alive. */
 #define REPUBLISH_MS 60000u
+/* The nodes of one poll round answer within a few milliseconds of each other on a healthy
+ * network; a merge this long after the first answer takes the others along. */
+#define MERGE_DELAY_MS 100u
 
 static const char *const method_names[CONF_PROBE_METHODS] = {"dns", "tcp", "icmp"};
 
@@ -67,7 +70,8 @@ struct probe_agent {
 	probe_nodes_t *nodes;
 	ctl_http_t *http;
 	ev_timer demand_timer, publish_timer, sched_timer;
-	measure_t *measures; /* in flight, doubly linked */
+	ev_timer merge_timer; /* one merge for every node's answers of a poll round */
+	measure_t *measures;  /* in flight, doubly linked */
 	size_t n_measures;
 	uint64_t measurements, retries, rejected_rows, full_rows;
 	bool full_logged, behind;
@@ -323,9 +327,8 @@ static void on_sched(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- demand --------------------------------------------------------------------------- */
 
-static void merge_demand(void *ctx)
+static void merge_demand(probe_agent_t *a)
 {
-	probe_agent_t *a = ctx;
 	probe_table_merge_begin(a->table);
 	size_t full = 0;
 	for (size_t i = 0; i < probe_nodes_count(a->nodes); i++) {
@@ -351,6 +354,24 @@ static void merge_demand(void *ctx)
 			log_notice("probe: every demanded prefix fits the table again");
 	}
 	schedule(a);
+}
+
+static void on_merge_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	merge_demand(w->data);
+}
+
+/* A node answered: merge soon, once for all the nodes answering in the same round, so the
+ * cost of a merge (every row of every node) is paid once per demand-interval, not per node. */
+static void on_node_fetched(void *ctx)
+{
+	probe_agent_t *a = ctx;
+	if (!ev_is_active(&a->merge_timer)) {
+		ev_timer_set(&a->merge_timer, MERGE_DELAY_MS / 1000.0, 0);
+		ev_timer_start(a->loop, &a->merge_timer);
+	}
 }
 
 static void on_demand_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -559,6 +580,8 @@ static void start_timers(probe_agent_t *a)
 	ev_timer_init(&a->publish_timer, on_publish_timer, 0, p->publish_interval / 1000.0);
 	a->publish_timer.data = a;
 	ev_timer_start(a->loop, &a->publish_timer);
+	ev_timer_init(&a->merge_timer, on_merge_timer, 0, 0);
+	a->merge_timer.data = a;
 	ev_timer_init(&a->sched_timer, on_sched, SCHED_MAX_SLEEP_MS / 1000.0, 0);
 	a->sched_timer.data = a;
 	ev_timer_start(a->loop, &a->sched_timer);
@@ -622,7 +645,7 @@ int probe_agent_start(struct ev_loop *loop, const probe_agent_opts_t *opts, prob
 	                         .timeout_ms = a->paths->fetch_timeout,
 	                         .max_rows = a->paths->max_prefixes};
 	if (ret == 0)
-		ret = probe_nodes_new(loop, &no, merge_demand, a, &a->nodes, err, errlen);
+		ret = probe_nodes_new(loop, &no, on_node_fetched, a, &a->nodes, err, errlen);
 	if (ret == 0)
 		ret = start_http(a, &listen, token[0] ? token : NULL, err, errlen);
 	if (ret != 0) {
@@ -650,6 +673,7 @@ void probe_agent_stop(probe_agent_t *a)
 	ev_timer_stop(a->loop, &a->demand_timer);
 	ev_timer_stop(a->loop, &a->publish_timer);
 	ev_timer_stop(a->loop, &a->sched_timer);
+	ev_timer_stop(a->loop, &a->merge_timer);
 	ctl_http_stop(a->http);
 	probe_nodes_free(a->nodes);
 	probe_sender_free(a->sender);
