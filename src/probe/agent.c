@@ -30,6 +30,10 @@
 /* The scheduler never sleeps longer than this, so a merge or a finished measurement that made
  * a row due is noticed soon even without a kick. */
 #define SCHED_MAX_SLEEP_MS 1000u
+/* ... and never shorter than this: measurements due within it start together, so at 2,000
+ * probes/s the loop wakes a hundred times a second instead of once per measurement (the
+ * budget's bucket holds a tenth of a second, so batching never loses budget). */
+#define SCHED_MIN_SLEEP_MS 10u
 /* An unchanged table is still re-encoded this often, so its generated time (which the nodes
  * compare with path-ttl) keeps moving while the agent is alive. */
 #define REPUBLISH_MS 60000u
@@ -211,7 +215,7 @@ int probe_agent_check(const probe_agent_opts_t *opts, char *err, size_t errlen)
 
 /* ---- measurements --------------------------------------------------------------------- */
 
-static void schedule(probe_agent_t *a);
+static void kick(probe_agent_t *a);
 
 static void measure_free(probe_agent_t *a, measure_t *m)
 {
@@ -261,7 +265,7 @@ static void on_next_sample(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(a->loop, &m->next);
 	} else if (m->done == samples) {
 		measure_finish(a, m);
-		schedule(a);
+		kick(a);
 	}
 }
 
@@ -279,7 +283,7 @@ static void on_sample(void *ctx, uint64_t token, bool answered, uint32_t rtt_us,
 	}
 	if (m->done == a->paths->probe_samples) {
 		measure_finish(a, m);
-		schedule(a);
+		kick(a);
 	}
 }
 
@@ -313,9 +317,22 @@ static void schedule(probe_agent_t *a)
 	uint64_t wait = probe_table_wait(a->table, now);
 	if (wait > SCHED_MAX_SLEEP_MS)
 		wait = SCHED_MAX_SLEEP_MS;
+	if (wait < SCHED_MIN_SLEEP_MS)
+		wait = SCHED_MIN_SLEEP_MS;
 	ev_timer_stop(a->loop, &a->sched_timer);
-	ev_timer_set(&a->sched_timer, (wait ? wait : 1) / 1000.0, 0);
+	ev_timer_set(&a->sched_timer, wait / 1000.0, 0);
 	ev_timer_start(a->loop, &a->sched_timer);
+}
+
+/* Something became due (a measurement ended, a method retry is waiting): let the scheduler
+ * run within its minimum sleep instead of waiting out a longer one. */
+static void kick(probe_agent_t *a)
+{
+	if (ev_timer_remaining(a->loop, &a->sched_timer) > SCHED_MIN_SLEEP_MS / 1000.0) {
+		ev_timer_stop(a->loop, &a->sched_timer);
+		ev_timer_set(&a->sched_timer, SCHED_MIN_SLEEP_MS / 1000.0, 0);
+		ev_timer_start(a->loop, &a->sched_timer);
+	}
 }
 
 static void on_sched(struct ev_loop *loop, ev_timer *w, int revents)
