@@ -65,9 +65,50 @@ static const conf_enum_t static_states[] = {
 		.def = dflt, .doc = text                                                           \
 	}
 
+static const conf_enum_t metrics_formats[] = {
+    {"prometheus", 0},
+    {"json", 0},
+    {"nginx-stub-status", 0},
+    {NULL, 0},
+};
+
+/* One load value of a metrics monitor: a number or an expression over the fetched body. */
+#define METRIC_VALUE(key, what)                                                                    \
+	{                                                                                          \
+		.section = "monitors", .name = key, .type = CONF_TYPE_NODE,                        \
+		.type_doc = "a number, or an expression (see `format`)",                           \
+		.doc =                                                                             \
+		    "`metrics`: " what ". An expression reads it from the body: for "              \
+		    "`prometheus` `NAME` or `NAME{label=\"value\",...}` (the sum of the "          \
+		    "matching samples), for `json` a dotted path `a.b.0.c` to a number, for "      \
+		    "`nginx-stub-status` one of `active`, `reading`, `writing`, `waiting`, "       \
+		    "`accepts`, `handled`, `requests`; each may be wrapped in `rate(...)` (per "   \
+		    "second, between two fetches; a counter reset gives no value for one "         \
+		    "round) and followed by `* N` or `/ N`. An expression that does not parse "    \
+		    "is an error at its line."                                                     \
+	}
+
 /* The values the GSLB builder accepts (gslb/policy.c); checked here so a typo is reported at
  * its line with the valid names. The value field is unused. */
 static const conf_enum_t dc_policies[] = {
+    {"failover", 0},
+    {"geo", 0},
+    {"weighted", 0},
+    {"persist", 0},
+    {"round-robin", 0},
+    {"rtt", 0},
+    {"completion-rate", 0},
+    {"hops", 0},
+    {"qos", 0},
+    {"least-connections", 0},
+    {"capacity", 0},
+    {"packet-rate", 0},
+    {"kbps", 0},
+    {NULL, 0},
+};
+
+/* What may decide for a measured policy without measurements: the non-measured ones. */
+static const conf_enum_t fallback_policies[] = {
     {"failover", 0}, {"geo", 0}, {"weighted", 0}, {"persist", 0}, {"round-robin", 0}, {NULL, 0},
 };
 
@@ -280,6 +321,14 @@ const conf_section_t conf_sections[] = {
      "still accepted and keeps the order of the keys as written, but a YAML tool that "
      "rewrites the file (PyYAML's `safe_dump` sorts keys by default) silently changes the "
      "failover order; a list keeps its order everywhere.",
+     true, NULL},
+    {"services.qos", false, 0,
+     "A service's `qos` mapping: the coefficients of the `qos` score (F5 3-DNS's defaults). "
+     "Each candidate datacenter scores the sum over the metrics of coefficient x its value "
+     "normalised to 0..1 among the candidates (1 = the best one); a metric no candidate has is "
+     "left out, a candidate without it scores 0 for it. The highest score is answered first. "
+     "Example: `qos: { rtt: 100, completion-rate: 10, packet-rate: 0 }` (keys not given keep "
+     "their defaults).",
      true, NULL},
     {"services.datacenters.addresses", false, 0,
      "An item of `addresses` written as a mapping, to give one address its own weight, probe "
@@ -629,12 +678,14 @@ const conf_key_t conf_keys[] = {
     {.section = "monitors",
      .name = "type",
      .type = CONF_TYPE_NODE,
-     .type_doc = "one of `tcp`, `http`, `https`, `dns`, `exec`, `static`",
+     .type_doc = "one of `tcp`, `http`, `https`, `dns`, `exec`, `static`, `metrics`",
      .flags = CONF_F_REQUIRED,
      .doc = "What a probe does: `tcp` connects; `http` and `https` send a GET and check the "
             "status (and `body`); `dns` sends a query and checks the rcode (and `answer`); "
             "`exec` runs `command` and checks for exit status 0; `static` never probes and "
-            "holds `state` (for maintenance)."},
+            "holds `state` (for maintenance); `metrics` fetches load values over HTTP(S) "
+            "(`format`, the value keys) for the load policies and never decides up or down "
+            "(name it with `metrics:` on a service, not `monitor:`)."},
     {.section = "monitors",
      .name = "port",
      .type = CONF_TYPE_UINT,
@@ -643,8 +694,9 @@ const conf_key_t conf_keys[] = {
      .min = 1,
      .max = 65535,
      .doc = "Port to probe on the target address. Unset: 80 for `http`, 443 for `https`, 53 "
-            "for `dns`; `tcp` needs one. A port in a `probe` address wins. `tcp`, `http`, "
-            "`https` and `dns` only."},
+            "for `dns`, 80 (443 with `tls`) for `metrics`; `tcp` needs one. A port in a `probe` "
+            "address wins (not for `metrics`, which reads the answer address). `tcp`, `http`, "
+            "`https`, `dns` and `metrics` only."},
     MONITOR_DURATION("interval", interval, 100, 3600000, CONF_UNIT_MS, "2s",
                      "Time between the starts of two probes of a target."),
     MONITOR_DURATION("timeout", timeout, 10, 600000, CONF_UNIT_MS, "1s",
@@ -670,13 +722,14 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_monitor_t, path),
      .def = "/",
-     .doc = "`http`, `https`: the request path, with any query string; starts with `/`."},
+     .doc = "`http`, `https`, `metrics`: the request path, with any query string; starts with "
+            "`/`. Unset: `/` (`/metrics` for `metrics`)."},
     {.section = "monitors",
      .name = "host",
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_monitor_t, host),
-     .doc = "`http`, `https`: the `Host` header and the TLS server name. Unset: the probed "
-            "address."},
+     .doc = "`http`, `https`, `metrics`: the `Host` header and the TLS server name. Unset: "
+            "the probed address."},
     {.section = "monitors",
      .name = "expect-status",
      .type = CONF_TYPE_NODE,
@@ -693,8 +746,8 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_BOOL,
      .offset = offsetof(conf_monitor_t, tls_verify),
      .def = "true",
-     .doc = "`https`: verify the certificate chain and name (`host`, else the address). "
-            "`false` accepts self-signed certificates."},
+     .doc = "`https`, `metrics` with `tls`: verify the certificate chain and name (`host`, "
+            "else the address). `false` accepts self-signed certificates."},
     {.section = "monitors",
      .name = "qname",
      .type = CONF_TYPE_DNAME,
@@ -735,6 +788,34 @@ const conf_key_t conf_keys[] = {
      .enums = static_states,
      .def = "up",
      .doc = "`static`: the state every target of the monitor has."},
+    {.section = "monitors",
+     .name = "format",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, format),
+     .enums = metrics_formats,
+     .def = "prometheus",
+     .doc = "`metrics`: what the endpoint serves: `prometheus` (the text exposition format of "
+            "node_exporter and the nginx or haproxy exporters), `json` (any JSON document) or "
+            "`nginx-stub-status` (nginx's stub_status page)."},
+    {.section = "monitors",
+     .name = "tls",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_monitor_t, tls),
+     .def = "false",
+     .doc = "`metrics`: fetch over HTTPS (see `tls-verify`) instead of HTTP."},
+    MONITOR_DURATION("stale-after", stale_after, 100, 86400000, CONF_UNIT_MS, "30s",
+                     "`metrics`: a value read longer ago than this is not used; the target "
+                     "then counts by its static weight. A failed or garbled fetch keeps the "
+                     "previous values until then."),
+    METRIC_VALUE("connections", "current connections of the target"),
+    METRIC_VALUE("capacity", "the connections the target can hold"),
+    METRIC_VALUE("packet-rate", "packets per second, e.g. "
+                                "`rate(node_network_receive_packets_total{device=\"eth0\"})`"),
+    METRIC_VALUE("kbps", "kilobytes per second, e.g. "
+                         "`rate(node_network_transmit_bytes_total{device=\"eth0\"}) / 1000`"),
+    METRIC_VALUE("cpu", "CPU use in percent"),
+    METRIC_VALUE("link-capacity", "spare link capacity in kilobytes per second (higher is "
+                                  "better)"),
     /* ---- GSLB ---- */
     {.section = "datacenters",
      .name = "name",
@@ -902,7 +983,30 @@ const conf_key_t conf_keys[] = {
      .doc = "How the datacenter is picked: `failover` (the first in `datacenters` with an "
             "address up), `geo` (the same in the order `map` gives for the client), "
             "`weighted` (weighted random), `persist` (a consistent hash of the client "
-            "subnet, so a client keeps its datacenter while it is up) or `round-robin`."},
+            "subnet, so a client keeps its datacenter while it is up) or `round-robin`. "
+            "Measured (failover over an order measured per query; see `paths` and `metrics` "
+            "monitors): `rtt` (lowest round-trip time from the client prefix), "
+            "`completion-rate` (fewest lost probes), `hops` (fewest hops), `qos` (highest "
+            "score, see `qos`), `least-connections`, `capacity` (most spare connections), "
+            "`packet-rate` or `kbps` (the least loaded datacenter). Datacenters without a "
+            "measurement come after those with one, in the `fallback-policy` order; with "
+            "none at all, `fallback-policy` decides. Switching follows the hysteresis of "
+            "`paths.hysteresis`."},
+    {.section = "services",
+     .name = "fallback-policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_t, fallback_policy),
+     .enums = fallback_policies,
+     .doc = "For a measured `policy`: what decides for a client with no (fresh) measurement, "
+            "at once, while its prefix is queued for probing: `failover`, `geo` (with `map`), "
+            "`weighted`, `persist` or `round-robin`. Only with a measured policy. Unset: `geo` "
+            "when the service has a `map`, else `failover`."},
+    {.section = "services",
+     .name = "qos",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping of coefficient name -> 0..1000 (see `services.qos`)",
+     .doc = "The coefficients of the `qos` policy's score. Only with `policy: qos`. Unset: "
+            "F5 3-DNS's defaults."},
     {.section = "services",
      .name = "map",
      .type = CONF_TYPE_NODE,
@@ -960,6 +1064,78 @@ const conf_key_t conf_keys[] = {
      .doc = "The monitor (see `monitors`) checking every address of the service, unless its "
             "datacenter names another. Unset: addresses are up unless a link monitor, a "
             "dependency or an override says otherwise."},
+    {.section = "services",
+     .name = "metrics",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "A `metrics` monitor reading the load values (connections, capacity, packet rate, "
+            "kB/s, CPU, link capacity) of every address of the service from the address itself "
+            "(at the monitor's `port` and `path`), unless its datacenter names another; the "
+            "load policies use them. It never takes an address down. Unset: no load values "
+            "(load policies count addresses by their weight)."},
+    {.section = "services.qos",
+     .name = "packet-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_PACKET_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "1",
+     .doc = "Packets per second of the datacenter (lower is better)."},
+    {.section = "services.qos",
+     .name = "rtt",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_RTT * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "50",
+     .doc = "Round-trip time from the client prefix (lower is better)."},
+    {.section = "services.qos",
+     .name = "completion-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_COMPLETION_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "5",
+     .doc = "Probes answered, 100 - loss percent (higher is better)."},
+    {.section = "services.qos",
+     .name = "hops",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_HOPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Hops from the client prefix (fewer is better)."},
+    {.section = "services.qos",
+     .name = "link-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_LINK_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "30",
+     .doc = "Spare link capacity the metrics report (higher is better)."},
+    {.section = "services.qos",
+     .name = "vs-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_VS_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Spare connections, capacity - connections (higher is better)."},
+    {.section = "services.qos",
+     .name = "kbps",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_KBPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "3",
+     .doc = "Kilobytes per second of the datacenter (lower is better)."},
     {.section = "services.datacenters",
      .name = "name",
      .type = CONF_TYPE_NODE,
@@ -1014,6 +1190,12 @@ const conf_key_t conf_keys[] = {
      .type_doc = "monitor name",
      .doc = "The monitor checking this datacenter's addresses, instead of the service's "
             "`monitor`. Unset: the service's."},
+    {.section = "services.datacenters",
+     .name = "metrics",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "The `metrics` monitor reading this datacenter's addresses, instead of the "
+            "service's `metrics`. Unset: the service's."},
     {.section = "services.datacenters.addresses",
      .name = "address",
      .type = CONF_TYPE_NODE,

@@ -163,6 +163,7 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 	view_pick_client(s->map, client, d);
 	d->q = (gslb_policy_query_t){.family = family};
 	d->order_len = 0;
+	d->paths = PATHS_NOT_USED;
 	uint8_t scope = 0;
 	if (s->map) {
 		const view_map_t *m = s->map;
@@ -189,6 +190,8 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 		if (plen > scope)
 			scope = (uint8_t)plen;
 	}
+	if (gslb_policy_kind_measured(s->p.policy))
+		scope = view_measured_order(v, s, family, d, scope);
 	gslb_policy_select(&s->p, v->health, &d->q, rng, ans, trace);
 	if (d->how != CLIENT_ECS)
 		scope = 0;
@@ -278,6 +281,23 @@ static void count_decision(gslb_stats_t *st, const gslb_result_t *r, const decid
 		STEER_COUNTER_INC(st->ecs_ignored);
 }
 
+/*
+ * Tell the agents what to measure: every decision by paths counts for its prefix's volume
+ * (the ring samples), one without a usable row is urgent. A decision on an ECS source prefix
+ * shorter than the rows is not reported: there is no row-sized prefix to probe.
+ */
+static void report_demand(gslb_demand_ring_t *r, const decide_t *d)
+{
+	if (d->paths == PATHS_NOT_USED || d->paths == PATHS_TOO_SHORT ||
+	    (d->family != AF_INET && d->family != AF_INET6))
+		return;
+	uint8_t flags = d->how == CLIENT_ECS ? GSLB_DEMAND_ECS : 0;
+	if (d->paths != PATHS_ROW)
+		flags |= GSLB_DEMAND_URGENT;
+	gslb_demand_record(r, d->family, d->addr, d->plen, d->how == CLIENT_ECS ? NULL : d->addr,
+	                   flags);
+}
+
 /* Every Nth decision of this thread goes to the decision log, as the query saw it. */
 static void sample_decision(gslb_decision_sampler_t *ds, const gslb_name_t *name, uint16_t qtype,
                             const gslb_client_t *client, const gslb_result_t *out)
@@ -350,6 +370,8 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	out->ecs_scope = view_decide(view, s, family, client, &qs->rng, &d, &out->ans, NULL);
 	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
 	count_decision(&qs->stats, out, &d);
+	if (qs->demand)
+		report_demand(qs->demand, &d);
 	if (STEER_UNLIKELY(qs->decisions.record != NULL))
 		sample_decision(&qs->decisions, name, qtype, client, out);
 	count_answer(view, s, out, &qs->answers);
