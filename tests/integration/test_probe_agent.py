@@ -575,3 +575,62 @@ def test_check_config(tmp_path):
     usage = subprocess.run([STEER_PROBE, "-c", str(conf)], capture_output=True, text=True,
                            timeout=10)
     assert usage.returncode == 2 and "--datacenter" in usage.stderr
+
+
+def test_with_a_real_node(site, tmp_path):
+    """steerd and steer-probe together: a query from a resolver nobody measured is answered
+    by the fallback at once and reported as urgent; the agent fetches the demand, measures
+    the resolver (Unbound answers the dns probe), publishes; the node fetches the table and
+    the rtt policy answers from the measured datacenter."""
+    import dns.message
+    import dns.rdatatype
+
+    conf = config(tmp_path, token=True)
+    text = conf.read_text()
+    tf = tmp_path / "paths.token"
+    text = text.replace("server:\n  listen: [127.0.0.1:5300]\n",
+                        f"server:\n  listen: [127.0.0.1:5300]\n"
+                        f"  control-socket: {tmp_path}/steerd.sock\n"
+                        f"http:\n  listen: [127.0.0.1:{NODE_PORT}]\n  token-file: {tf}\n")
+    # dc2 first: the fallback (failover) answers dc2; a measured dc1 must win over no data
+    text = text.replace("paths:\n", "services:\n  - name: www.example.test.\n    policy: rtt\n"
+                        "    fallback-policy: failover\n    ttl: 30\n    datacenters:\n"
+                        "      - { name: dc2, addresses: [198.51.100.10] }\n"
+                        "      - { name: dc1, addresses: [192.0.2.10] }\n"
+                        "paths:\n  fetch-interval: 500ms\n  fetch-timeout: 500ms\n"
+                        "  demand-sample: 1\n", 1)
+    conf.write_text(text)
+    node_log = open(tmp_path / "steerd.log", "w")
+    node = subprocess.Popen(["ip", "netns", "exec", site.ns, STEERD, "-c", str(conf)],
+                            stdout=node_log, stderr=subprocess.STDOUT)
+    site.procs.append(node)
+
+    def ask():
+        s = ns_socket(site.ns)
+        s.settimeout(1)
+        try:
+            s.bind(("127.0.0.2", 0))  # the resolver: Unbound's address
+            s.sendto(dns.message.make_query("www.example.test.", "A").to_wire(),
+                     ("127.0.0.1", 5300))
+            reply = dns.message.from_wire(s.recv(4096))
+            return {rr.address for rrset in reply.answer for rr in rrset
+                    if rrset.rdtype == dns.rdatatype.A}
+        except OSError:
+            return None
+        finally:
+            s.close()
+    assert wait_for(ask, 10, what="steerd to answer") == {"198.51.100.10"}, "the fallback"
+    agent = Agent(site, conf)
+    try:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        wait_for(lambda: ask() == {"192.0.2.10"}, 15, what="the measured datacenter")
+        rows = agent.table(auth)["rows"]
+        assert rows["127.0.0.0/24"]["answered"] == 3 and rows["127.0.0.0/24"]["hops"] == 1
+        assert set(n.lower() for n in site.queried_names()) == {DNS_NAME}
+        st = agent.status(auth)
+        assert st["nodes"][0]["up"] and st["probes"]["dns"]["answered"] >= 3, st
+        agent.stop()
+    finally:
+        node.send_signal(signal.SIGTERM)
+        assert node.wait(10) == 0
+        node_log.close()
