@@ -571,6 +571,15 @@ static int status_page(const char *path, ctl_http_page_t *page, char *err, size_
 
 /* ---- start and stop ------------------------------------------------------------------- */
 
+/* A node still calling a prefix urgent this long after we measured it has not seen our table
+ * yet (publish, fetch and demand intervals); re-measuring it sooner than a hot prefix would
+ * spend the budget on a node that cannot reach us. */
+static uint64_t urgent_stale(const conf_paths_t *p)
+{
+	uint64_t seen = (uint64_t)p->publish_interval + p->fetch_interval + p->demand_interval;
+	return seen > p->hot_interval ? seen : p->hot_interval;
+}
+
 static probe_table_opts_t table_opts(const conf_paths_t *p)
 {
 	return (probe_table_opts_t){
@@ -583,8 +592,7 @@ static probe_table_opts_t table_opts(const conf_paths_t *p)
 	    .n_methods = (unsigned)p->n_methods,
 	    .max_rows = p->max_prefixes,
 	    .forget_after = (uint64_t)p->forget_after * 1000u,
-	    /* a node still calling a prefix urgent after this long has not seen our table */
-	    .urgent_stale = (uint64_t)p->publish_interval + p->fetch_interval + p->demand_interval,
+	    .urgent_stale = urgent_stale(p),
 	};
 }
 
