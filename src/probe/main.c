@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -128,6 +129,18 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* A dns or tcp sample holds a socket until its reply or its timeout, so rate x timeout of
+ * them may be open at once (2,000 at 2,000 probes/s and 1 s): lift the soft limit to the hard
+ * one, which is what the service manager or the shell allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int run(const cli_t *cli, const conf_t *conf)
 {
 	probe_agent_opts_t opts = {
@@ -141,6 +154,7 @@ static int run(const cli_t *cli, const conf_t *conf)
 		printf("steer-probe: configuration for datacenter %s is valid\n", cli->datacenter);
 		return 0;
 	}
+	raise_nofile();
 	struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
 	signal(SIGPIPE, SIG_IGN);
 	probe_agent_t *agent = NULL;
