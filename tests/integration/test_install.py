@@ -54,6 +54,9 @@ def expected_layout(opts: dict) -> dict[str, Path]:
     return {
         "steerd": under("sbindir") / "steerd",
         "steerctl": under("bindir") / "steerctl",
+        "steer-probe": under("sbindir") / "steer-probe",
+        "steer-probe.8": under("mandir") / "man8" / "steer-probe.8",
+        "probe unit": Path(unitdir) / "steer-probe@.service",
         "steerd.8": under("mandir") / "man8" / "steerd.8",
         "steerctl.8": under("mandir") / "man8" / "steerctl.8",
         "steer.yaml.5": under("mandir") / "man5" / "steer.yaml.5",
@@ -88,9 +91,9 @@ def test_layout(installed):
     dest, files, _ = installed
     missing = [f"{role}: {path}" for role, path in files.items() if not path.is_file()]
     assert not missing, "not installed:\n" + "\n".join(missing)
-    for role in ("steerd", "steerctl"):
+    for role in ("steerd", "steerctl", "steer-probe"):
         assert os.access(files[role], os.X_OK), role
-    for role in ("config", "unit", "sysusers", "tmpfiles", "completion"):
+    for role in ("config", "unit", "probe unit", "sysusers", "tmpfiles", "completion"):
         assert not files[role].stat().st_mode & stat.S_IXUSR, f"{role} is not executable"
     # Nothing else: no test binaries, probes or benchmark tools in a system install.
     installed_files = sorted(p for p in dest.rglob("*") if p.is_file())
@@ -114,7 +117,8 @@ def test_distribution_layout_with_prefix_usr(tmp_path):
             "/usr/lib/sysusers.d/steer.conf", "/usr/lib/tmpfiles.d/steer.conf",
             "/usr/share/man/man8/steerd.8", "/usr/share/man/man8/steerctl.8",
             "/usr/share/man/man5/steer.yaml.5",
-            "/usr/share/bash-completion/completions/steerctl"}
+            "/usr/share/bash-completion/completions/steerctl", "/usr/sbin/steer-probe",
+            "/usr/share/man/man8/steer-probe.8", "/usr/lib/systemd/system/steer-probe@.service"}
     assert want <= targets, sorted(want - targets)
     unit = (build / "dist" / "steerd.service").read_text()
     assert "ExecStart=/usr/sbin/steerd -c /etc/steer/steer.yaml\n" in unit
@@ -180,6 +184,29 @@ def test_unit_verifies_and_is_hardened(installed, tmp_path):
     assert float(score.group(1)) <= 5.0, res.stdout
 
 
+def test_probe_unit_verifies_and_is_hardened(installed, tmp_path):
+    """steer-probe@.service: one agent per datacenter, as the steer user with CAP_NET_RAW."""
+    _, files, layout = installed
+    text = files["probe unit"].read_text()
+    unit = unit_settings(text)
+    assert unit["ExecStart"] == f"{layout['steer-probe']} -c {layout['config']} -d %i"
+    assert unit["User"] == "steer" and unit["CapabilityBoundingSet"] == "CAP_NET_RAW"
+    assert unit["NoNewPrivileges"] == "yes" and unit["ProtectSystem"] == "strict"
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    copy = tmp_path / "steer-probe@dc1.service"
+    copy.write_text(text.replace(f"={layout['steer-probe']}", f"={files['steer-probe']}"))
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout + res.stderr == "", res.stdout + res.stderr
+    res = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(copy)],
+                         capture_output=True, text=True, timeout=60)
+    score = re.search(r"Overall exposure level for steer-probe@dc1.service: ([0-9.]+)",
+                      res.stdout)
+    assert score, res.stdout + res.stderr
+    assert float(score.group(1)) <= 5.0, res.stdout
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="creating files owned by another user needs root")
 def test_sysusers_and_tmpfiles_create_the_user_and_folders(installed, tmp_path):
     _, files, _ = installed
@@ -204,7 +231,7 @@ def test_sysusers_and_tmpfiles_create_the_user_and_folders(installed, tmp_path):
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o750), folder
 
 
-@pytest.mark.parametrize("page", ["steerd.8", "steerctl.8", "steer.yaml.5"])
+@pytest.mark.parametrize("page", ["steerd.8", "steerctl.8", "steer-probe.8", "steer.yaml.5"])
 def test_man_pages_render_without_warnings(installed, page):
     _, files, _ = installed
     path = files[page]
