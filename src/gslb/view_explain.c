@@ -380,7 +380,8 @@ static void explain_by_path(const gslb_view_t *v, const view_svc_t *s, const dec
 		}
 		outf(o, "\n");
 	}
-	explain_sticky_row(v, s, d, o);
+	if (s->p.policy == GSLB_POLICY_RTT || s->p.policy == GSLB_POLICY_QOS)
+		explain_sticky_row(v, s, d, o);
 }
 
 static void explain_by_load(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
