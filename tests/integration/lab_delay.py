@@ -317,6 +317,75 @@ class Responder:
 
 
 # --------------------------------------------------------------------------------------------
+# The bodies agents and nodes exchange (src/gslb/pathfmt.h), for checking the agents' tables
+# and for serving made-up tables and demand in benchmarks
+
+TABLE_CT = "application/vnd.steer.paths"
+DEMAND_CT = "application/vnd.steer.demand"
+RTT_NONE = 0xFFFF
+_ROW = struct.Struct("!BBHBBH")  # plen loss rtt hops answered age_s, after the prefix
+
+
+def encode_table(name: str, generated_ms: int, rows4, rows6) -> bytes:
+    """A site table. rows4: [(prefix int, plen, loss, rtt, hops, answered, age_s)] ascending
+    (IPv4 prefix as a 32-bit int); rows6 likewise with the top 64 bits of the prefix."""
+    raw = name.encode()
+    out = [struct.pack("!4sBBHQIIB7x", b"STPT", 1, 0, 0, generated_ms, len(rows4), len(rows6),
+                       len(raw)), raw]
+    out += [struct.pack("!I", r[0]) + _ROW.pack(*r[1:]) for r in rows4]
+    out += [struct.pack("!Q", r[0]) + _ROW.pack(*r[1:]) for r in rows6]
+    return b"".join(out)
+
+
+def decode_table(body: bytes) -> dict:
+    """{"name", "generated_ms", "rows4": {prefix str: row dict}, "rows6": ...}; raises
+    ValueError on anything the format does not allow (a lenient reader would hide bugs)."""
+    if len(body) < 32 or body[:4] != b"STPT":
+        raise ValueError("not a site table")
+    _, version, flags, _, gen, n4, n6, name_len = struct.unpack("!4sBBHQIIB", body[:25])
+    if version != 1 or flags or len(body) != 32 + name_len + 12 * n4 + 16 * n6:
+        raise ValueError("bad version, flags or size")
+    name = body[32:32 + name_len].decode()
+    out = {"name": name, "generated_ms": gen, "rows4": {}, "rows6": {}}
+    pos = 32 + name_len
+    for family, n, keylen in ((4, n4, 4), (6, n6, 8)):
+        last = None
+        for _ in range(n):
+            key = int.from_bytes(body[pos:pos + keylen], "big")
+            plen, loss, rtt, hops, answered, age = _ROW.unpack(body[pos + keylen:pos + keylen + 8])
+            pos += keylen + 8
+            if last is not None and (key, plen) <= last:
+                raise ValueError("rows out of order")
+            last = (key, plen)
+            if family == 4:
+                net = ipaddress.IPv4Network((key, plen))
+            else:
+                net = ipaddress.IPv6Network((key << 64, plen))
+            out[f"rows{family}"][str(net)] = {"loss": loss, "rtt": rtt, "hops": hops,
+                                              "answered": answered, "age": age}
+    return out
+
+
+DEMAND_ECS, DEMAND_URGENT = 0x01, 0x02
+
+
+def encode_demand(generated_ms: int, rows) -> bytes:
+    """A demand body. rows: [(network "198.18.5.0/24", probe address, flags, volume)], any
+    order (sorted here as the format requires)."""
+    packed = []
+    for net, probe, flags, volume in rows:
+        n = ipaddress.ip_network(net)
+        family = 4 if n.version == 4 else 6
+        packed.append((family, n.network_address.packed.ljust(16, b"\0"), n.prefixlen,
+                       struct.pack("!BBBBI", family, n.prefixlen, flags, 0, volume)
+                       + n.network_address.packed.ljust(16, b"\0")
+                       + ipaddress.ip_address(probe).packed.ljust(16, b"\0")))
+    packed.sort(key=lambda r: r[:3])
+    head = struct.pack("!4sBBHQII", b"STPD", 1, 0, 0, generated_ms, len(packed), 0)
+    return head + b"".join(r[3] for r in packed)
+
+
+# --------------------------------------------------------------------------------------------
 # The program
 
 TUNSETIFF = 0x400454CA
