@@ -19,7 +19,7 @@ no site's, is never answered, only counted.
     lab_delay.py --tun dl0 --config delay.json --status status.json --log qnames.log
 
 The config (JSON) is read at start and again on SIGHUP:
-    {"generation": 3, "prefixes": ["198.18.0.0/16", "2001:db8:ffff::/48"], "tcp": "synack",
+    {"generation": 3, "prefixes": ["198.18.0.0/16", "2001:db8::/32"], "tcp": "synack",
      "sites": {"10.70.1.2": {"name": "s5", "delay_ms": 5, "jitter": 15, "ttl": 62}, ...}}
 The status file (JSON, rewritten atomically twice a second and after every reload) holds the
 generation in force and the counters. Each DNS query answered adds one line to the log:
@@ -41,11 +41,11 @@ Topology (site k = 1..3 with delay d_k; every name is inside the lab's own names
         fd70:0:k::2/64                     fd70:0:k::1/64
                                    node 10.70.0.1/24, fd70::1/64 ------------ wan 10.70.0.2/24
                                    dl0 (TUN): 198.18.0.0/16,                      fd70::2/64
-                                              2001:db8:ffff::/48         client 10.71.0.1/24
+                                              2001:db8::/32              client 10.71.0.1/24
                                                                                 fd71::1/64
                                                        client ns: node 10.71.0.2/24, fd71::2/64
                                                         lo: resolver addresses in 198.18.0.0/16
-                                                            and 2001:db8:ffff::/48 (add_client)
+                                                            and 2001:db8::/32 (add_client)
 
 Sites and the node route everything via wan; the node routes the resolver prefixes to the
 client namespace, so a client holding 198.18.5.10 queries steerd from that address, while a
@@ -69,7 +69,7 @@ import uuid
 from pathlib import Path
 
 RESOLVER_NET4 = "198.18.0.0/16"
-RESOLVER_NET6 = "2001:db8:ffff::/48"
+RESOLVER_NET6 = "2001:db8::/32"
 TUN_NAME = "dl0"
 NODE_ADDR4, NODE_ADDR6 = "10.70.0.2", "fd70::2"
 WAN_NODE4, WAN_NODE6 = "10.70.0.1", "fd70::1"

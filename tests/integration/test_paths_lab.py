@@ -9,21 +9,29 @@ and IPv6, and nothing answered that is not addressed to the resolver prefixes fr
 
 from __future__ import annotations
 
+import http.client
+import ipaddress
 import os
+import signal
 import socket
 import statistics
 import struct
 import subprocess
 import time
+from pathlib import Path
 
+import dns.edns
+import dns.exception
 import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
+import dns.rdatatype
 import pytest
 
 import lab_delay
-from lab_delay import PathsLab, site_ttl
+from conftest import SANITIZER_MARKERS, STEERCTL, STEERD
+from lab_delay import NODE_ADDR4, NODE_ADDR6, PathsLab, site_ttl
 
 pytestmark = pytest.mark.lab
 
@@ -85,12 +93,12 @@ def test_dns_reply_echoes_id_and_question():
 def test_ipv6_echo_and_tcp_checksums():
     r = responder()
     echo = struct.pack("!BBHHH", 128, 0, 0, 9, 1) + b"payload"
-    _, reply, _ = r.handle(ipv6("fd70:0:1::2", "2001:db8:ffff:1::1", 58, echo))
+    _, reply, _ = r.handle(ipv6("fd70:0:1::2", "2001:db8:1::1", 58, echo))
     src, dst, seg = reply[8:24], reply[24:40], reply[40:]
     assert seg[0] == 129 and seg[4:] == echo[4:]
     assert lab_delay.l4_checksum(src, dst, 58, seg) == 0
     syn = struct.pack("!HHIIHHHH", 40000, 53, 1000, 0, (5 << 12) | 0x02, 1024, 0, 0)
-    _, reply, _ = r.handle(ipv6("fd70:0:1::2", "2001:db8:ffff:1::1", 6, syn))
+    _, reply, _ = r.handle(ipv6("fd70:0:1::2", "2001:db8:1::1", 6, syn))
     seg = reply[40:]
     _, _, _, ack, flags = struct.unpack("!HHIIH", seg[:14])
     assert ack == 1001 and flags & 0x3F == 0x12  # SYN-ACK
@@ -110,7 +118,7 @@ def test_nothing_answered_outside_prefixes_or_sites():
     q = dns.message.make_query("probe.example.test.", "A").to_wire()
     assert r.handle(ipv4("10.70.1.2", "203.0.113.1", 17, udp(1, 53, q))) is None
     assert r.handle(ipv4("10.70.9.2", "198.18.0.1", 17, udp(1, 53, q))) is None  # no site
-    assert r.handle(ipv6("fd70:0:1::2", "2001:db8:fffe::1", 17, udp(1, 53, q))) is None
+    assert r.handle(ipv6("fd70:0:1::2", "2001:db9::1", 17, udp(1, 53, q))) is None
     assert r.handle(ipv4("10.70.1.2", "198.18.0.1", 17, udp(1, 54, q))) is None  # not 53
     reply = dns.message.make_response(dns.message.make_query("x.", "A")).to_wire()
     assert r.handle(ipv4("10.70.1.2", "198.18.0.1", 17, udp(1, 53, reply))) is None  # QR
@@ -194,7 +202,7 @@ def best_of(n, fn):
     return min(fn() for _ in range(n))
 
 
-TARGETS = {socket.AF_INET: "198.18.4.1", socket.AF_INET6: "2001:db8:ffff:4::1"}
+TARGETS = {socket.AF_INET: "198.18.4.1", socket.AF_INET6: "2001:db8:4::1"}
 
 
 @needs_root
@@ -263,3 +271,380 @@ def test_qnames_are_logged(lab):
             1) in logged
     assert ("s60", lab.site_addr("s60", socket.AF_INET6), TARGETS[socket.AF_INET6],
             "probe.example.test.", 1) in logged
+
+
+# --------------------------------------------------------------------------------------------
+# Measured steering: three steer-probe agents, one steerd
+
+
+STEER_PROBE = os.path.abspath(os.environ.get("STEER_PROBE")
+                              or Path(STEERD).resolve().parents[2] / "src" / "probe"
+                              / "steer-probe")
+AGENT_PORT = 8054
+NODE_HTTP = 8053
+# The intervals of CONFIG, in seconds: the bounds below are computed from them.
+PROBE_INTERVAL, PUBLISH, FETCH, DEMAND, PATH_TTL = 1.0, 0.5, 0.5, 0.5, 5.0
+# What the machine may add to a bound: two cores shared with builds and other tests.
+MARGIN_S = 1.5
+SITE_OF = {"192.0.2.5": "s5", "192.0.2.20": "s20", "192.0.2.60": "s60"}
+# Failover order s60, s5, s20: the fallback's answer (s60) is never the measured best (s5),
+# and with s5's agent gone the best measured site (s20) is not the fallback's either.
+FALLBACK_SITE = "s60"
+
+ZONE = """$ORIGIN example.test.
+$TTL 300
+@      SOA ns1 hostmaster 1 7200 3600 1209600 300
+       NS  ns1
+ns1    A   192.0.2.1
+probe  A   192.0.2.53
+"""
+
+CONFIG = f"""server:
+  listen: ["{NODE_ADDR4}:53", "[{NODE_ADDR6}]:53"]
+  control-socket: {{dir}}/ctl.sock
+  workers: 1
+  tcp-workers: 1
+http:
+  listen: ["{NODE_ADDR4}:{NODE_HTTP}"]
+zones:
+  - domain: example.test
+    file: {{dir}}/example.test.zone
+datacenters:
+  - {{ name: s5 }}
+  - {{ name: s20 }}
+  - {{ name: s60 }}
+paths:
+  agents:
+{{agents}}
+  fetch-interval: {int(FETCH * 1000)}ms
+  fetch-timeout: {int(FETCH * 1000)}ms
+  path-ttl: {int(PATH_TTL)}s
+  ipv4-prefix: 24
+  ipv6-prefix: 48
+  demand-sample: 1
+  hysteresis: {{ margin: 20, min-difference: 10ms, rounds: 2 }}
+  probe:
+    nodes: ["http://{NODE_ADDR4}:{NODE_HTTP}/"]
+    methods: [dns, tcp, icmp]
+    dns-name: probe.example.test.
+    rate: 200
+    samples: 3
+    interval: {int(PROBE_INTERVAL * 1000)}ms
+    hot-interval: {int(PROBE_INTERVAL * 1000)}ms
+    timeout: 500ms
+    smoothing: 70
+    publish-interval: {int(PUBLISH * 1000)}ms
+    demand-interval: {int(DEMAND * 1000)}ms
+services:
+  - name: www.example.test.
+    policy: rtt
+    fallback-policy: failover
+    ttl: 5
+    datacenters:
+      - {{ name: s60, addresses: [192.0.2.60] }}
+      - {{ name: s5, addresses: [192.0.2.5] }}
+      - {{ name: s20, addresses: [192.0.2.20] }}
+"""
+
+# The clients: ECS prefixes the test sends, and resolvers that query from their own address.
+ECS_PREFIXES = ["198.18.10.0/24", "198.18.11.0/24", "198.18.12.0/24", "2001:db8:10::/56",
+                "2001:db8:11::/56"]
+SOURCES = ["198.18.5.10", "198.18.6.10", "2001:db8:5::10"]
+
+
+class Steering:
+    """The lab with steerd in the node namespace and a steer-probe in each site."""
+
+    def __init__(self, lab: PathsLab):
+        self.lab = lab
+        self.dir = lab.dir
+        agents = "\n".join(
+            f'    - {{ datacenter: {name}, url: "http://{lab.site_addr(name)}:{AGENT_PORT}/" }}'
+            for name in lab.site_names)
+        (self.dir / "example.test.zone").write_text(ZONE)
+        self.config = self.dir / "steer.yaml"
+        self.config.write_text(CONFIG.replace("{agents}", agents).replace("{dir}",
+                                                                          str(self.dir)))
+        for addr in SOURCES:
+            lab.add_client(addr)
+        self.steerd = lab.start("steerd", [STEERD, "-c", str(self.config)], lab.node,
+                                "steerd.log")
+        self.agents = {name: self.start_agent(name) for name in lab.site_names}
+        self.wait_ready()
+
+    def start_agent(self, name):
+        return self.lab.start(f"steer-probe {name}",
+                              [STEER_PROBE, "--config", str(self.config), "--datacenter", name,
+                               "--foreground"], self.lab.site_ns[name], f"probe-{name}.log")
+
+    def wait_ready(self, timeout=20):
+        deadline = time.monotonic() + timeout
+        while True:
+            for p in [self.steerd, *self.agents.values()]:
+                if not p.alive():
+                    pytest.fail(f"{p.name} exited:\n{p.log()}")
+            try:
+                if self.ask(qname="example.test.", rdtype="SOA").rcode == dns.rcode.NOERROR and \
+                        all(self.agent_table(n) for n in self.lab.site_names):
+                    return
+            except (OSError, dns.exception.DNSException, http.client.HTTPException,
+                    ValueError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("the node or an agent is not ready:\n" + "\n".join(
+                    f"--- {p.name}\n{p.log()}" for p in [self.steerd, *self.agents.values()]))
+            time.sleep(0.1)
+
+    # ---- asking -----------------------------------------------------------------------------
+
+    def ask(self, ecs: str | None = None, source: str | None = None,
+            qname="www.example.test.", rdtype="A", timeout=2.0) -> "Answer":
+        """One query from the client namespace, with ECS @ecs or from resolver @source."""
+        family = socket.AF_INET6 if source and ":" in source else socket.AF_INET
+        server = NODE_ADDR6 if family == socket.AF_INET6 else NODE_ADDR4
+        if ecs:
+            net = ipaddress_network(ecs)
+            q = dns.message.make_query(qname, rdtype, use_edns=0, options=[
+                dns.edns.ECSOption(str(net.network_address), net.prefixlen)])
+        else:
+            q = dns.message.make_query(qname, rdtype)
+        s = self.lab.client_socket(family)
+        try:
+            if source:
+                s.bind((source, 0))
+            start = time.monotonic()
+            r = dns.query.udp(q, server, timeout=timeout, sock=s)
+            return Answer(r, time.monotonic() - start)
+        finally:
+            s.close()
+
+    def site_for(self, client: str) -> str | None:
+        """Which site www.example.test is answered with for @client (an ECS prefix or a
+        resolver address)."""
+        return (self.ask(ecs=client) if "/" in client else self.ask(source=client)).site
+
+    def sites_now(self, clients) -> dict[str, str | None]:
+        return {c: self.site_for(c) for c in clients}
+
+    def wait_sites(self, clients, want: str, timeout: float) -> float:
+        """Seconds until every client is answered with site @want (fails after @timeout)."""
+        start = time.monotonic()
+        while True:
+            now = self.sites_now(clients)
+            if all(v == want for v in now.values()):
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                pytest.fail(f"after {timeout:.1f} s not every client answered with {want}: "
+                            f"{now}\n{self.explain(clients[0])}")
+            time.sleep(0.05)
+
+    def explain(self, client: str) -> str:
+        args = ["--ecs", client] if "/" in client else ["--client", client]
+        res = subprocess.run(["ip", "netns", "exec", self.lab.node, STEERCTL, "-s",
+                              str(self.dir / "ctl.sock"), "explain", "www.example.test", "A",
+                              *args], capture_output=True, text=True, timeout=10)
+        return res.stdout + res.stderr
+
+    # ---- the agents -------------------------------------------------------------------------
+
+    def agent_table(self, name: str) -> dict:
+        """The site table agent @name serves, decoded (lab_delay.decode_table)."""
+        addr = self.lab.site_addr(name)
+        s = self.lab.ns_socket(self.lab.site_ns[name], socket.SOCK_STREAM)
+        s.settimeout(2.0)
+        s.connect((addr, AGENT_PORT))
+        conn = http.client.HTTPConnection(addr, AGENT_PORT, timeout=2.0)
+        conn.sock = s
+        try:
+            conn.request("GET", "/paths/table")
+            r = conn.getresponse()
+            body = r.read()
+            if r.status != 200:
+                raise ValueError(f"{name}: GET /paths/table: {r.status}")
+            assert r.getheader("Content-Type") == lab_delay.TABLE_CT
+            return lab_delay.decode_table(body)
+        finally:
+            conn.close()
+
+    def close(self) -> list[str]:
+        """Stop everything; what went wrong at shutdown (exit status, sanitizer reports)."""
+        problems = []
+        for p in [*self.agents.values(), self.steerd]:
+            if not p.alive() and p.proc.returncode == -signal.SIGKILL:
+                continue  # killed by a test
+            p.stop()
+            log = p.log_path.read_text(errors="replace")
+            if p.proc.returncode != 0:
+                problems.append(f"{p.name} exited with {p.proc.returncode}:\n{log[-3000:]}")
+            if any(m in log for m in SANITIZER_MARKERS):
+                problems.append(f"sanitizer report in {p.name}'s output:\n{log[-5000:]}")
+        return problems
+
+
+def ipaddress_network(text):
+    return ipaddress.ip_network(text, strict=False)
+
+
+def row_of(client: str) -> tuple[int, str]:
+    """(family, the table row's prefix) a client falls in: its /24 or /48."""
+    net = ipaddress_network(client if "/" in client else client + ("/128" if ":" in client
+                                                                    else "/32"))
+    row = net.supernet(new_prefix=24 if net.version == 4 else 48)
+    return net.version, str(row)
+
+
+class Answer:
+    def __init__(self, r: dns.message.Message, elapsed: float):
+        self.rcode = r.rcode()
+        self.addrs = sorted(rd.address for rrs in r.answer for rd in rrs
+                            if rrs.rdtype == dns.rdatatype.A)
+        scopes = [o.scopelen for o in r.options if isinstance(o, dns.edns.ECSOption)]
+        self.scope = scopes[0] if scopes else None
+        self.elapsed = elapsed
+        self.site = SITE_OF.get(self.addrs[0]) if len(self.addrs) == 1 else None
+
+
+ALL_CLIENTS = ECS_PREFIXES + SOURCES
+# One round of probes for every prefix, the agent's publish and the node's fetch; a swap needs
+# two rounds of it (hysteresis), the first measurement of a new prefix one plus the demand poll.
+ROUND_S = PROBE_INTERVAL
+SWAP_BOUND = 2 * ROUND_S + PUBLISH + FETCH
+
+
+@pytest.fixture(scope="module")
+def steering(lab):
+    for path in (STEERD, STEER_PROBE):
+        if not os.path.exists(path):
+            pytest.fail(f"{path} is not built")
+    st = Steering(lab)
+    try:
+        yield st
+    finally:
+        problems = st.close()
+        lab.procs.clear()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@needs_root
+def test_every_prefix_steers_to_the_5ms_site(steering):
+    first = steering.sites_now(ALL_CLIENTS)
+    assert all(site is not None for site in first.values()), first
+    took = steering.wait_sites(ALL_CLIENTS, "s5", timeout=15)
+    print(f"every prefix on the 5 ms site {took:.2f} s after the first queries")
+    for _ in range(3):
+        for client in ALL_CLIENTS:
+            a = steering.ask(ecs=client) if "/" in client else steering.ask(source=client)
+            assert a.site == "s5", (client, a.addrs)
+            if "/" in client:  # the decision's granularity is the table's
+                assert a.scope == (24 if ":" not in client else 48), (client, a.scope)
+        time.sleep(0.3)
+    # What the agents measured: each prefix's RTT is its site's delay; hops grow with the
+    # site's TTL distance; nothing lost.
+    tables = {name: steering.agent_table(name) for name in steering.lab.site_names}
+    hops = {}
+    for name, table in tables.items():
+        assert table["name"] == name
+        delay = steering.lab.delays[name]
+        for client in ALL_CLIENTS:
+            family, row = row_of(client)
+            cell = table[f"rows{family}"].get(row)
+            assert cell is not None, f"{name} has no row {row}: {sorted(table['rows4'])}"
+            assert delay * 10 <= cell["rtt"] <= (delay + SLACK_MS) * 10, (name, row, cell)
+            assert cell["loss"] == 0 and cell["answered"] >= 1, (name, row, cell)
+            hops.setdefault(name, set()).add(cell["hops"])
+    assert max(hops["s5"]) < min(hops["s20"]) and max(hops["s20"]) < min(hops["s60"]), hops
+
+
+@needs_root
+def test_unprobed_prefix_is_answered_at_once_by_the_fallback(steering):
+    for client, scope in (("198.18.99.0/24", 24), ("2001:db8:99::/56", 48)):
+        a = steering.ask(ecs=client)
+        assert a.rcode == dns.rcode.NOERROR and a.site == FALLBACK_SITE, (client, a.addrs)
+        assert a.scope == scope, (client, a.scope)
+        assert a.elapsed < 0.5, a.elapsed  # no waiting for a probe
+        took = steering.wait_sites([client], "s5", timeout=DEMAND + ROUND_S + PUBLISH
+                                   + FETCH + 2 * MARGIN_S)
+        print(f"{client}: fallback at once, steered to s5 {took:.2f} s later")
+
+
+@needs_root
+def test_swapped_delays_move_answers_within_two_rounds(steering):
+    lab = steering.lab
+    assert steering.sites_now(ALL_CLIENTS) == {c: "s5" for c in ALL_CLIENTS}
+    try:
+        lab.set_delays({"s5": 60, "s60": 5})
+        took = steering.wait_sites(ALL_CLIENTS, "s60", timeout=SWAP_BOUND + MARGIN_S)
+        print(f"5 <-> 60 ms: every prefix on s60 after {took:.2f} s (bound "
+              f"{SWAP_BOUND:.1f} s + {MARGIN_S} s)")
+    finally:
+        lab.set_delays({"s5": 5, "s60": 60})
+    took = steering.wait_sites(ALL_CLIENTS, "s5", timeout=SWAP_BOUND + MARGIN_S)
+    print(f"and back on s5 after {took:.2f} s")
+
+
+@needs_root
+def test_jitter_never_flips_answers(steering):
+    """s5 and s20 within 5 % of each other under +-15 % jitter: the raw measurements cross
+    (checked in the agents' tables, so the test could see a flip), the answers never do."""
+    lab = steering.lab
+    steering.wait_sites(ALL_CLIENTS, "s5", timeout=SWAP_BOUND + MARGIN_S)
+    crossings = 0
+    seen = set()
+    try:
+        lab.set_delays({"s5": 20, "s20": 21}, jitter=15)
+        end = time.monotonic() + 8 * ROUND_S
+        last_gen = None
+        while time.monotonic() < end:
+            now = steering.sites_now(ALL_CLIENTS)
+            assert all(v == "s5" for v in now.values()), now
+            seen.update(now.values())
+            t5, t20 = steering.agent_table("s5"), steering.agent_table("s20")
+            if (t5["generated_ms"], t20["generated_ms"]) != last_gen:
+                last_gen = (t5["generated_ms"], t20["generated_ms"])
+                for client in ALL_CLIENTS:
+                    family, row = row_of(client)
+                    crossings += t20[f"rows{family}"][row]["rtt"] < \
+                        t5[f"rows{family}"][row]["rtt"]
+            time.sleep(0.1)
+    finally:
+        lab.set_delays({"s5": 5, "s20": 20}, jitter=0)
+    print(f"{crossings} raw crossings of s20 below s5 in the agents' tables, answers: {seen}")
+    assert crossings > 0
+
+
+@needs_root
+def test_probes_ask_only_for_dns_name(steering):
+    logged = steering.lab.delay.qnames()
+    assert logged, "no DNS probe reached the delay line"
+    assert {q[3] for q in logged} == {"probe.example.test."}
+    assert {q[4] for q in logged} <= {1, 28}
+    assert {q[0] for q in logged} == set(steering.lab.site_names)
+    # Probes went only to prefixes some node reported.
+    wanted = {row_of(c)[1] for c in ALL_CLIENTS + ["198.18.99.0/24", "2001:db8:99::/56"]}
+    assert {row_of(q[2])[1] for q in logged} <= wanted
+
+
+@needs_root
+def test_killed_agent_keeps_its_table_until_path_ttl_then_falls_back(steering):
+    steering.wait_sites(ALL_CLIENTS, "s5", timeout=SWAP_BOUND + MARGIN_S)
+    steering.agents["s5"].kill()
+    killed = time.monotonic()
+    # Until its last table is path-ttl old the node keeps steering to s5 ...
+    while time.monotonic() - killed < PATH_TTL - PUBLISH - FETCH - 0.5:
+        assert steering.sites_now(ALL_CLIENTS) == {c: "s5" for c in ALL_CLIENTS}
+        time.sleep(0.1)
+    # ... then s5 has no measurement: the best measured site left takes over.
+    steering.wait_sites(ALL_CLIENTS, "s20", timeout=PUBLISH + 2 * FETCH + MARGIN_S + 1.0)
+    moved = time.monotonic() - killed
+    print(f"s5's agent killed: answers left s5 after {moved:.2f} s (path-ttl {PATH_TTL} s)")
+    assert moved >= PATH_TTL - PUBLISH - FETCH - 0.5
+    # Every agent gone: no measurement at all, the fallback (failover) decides.
+    for name in ("s20", "s60"):
+        steering.agents[name].kill()
+    killed = time.monotonic()
+    steering.wait_sites(ALL_CLIENTS, FALLBACK_SITE, timeout=PATH_TTL + FETCH + MARGIN_S + 1.0)
+    moved = time.monotonic() - killed
+    assert moved >= PATH_TTL - PUBLISH - FETCH - 0.5, moved
+    a = steering.ask(ecs="198.18.10.0/24")
+    assert a.scope == 24
