@@ -499,7 +499,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 class DelayLine:
     """The delay line process in @ns, configured through files in @workdir."""
 
-    def __init__(self, ns: str, workdir: Path, sites: dict[str, dict], jitter: float = 0):
+    def __init__(self, ns: str, workdir: Path, sites: dict[str, dict], nets: list[str]):
         from fwdlab import Proc
         self.ns = ns
         self.dir = workdir
@@ -507,6 +507,7 @@ class DelayLine:
         self.status_path = workdir / "delay-status.json"
         self.log_path = workdir / "qnames.log"
         self.sites = sites  # address -> {"name", "delay_ms", "jitter", "ttl"}
+        self.nets = nets
         self.generation = 1
         self._write_config()
         self.proc = Proc("delay line", [sys.executable, str(Path(__file__).resolve()),
@@ -519,7 +520,7 @@ class DelayLine:
     def _write_config(self) -> None:
         write_json_atomic(str(self.config_path),
                           {"generation": self.generation,
-                           "prefixes": [RESOLVER_NET4, RESOLVER_NET6], "sites": self.sites})
+                           "prefixes": self.nets, "sites": self.sites})
 
     def _wait_generation(self, timeout: float = 10) -> None:
         deadline = time.monotonic() + timeout
@@ -573,10 +574,12 @@ class DelayLine:
 class PathsLab:
     """The namespaces of the module doc; built on __enter__ (or build()), torn down on
     __exit__ (or close()), also when building failed half-way. @delays: one site per entry
-    (ms), named s<delay> ("s5", "s20", "s60"); the names stay when delays change."""
+    (ms), named s<delay> ("s5", "s20", "s60"); the names stay when delays change.
+    @extra_nets: more prefixes the delay line owns (routed into it, answered like the
+    resolver prefixes; only sites and the wan namespace reach them)."""
 
     def __init__(self, delays=(5, 20, 60), workdir: Path | str | None = None,
-                 jitter: float = 0):
+                 jitter: float = 0, extra_nets: list[str] = ()):
         tag = uuid.uuid4().hex[:6]
         self.wan = f"pl{tag}-wan"
         self.node = f"pl{tag}-node"
@@ -587,6 +590,7 @@ class PathsLab:
         self.site_ns = {name: f"pl{tag}-{name}" for name in self.site_names}
         self.delays = dict(zip(self.site_names, delays))
         self.jitter = jitter
+        self.nets = [RESOLVER_NET4, RESOLVER_NET6, *extra_nets]
         self._tmp = None
         if workdir is None:
             import tempfile
@@ -627,7 +631,7 @@ class PathsLab:
                 for addr in (site_addr4(k), site_addr6(k)):
                     sites[addr] = {"name": name, "delay_ms": self.delays[name],
                                    "jitter": self.jitter, "ttl": site_ttl(k)}
-            self.delay = DelayLine(self.wan, self.dir, sites)
+            self.delay = DelayLine(self.wan, self.dir, sites, self.nets)
         except BaseException:
             self.close()
             raise
@@ -701,8 +705,8 @@ class PathsLab:
         # before the line attaches; replies leave through wan's forwarding.
         self.ip(w, "tuntap", "add", "dev", TUN_NAME, "mode", "tun")
         self.ip(w, "link", "set", TUN_NAME, "up")
-        self.ip(w, "route", "add", RESOLVER_NET4, "dev", TUN_NAME)
-        self.ip(w, "-6", "route", "add", RESOLVER_NET6, "dev", TUN_NAME)
+        for net in self.nets:
+            self.ip(w, "-6" if ":" in net else "-4", "route", "add", net, "dev", TUN_NAME)
 
     # ---- using it ---------------------------------------------------------------------------
 
