@@ -1642,6 +1642,7 @@ void conf_free(conf_t *conf)
 	conf_forward_free(conf);
 	conf_cluster_free(conf);
 	conf_ops_free(conf);
+	conf_paths_free(conf);
 	free(conf->path);
 	free(conf);
 }

@@ -529,6 +529,9 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
  */
 const char *conf_identity(const conf_t *conf) STEER_NONNULL(1);
 
+/** The name of probe method @p m as the configuration writes it ("dns", "tcp", "icmp"). */
+const char *conf_probe_method_name(conf_probe_method_t m);
+
 /** Write the configuration reference (Markdown) generated from the schema table. */
 void conf_write_reference(FILE *out) STEER_NONNULL(1);
 

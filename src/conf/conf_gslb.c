@@ -686,6 +686,15 @@ static int service_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		addr_list_t list = {.items = &svc->fallback, .n = &svc->n_fallback};
 		return conf_for_each_item(ld, what, value, false, fallback_item, &list);
 	}
+	if (strcmp(key->name, "qos") == 0) {
+		if (value->type != YAML_MAPPING_NODE)
+			return conf_fail(ld, conf_node_line(value),
+			                 "%s: expected a mapping of coefficients, e.g. { rtt: 50, "
+			                 "completion-rate: 5 }, got %s",
+			                 what,
+			                 conf_is_null(value) ? "nothing" : conf_kind_name(value));
+		return conf_load_keys(ld, "services.qos", svc, value, NULL, NULL);
+	}
 	if (strcmp(key->name, "persist-prefix") == 0) {
 		if (value->type != YAML_SEQUENCE_NODE ||
 		    value->data.sequence.items.top - value->data.sequence.items.start != 2)
@@ -762,6 +771,39 @@ static int check_gslb_name_unique(conf_loader_t *ld, const char *what, const cha
 	return 0;
 }
 
+/* The policies that order by measurements (gslb/policy.h's measured kinds). */
+static bool policy_is_measured(const char *policy)
+{
+	static const char *const measured[] = {
+	    "rtt",      "completion-rate", "hops", "qos", "least-connections",
+	    "capacity", "packet-rate",     "kbps"};
+	for (size_t i = 0; policy && i < STEER_ARRAY_LEN(measured); i++)
+		if (strcmp(policy, measured[i]) == 0)
+			return true;
+	return false;
+}
+
+/* fallback-policy and qos belong to measured policies; geo needs a map to fall back on. */
+static int check_measured_keys(conf_loader_t *ld, const yaml_node_t *item,
+                               const conf_service_t *svc)
+{
+	size_t fb_line = conf_key_line(ld, item, "fallback-policy", 0);
+	size_t qos_line = conf_key_line(ld, item, "qos", 0);
+	if (fb_line && !policy_is_measured(svc->policy))
+		return conf_fail(ld, fb_line,
+		                 "services.fallback-policy: only used by a measured policy (rtt, "
+		                 "completion-rate, hops, qos, least-connections, capacity, "
+		                 "packet-rate, kbps), not '%s'",
+		                 svc->policy ? svc->policy : "failover");
+	if (qos_line && (!svc->policy || strcmp(svc->policy, "qos") != 0))
+		return conf_fail(ld, qos_line, "services.qos: only used by policy qos, not '%s'",
+		                 svc->policy ? svc->policy : "failover");
+	if (svc->fallback_policy && strcmp(svc->fallback_policy, "geo") == 0 &&
+	    svc->map == SIZE_MAX)
+		return conf_fail(ld, fb_line, "services.fallback-policy: geo needs a 'map'");
+	return 0;
+}
+
 static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *owner)
 {
 	conf_t *conf = owner;
@@ -787,6 +829,9 @@ static int load_service_item(conf_loader_t *ld, const yaml_node_t *item, void *o
 	if (svc->n_fallback > 0 && svc->fallback_cname)
 		return conf_fail(ld, conf_key_line(ld, item, "fallback-cname", svc->line),
 		                 "services: give either 'fallback' or 'fallback-cname', not both");
+	ret = check_measured_keys(ld, item, svc);
+	if (ret != 0)
+		return ret;
 	uint8_t wire[DNS_DNAME_MAXLEN];
 	size_t name_line = conf_key_line(ld, item, "name", svc->line);
 	ret = parse_dname(ld, "services.name", svc->name, name_line, wire);

@@ -333,3 +333,11 @@ bool conf_alerts_equal(const conf_t *a, const conf_t *b) STEER_NONNULL(1, 2);
 
 /** Free the operations fields of @p conf. */
 void conf_ops_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- measured paths (conf_paths.c) ------------------------------------------------------- */
+
+/** Section loader for `paths`; loads after the datacenters and zones it refers to. */
+int conf_paths_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Free the `paths` fields of @p conf and reset them to empty. */
+void conf_paths_free(conf_t *conf) STEER_NONNULL(1);

@@ -68,6 +68,24 @@ static const conf_enum_t static_states[] = {
 /* The values the GSLB builder accepts (gslb/policy.c); checked here so a typo is reported at
  * its line with the valid names. The value field is unused. */
 static const conf_enum_t dc_policies[] = {
+    {"failover", 0},
+    {"geo", 0},
+    {"weighted", 0},
+    {"persist", 0},
+    {"round-robin", 0},
+    {"rtt", 0},
+    {"completion-rate", 0},
+    {"hops", 0},
+    {"qos", 0},
+    {"least-connections", 0},
+    {"capacity", 0},
+    {"packet-rate", 0},
+    {"kbps", 0},
+    {NULL, 0},
+};
+
+/* What may decide for a measured policy without measurements: the non-measured ones. */
+static const conf_enum_t fallback_policies[] = {
     {"failover", 0}, {"geo", 0}, {"weighted", 0}, {"persist", 0}, {"round-robin", 0}, {NULL, 0},
 };
 
@@ -114,6 +132,22 @@ static const conf_enum_t fwd_policies[] = {
 		.offset = offsetof(conf_fwd_group_t, field),                                       \
 		.size = sizeof(((conf_fwd_group_t *)0)->field), .min = lo, .max = hi, .def = dflt, \
 		.flags = CONF_F_RESTART, .doc = text                                               \
+	}
+
+#define PATHS_UINT(sec, key, field, lo, hi, dflt, text)                                            \
+	{                                                                                          \
+		.section = sec, .name = key, .type = CONF_TYPE_UINT,                               \
+		.offset = offsetof(conf_paths_t, field),                                           \
+		.size = sizeof(((conf_paths_t *)0)->field), .min = lo, .max = hi, .def = dflt,     \
+		.doc = text                                                                        \
+	}
+
+#define PATHS_DURATION(sec, key, field, lo, hi, u, dflt, text)                                     \
+	{                                                                                          \
+		.section = sec, .name = key, .type = CONF_TYPE_DURATION,                           \
+		.offset = offsetof(conf_paths_t, field),                                           \
+		.size = sizeof(((conf_paths_t *)0)->field), .min = lo, .max = hi, .unit = u,       \
+		.def = dflt, .doc = text                                                           \
 	}
 
 /* sun_path holds 108 bytes including the terminating NUL. */
@@ -264,6 +298,14 @@ const conf_section_t conf_sections[] = {
      "still accepted and keeps the order of the keys as written, but a YAML tool that "
      "rewrites the file (PyYAML's `safe_dump` sorts keys by default) silently changes the "
      "failover order; a list keeps its order everywhere.",
+     true, NULL},
+    {"services.qos", false, 0,
+     "A service's `qos` mapping: the coefficients of the `qos` score (F5 3-DNS's defaults). "
+     "Each candidate datacenter scores the sum over the metrics of coefficient x its value "
+     "normalised to 0..1 among the candidates (1 = the best one); a metric no candidate has is "
+     "left out, a candidate without it scores 0 for it. The highest score is answered first. "
+     "Example: `qos: { rtt: 100, completion-rate: 10, packet-rate: 0 }` (keys not given keep "
+     "their defaults).",
      true, NULL},
     {"services.datacenters.addresses", false, 0,
      "An item of `addresses` written as a mapping, to give one address its own weight, probe "
@@ -435,6 +477,46 @@ const conf_section_t conf_sections[] = {
      "threads only record the sample; the reasons are worked out and written by the control "
      "thread. Off unless `file` is set. Every key applies on restart.",
      false, conf_decision_log_load},
+    {"paths", false, 0,
+     "Steering by measured paths (F5 3-DNS's dynamic methods): a `steer-probe` agent in each "
+     "datacenter measures the round-trip time, loss and hops to the resolvers and ECS client "
+     "prefixes the DNS nodes report, and publishes a table that every node fetches with a "
+     "conditional GET (`<url>paths/table`). The node merges the tables (one column per "
+     "datacenter) and swaps the result in off the query path; services with a measured "
+     "`policy` (`rtt`, `completion-rate`, `hops`, `qos`) answer from it. A node serves the "
+     "prefixes it answers at `/paths/demand` for the agents to probe. Absent: off. The node's "
+     "keys apply on reload; `probe` is read by `steer-probe` (see [measured "
+     "paths](measured-paths.md)). Example:\n\n"
+     "```yaml\n"
+     "paths:\n"
+     "  agents:\n"
+     "    - { datacenter: dc1, url: \"http://192.0.2.1:8054/\" }\n"
+     "    - { datacenter: dc2, url: \"http://198.51.100.1:8054/\" }\n"
+     "  path-ttl: 2400s\n"
+     "  token-file: /etc/steer/paths.token\n"
+     "  hysteresis: { margin: 20, min-difference: 10ms, rounds: 2 }\n"
+     "  probe:\n"
+     "    nodes: [\"http://10.0.0.53:8053/\"]\n"
+     "    methods: [dns, tcp, icmp]\n"
+     "    dns-name: probe.example.test.\n"
+     "```",
+     false, conf_paths_load},
+    {"paths.agents", true, 0,
+     "Each item of `paths.agents`: one datacenter's `steer-probe` and where the nodes fetch "
+     "its table. A datacenter has one agent at most; datacenters without one have no column "
+     "(measured policies order them after those with data).",
+     true, NULL},
+    {"paths.hysteresis", false, 0,
+     "The `paths.hysteresis` mapping: when RTT steering (and the load policies) may move a "
+     "prefix to another datacenter. A challenger replaces the sticky best only when it is "
+     "better by `margin` percent and by `min-difference`, in `rounds` consecutive rounds, so "
+     "measurement jitter never makes answers flip back and forth.",
+     true, NULL},
+    {"paths.probe", false, 0,
+     "The `paths.probe` mapping: the settings of the `steer-probe` agents (they read the same "
+     "file). DNS nodes ignore it; `steerd --check-config` validates it all the same, so an "
+     "agent never starts on a file its nodes would reject.",
+     true, NULL},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
 
@@ -846,7 +928,30 @@ const conf_key_t conf_keys[] = {
      .doc = "How the datacenter is picked: `failover` (the first in `datacenters` with an "
             "address up), `geo` (the same in the order `map` gives for the client), "
             "`weighted` (weighted random), `persist` (a consistent hash of the client "
-            "subnet, so a client keeps its datacenter while it is up) or `round-robin`."},
+            "subnet, so a client keeps its datacenter while it is up) or `round-robin`. "
+            "Measured (failover over an order measured per query; see `paths` and `metrics` "
+            "monitors): `rtt` (lowest round-trip time from the client prefix), "
+            "`completion-rate` (fewest lost probes), `hops` (fewest hops), `qos` (highest "
+            "score, see `qos`), `least-connections`, `capacity` (most spare connections), "
+            "`packet-rate` or `kbps` (the least loaded datacenter). Datacenters without a "
+            "measurement come after those with one, in the `fallback-policy` order; with "
+            "none at all, `fallback-policy` decides. Switching follows the hysteresis of "
+            "`paths.hysteresis`."},
+    {.section = "services",
+     .name = "fallback-policy",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_service_t, fallback_policy),
+     .enums = fallback_policies,
+     .doc = "For a measured `policy`: what decides for a client with no (fresh) measurement, "
+            "at once, while its prefix is queued for probing: `failover`, `geo` (with `map`), "
+            "`weighted`, `persist` or `round-robin`. Only with a measured policy. Unset: `geo` "
+            "when the service has a `map`, else `failover`."},
+    {.section = "services",
+     .name = "qos",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping of coefficient name -> 0..1000 (see `services.qos`)",
+     .doc = "The coefficients of the `qos` policy's score. Only with `policy: qos`. Unset: "
+            "F5 3-DNS's defaults."},
     {.section = "services",
      .name = "map",
      .type = CONF_TYPE_NODE,
@@ -904,6 +1009,69 @@ const conf_key_t conf_keys[] = {
      .doc = "The monitor (see `monitors`) checking every address of the service, unless its "
             "datacenter names another. Unset: addresses are up unless a link monitor, a "
             "dependency or an override says otherwise."},
+    {.section = "services.qos",
+     .name = "packet-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_PACKET_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "1",
+     .doc = "Packets per second of the datacenter (lower is better)."},
+    {.section = "services.qos",
+     .name = "rtt",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_RTT * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "50",
+     .doc = "Round-trip time from the client prefix (lower is better)."},
+    {.section = "services.qos",
+     .name = "completion-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_COMPLETION_RATE * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "5",
+     .doc = "Probes answered, 100 - loss percent (higher is better)."},
+    {.section = "services.qos",
+     .name = "hops",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_HOPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Hops from the client prefix (fewer is better)."},
+    {.section = "services.qos",
+     .name = "link-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_LINK_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "30",
+     .doc = "Spare link capacity the metrics report (higher is better)."},
+    {.section = "services.qos",
+     .name = "vs-capacity",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_VS_CAPACITY * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "0",
+     .doc = "Spare connections, capacity - connections (higher is better)."},
+    {.section = "services.qos",
+     .name = "kbps",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_service_t, qos) + CONF_QOS_KBPS * sizeof(unsigned),
+     .size = sizeof(unsigned),
+     .min = 0,
+     .max = 1000,
+     .def = "3",
+     .doc = "Kilobytes per second of the datacenter (lower is better)."},
     {.section = "services.datacenters",
      .name = "name",
      .type = CONF_TYPE_NODE,
@@ -1513,6 +1681,125 @@ const conf_key_t conf_keys[] = {
      .def = "1000",
      .flags = CONF_F_RESTART,
      .doc = "Record every Nth GSLB decision of each query thread; `1` records all."},
+    /* ---- measured paths ---- */
+    {.section = "paths",
+     .name = "agents",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of mappings (see `paths.agents`)",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The agents, one per datacenter that measures. A changed list applies on reload: "
+            "agents that stay keep their last table."},
+    PATHS_DURATION("paths", "fetch-interval", fetch_interval, 100, 3600000, CONF_UNIT_MS, "2s",
+                   "How often the node fetches every agent's table (`If-None-Match`: an "
+                   "unchanged table costs a 304 and no work)."),
+    PATHS_DURATION("paths", "fetch-timeout", fetch_timeout, 100, 600000, CONF_UNIT_MS, "2s",
+                   "How long one fetch may take (connect and transfer); a slower agent counts "
+                   "as down this round and keeps its last table. At most `fetch-interval`."),
+    PATHS_DURATION("paths", "path-ttl", path_ttl, 1, 31536000, CONF_UNIT_S, "2400s",
+                   "How long a measurement is trusted (F5's `path-ttl`): a cell older than this, "
+                   "or any cell of an agent whose last good table is older, is empty, and the "
+                   "service's `fallback-policy` decides for the prefix."),
+    PATHS_UINT("paths", "ipv4-prefix", ipv4_prefix, 8, 32, "24",
+               "The IPv4 granularity of measurements: clients are grouped by this prefix length, "
+               "and decisions from the table carry it as their ECS scope."),
+    PATHS_UINT("paths", "ipv6-prefix", ipv6_prefix, 16, 64, "48",
+               "The IPv6 granularity, as `ipv4-prefix`."),
+    PATHS_UINT("paths", "max-prefixes", max_prefixes, 1, 16000000, "1000000",
+               "Rows a table may hold, on the node (a larger table from an agent is refused, "
+               "and bounds the body size of a fetch) and on the agent (the prefixes it keeps)."),
+    PATHS_UINT("paths", "demand-sample", demand_sample, 1, 65536, "16",
+               "Every Nth decision from a measured prefix counts towards its volume in "
+               "`/paths/demand`; prefixes the node had no measurement for are always reported "
+               "(once per prefix and second or so, per query thread)."),
+    {.section = "paths",
+     .name = "token-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_paths_t, token_file),
+     .doc = "A file whose first line is a bearer token (16..1024 characters, not readable by "
+            "other users) that nodes send to the agents and the agents to the nodes' "
+            "`/paths/demand`. Unset: no token is sent, and `/paths/demand` follows the HTTP "
+            "server's `read-only-open`."},
+    {.section = "paths",
+     .name = "hysteresis",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `paths.hysteresis`)",
+     .doc = "When a prefix may move to another datacenter. Unset: the defaults below."},
+    {.section = "paths",
+     .name = "probe",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "mapping (see `paths.probe`)",
+     .doc = "The agents' settings. Unset: the defaults below (and no nodes to poll)."},
+    {.section = "paths.agents",
+     .name = "datacenter",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "datacenter name",
+     .flags = CONF_F_REQUIRED,
+     .doc = "The configured datacenter this agent measures from: its column in the table."},
+    {.section = "paths.agents",
+     .name = "url",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_path_agent_t, url),
+     .max = 2048,
+     .flags = CONF_F_REQUIRED,
+     .doc = "The agent's HTTP base URL, `http://` or `https://`, ending in `/`; the table is "
+            "`<url>paths/table`."},
+    {.section = "paths.agents",
+     .name = "source",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "IP address",
+     .doc = "Agent side: the address its probes leave from. Unset: the kernel picks."},
+    PATHS_UINT("paths.hysteresis", "margin", hyst_margin, 0, 1000, "20",
+               "Percent by which a challenger must beat the sticky best."),
+    PATHS_DURATION("paths.hysteresis", "min-difference", hyst_min_difference, 0, 60000,
+                   CONF_UNIT_MS, "10ms",
+                   "And by at least this much RTT (a 20 % margin of 2 ms is noise)."),
+    PATHS_UINT("paths.hysteresis", "rounds", hyst_rounds, 1, 100, "2",
+               "Consecutive rounds (new tables of the challenger's agent, or metric rounds for "
+               "the load policies) the challenger must win before it becomes the best."),
+    {.section = "paths.probe",
+     .name = "nodes",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of URLs",
+     .doc = "The DNS nodes' HTTP base URLs (ending in `/`) whose `<url>paths/demand` the agent "
+            "polls for prefixes to probe."},
+    {.section = "paths.probe",
+     .name = "methods",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of `dns`, `tcp`, `icmp`",
+     .def = "dns tcp icmp",
+     .doc = "Probe methods in the order they are tried per prefix until one answers: `dns` (a "
+            "query for `dns-name` to port 53), `tcp` (a handshake to port 53, then a reset), "
+            "`icmp` (an echo). Without `dns-name` the default is `tcp icmp`."},
+    {.section = "paths.probe",
+     .name = "dns-name",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_paths_t, dns_name),
+     .doc = "The name DNS probes ask for; required with method `dns`, and it must lie inside a "
+            "zone this configuration serves: probes never ask for third parties' names."},
+    PATHS_UINT("paths.probe", "rate", probe_rate, 1, 100000, "200",
+               "Probes per second, the site's budget across all prefixes."),
+    PATHS_UINT("paths.probe", "samples", probe_samples, 1, 16, "3",
+               "Probes per measurement; the lowest RTT is kept."),
+    PATHS_DURATION("paths.probe", "interval", probe_interval, 1000, 86400000, CONF_UNIT_MS, "60s",
+                   "Every prefix is measured again at least this often (budget permitting). Less "
+                   "than `path-ttl` when `probe` is given."),
+    PATHS_DURATION("paths.probe", "hot-interval", hot_interval, 100, 86400000, CONF_UNIT_MS, "10s",
+                   "The busiest prefixes (`hot-share`) are measured this often. At most "
+                   "`interval`."),
+    PATHS_UINT("paths.probe", "hot-share", hot_share, 0, 100, "20",
+               "Percent of the rows, by volume, that count as hot."),
+    PATHS_DURATION("paths.probe", "timeout", probe_timeout, 10, 60000, CONF_UNIT_MS, "1s",
+                   "A probe without a reply by then is lost. Less than `hot-interval`."),
+    PATHS_UINT("paths.probe", "smoothing", smoothing, 1, 100, "30",
+               "Percent weight of a new measurement in the smoothed RTT (`100` keeps no "
+               "history)."),
+    PATHS_DURATION("paths.probe", "publish-interval", publish_interval, 100, 3600000, CONF_UNIT_MS,
+                   "2s", "How often the agent re-encodes its table."),
+    PATHS_DURATION("paths.probe", "demand-interval", demand_interval, 100, 3600000, CONF_UNIT_MS,
+                   "2s", "How often the agent polls the nodes' demand."),
+    PATHS_DURATION("paths.probe", "forget-after", forget_after, 60, 31536000, CONF_UNIT_S, "28d",
+                   "A prefix no node reported for this long is dropped (F5 forgets an LDNS after "
+                   "28 days)."),
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 

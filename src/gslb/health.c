@@ -72,6 +72,10 @@ gslb_health_t *gslb_health_dup(const gslb_health_t *h, uint32_t count)
 	memcpy(d->wx, h->wx, h->count * sizeof(*h->wx));
 	for (uint32_t i = 0; i < h->count; i++)
 		d->names[i] = xstrdup(h->names[i]);
+	if (h->load) {
+		d->load = xcalloc(count, sizeof(*d->load));
+		memcpy(d->load, h->load, h->count * sizeof(*h->load));
+	}
 	rules_copy(d, h->rules, h->n_rules);
 	return d;
 }
@@ -89,6 +93,7 @@ void gslb_health_free(gslb_health_t *h)
 	free(h->wx);
 	free(h->monitor);
 	free(h->eff);
+	free(h->load);
 	free(h);
 }
 
@@ -134,6 +139,23 @@ int gslb_health_set_monitor(gslb_health_t *h, uint32_t id, gslb_sttl_t sttl)
 		return STEER_ERANGE;
 	h->monitor[id] = sttl & ~GSLB_STTL_FORCED;
 	recompute(h, id);
+	return 0;
+}
+
+int gslb_health_set_load(gslb_health_t *h, uint32_t id, const gslb_load_t *load)
+{
+	if (id >= h->count)
+		return STEER_ERANGE;
+	bool clear = load == NULL || load->have == 0;
+	if (clear && h->load == NULL)
+		return 0;
+	/* Most tables have no metrics monitor at all: allocate on the first value. */
+	if (h->load == NULL)
+		h->load = xcalloc(h->count ? h->count : 1, sizeof(*h->load));
+	if (clear)
+		h->load[id] = (gslb_load_t){0};
+	else
+		h->load[id] = *load;
 	return 0;
 }
 

@@ -20,7 +20,8 @@
  *                      prefix u32 (host bits zero) | plen u8 (8..32) | loss u8 (0..100 %)
  *                      | rtt u16 (smoothed RTT in 0.1 ms; 0xffff = no reply) | hops u8 (0 =
  *                      unknown) | answered u8 (samples answered in the last measurement)
- *                      | age_s u16 (seconds since measured at generated_ms, saturating)
+ *                      | age_s u16 (seconds since measured at generated_ms, saturating);
+ *                      a row with rtt 0xffff has answered 0
  *   n6 IPv6 rows, 16 bytes each: prefix u64 (the top 64 bits, host bits zero) | plen u8
  *                      (16..64) | the same 7 fields
  *   nothing after the last row.
@@ -31,7 +32,13 @@
  *   n rows, 40 bytes each, strictly ascending by (family, prefix, plen):
  *                      family u8 (4 or 6) | plen u8 | flags u8 (GSLB_DEMAND_*) | reserved u8
  *                      | volume u32 | prefix[16] (IPv4 in the first 4 bytes, host bits zero)
- *                      | probe[16] (the address to probe, inside the prefix for ECS rows)
+ *                      | probe[16] (the address to probe, inside the prefix: the resolver
+ *                      seen, or for ECS rows an address inside the client prefix); plen
+ *                      IPv4 8..32, IPv6 16..64; IPv4 addresses in the first 4 bytes, the
+ *                      other 12 zero
+ *
+ * Decoder errors name the row (0-based within its family, or within the demand body), its
+ * prefix and the reason: "IPv4 row 17 (10.0.3.0/24): prefixes out of order".
  */
 #pragma once
 
@@ -89,13 +96,19 @@ typedef struct {
 	size_t n;
 } gslb_demand_t;
 
+/**
+ * Check @p t against the format (what gslb_pathfmt_encode_table() refuses). Returns 0, or
+ * STEER_EINVAL with the reason in @p err (may be NULL) worded like the decoder's. Any thread.
+ */
+int gslb_pathfmt_check_table(const gslb_path_table_t *t, char *err, size_t errlen) STEER_NONNULL(1);
+
 /** Bytes gslb_pathfmt_encode_table() writes for @p t. */
 size_t gslb_pathfmt_table_size(const gslb_path_table_t *t) STEER_NONNULL(1);
 
 /**
  * Encode @p t into @p buf (at least gslb_pathfmt_table_size() bytes). Returns the bytes
  * written, or 0 when @p t breaks the format (unsorted rows, a bad name, plen or value):
- * what the encoder writes the decoder accepts.
+ * what the encoder writes the decoder accepts. gslb_pathfmt_check_table() says why.
  */
 size_t gslb_pathfmt_encode_table(const gslb_path_table_t *t, uint8_t *buf, size_t len)
     STEER_NONNULL(1, 2);
@@ -113,6 +126,9 @@ int gslb_pathfmt_decode_table(const uint8_t *buf, size_t len, size_t max_rows,
 /** Free the rows of a decoded table (the struct itself is the caller's). */
 void gslb_pathfmt_table_free(gslb_path_table_t *t) STEER_NONNULL(1);
 
+/** Check @p d against the format, like gslb_pathfmt_check_table(). */
+int gslb_pathfmt_check_demand(const gslb_demand_t *d, char *err, size_t errlen) STEER_NONNULL(1);
+
 /** Bytes gslb_pathfmt_encode_demand() writes for @p d. */
 size_t gslb_pathfmt_demand_size(const gslb_demand_t *d) STEER_NONNULL(1);
 
@@ -129,6 +145,7 @@ void gslb_pathfmt_demand_free(gslb_demand_t *d) STEER_NONNULL(1);
 
 /**
  * The key of @p addr (4 or 16 bytes, network order) of @p family (AF_INET / AF_INET6) cut to
- * @p plen bits, as gslb_path_row_t.prefix holds it. Any thread; no allocation.
+ * @p plen bits (IPv4 at most 32, IPv6 at most 64), as gslb_path_row_t.prefix holds it.
+ * Any thread; no allocation.
  */
 uint64_t gslb_pathfmt_key(int family, const uint8_t *addr, unsigned plen) STEER_NONNULL(2);

@@ -268,40 +268,61 @@ static void trace_dc(gslb_policy_trace_t *t, unsigned pos, const dc_scan_t *s)
 /* State of one select() call. */
 typedef struct {
 	const gslb_policy_svc_t *svc;
-	const gslb_health_t *health;
 	const gslb_policy_query_t *q;
+	const gslb_health_t *health;
 	gslb_policy_rng_t *rng;
 	gslb_policy_trace_t *trace;
+	gslb_policy_kind_t pol;          /* that decides: the service's, or its fallback policy */
+	bool measured;                   /* pol is measured and q->measured leads the order */
 	uint8_t ord[GSLB_POLICY_DC_MAX]; /* datacenters considered, best first */
-	unsigned n;
+	unsigned n, n_measured;
 	uint32_t cap;
 	dc_scan_t scan[GSLB_POLICY_DC_MAX]; /* per position in ord, valid up to scanned */
 	unsigned scanned;
 } sel_t;
 
-/* The datacenters to consider: the client's order for geo (invalid and repeated entries
- * dropped), else, or when that leaves nothing, the configured order. */
+/* Append the valid, not yet @p seen entries of @p list to the order; returns how many of
+ * @p list were valid at all (seen or not). */
+static unsigned add_order(sel_t *s, const uint8_t *list, unsigned len, uint64_t *seen)
+{
+	unsigned valid = 0;
+	for (unsigned i = 0; list && i < len; i++) {
+		uint8_t dc = list[i];
+		if (dc >= s->svc->dc_count)
+			continue;
+		valid++;
+		if (*seen & (UINT64_C(1) << dc))
+			continue;
+		*seen |= UINT64_C(1) << dc;
+		s->ord[s->n++] = dc;
+	}
+	return valid;
+}
+
+/* The datacenters to consider: for a measured policy with a measurement, the measured ones
+ * first; then the client's map order for geo (invalid and repeated entries dropped), else, or
+ * when the map leaves nothing, the configured order. */
 static void build_order(sel_t *s)
 {
 	const gslb_policy_svc_t *svc = s->svc;
 	const gslb_policy_query_t *q = s->q;
+	uint64_t seen = 0;
 	s->n = 0;
-	if (svc->policy == GSLB_POLICY_GEO && q->order) {
-		uint64_t seen = 0;
-		for (unsigned i = 0; i < q->order_len; i++) {
-			uint8_t dc = q->order[i];
-			if (dc >= svc->dc_count || (seen & (UINT64_C(1) << dc)))
-				continue;
-			seen |= UINT64_C(1) << dc;
-			s->ord[s->n++] = dc;
+	if (s->measured)
+		add_order(s, q->measured, q->measured_len, &seen);
+	s->n_measured = s->n;
+	bool geo =
+	    s->pol == GSLB_POLICY_GEO || (s->measured && svc->fallback_policy == GSLB_POLICY_GEO);
+	unsigned from_map = geo ? add_order(s, q->order, q->order_len, &seen) : 0;
+	if (from_map == 0) {
+		for (unsigned i = 0; i < svc->dc_count; i++) {
+			if (!(seen & (UINT64_C(1) << i)))
+				s->ord[s->n++] = (uint8_t)i;
 		}
 	}
-	if (s->n == 0) {
-		for (unsigned i = 0; i < svc->dc_count; i++)
-			s->ord[i] = (uint8_t)i;
-		s->n = svc->dc_count;
-	}
 	if (s->trace) {
+		s->trace->policy = s->measured ? svc->policy : s->pol;
+		s->trace->n_measured = (uint8_t)s->n_measured;
 		s->trace->n = (uint8_t)s->n;
 		for (unsigned i = 0; i < s->n; i++)
 			s->trace->dcs[i] = (gslb_policy_trace_dc_t){.dc = s->ord[i]};
@@ -328,7 +349,8 @@ static int pick_dc(sel_t *s)
 			avail |= UINT64_C(1) << p;
 			/* Failover stops at the first available: later ones were not read, so their
 			 * health does not cap the TTL. */
-			if (svc->policy == GSLB_POLICY_FAILOVER || svc->policy == GSLB_POLICY_GEO)
+			if (s->pol == GSLB_POLICY_FAILOVER || s->pol == GSLB_POLICY_GEO ||
+			    s->measured)
 				return (int)p;
 		}
 	}
@@ -340,7 +362,7 @@ static int pick_dc(sel_t *s)
 		w[p] = svc->dcs[s->ord[p]].weight;
 		ids[p] = svc->dcs[s->ord[p]].hrw_id;
 	}
-	switch (svc->policy) {
+	switch (s->pol) {
 	case GSLB_POLICY_WEIGHTED:
 		return (int)weighted_pick(avail, w, s->rng);
 	case GSLB_POLICY_PERSIST:
@@ -351,6 +373,14 @@ static int pick_dc(sel_t *s)
 	case GSLB_POLICY_GEO:
 	case GSLB_POLICY_MULTI:
 	case GSLB_POLICY_ALL:
+	case GSLB_POLICY_RTT:
+	case GSLB_POLICY_COMPLETION_RATE:
+	case GSLB_POLICY_HOPS:
+	case GSLB_POLICY_QOS:
+	case GSLB_POLICY_LEAST_CONNECTIONS:
+	case GSLB_POLICY_CAPACITY:
+	case GSLB_POLICY_PACKET_RATE:
+	case GSLB_POLICY_KBPS:
 		break;
 	}
 	/* prepare() rejects other kinds at this level; answer the first rather than crash. */
@@ -428,9 +458,18 @@ static void pick_addrs(sel_t *s, unsigned dcidx, uint64_t up, gslb_policy_answer
 		out->idx[out->count++] = (uint8_t)rr_pick(up, s->rng, s->svc->rr_slot + 1u + dcidx);
 		return;
 	case GSLB_POLICY_GEO:
+	case GSLB_POLICY_RTT:
+	case GSLB_POLICY_COMPLETION_RATE:
+	case GSLB_POLICY_HOPS:
+	case GSLB_POLICY_QOS:
+	case GSLB_POLICY_LEAST_CONNECTIONS:
+	case GSLB_POLICY_CAPACITY:
+	case GSLB_POLICY_PACKET_RATE:
+	case GSLB_POLICY_KBPS:
 		break;
 	}
-	emit_mask(out, up); /* prepare() rejects geo here; answering all is the safe reading */
+	/* prepare() rejects datacenter-only kinds here; answering all is the safe reading */
+	emit_mask(out, up);
 }
 
 static void all_down(sel_t *s, gslb_policy_answer_t *out)
@@ -482,6 +521,9 @@ void gslb_policy_select(const gslb_policy_svc_t *svc, const gslb_health_t *healt
 	s.q = q;
 	s.rng = rng;
 	s.trace = trace;
+	s.measured = gslb_policy_kind_measured(svc->policy) && q->measured_len > 0;
+	s.pol = gslb_policy_kind_measured(svc->policy) && !s.measured ? svc->fallback_policy
+	                                                              : svc->policy;
 	s.cap = 0;
 	s.scanned = 0;
 	out->kind = GSLB_ANSWER_ADDRS;
@@ -523,6 +565,14 @@ static const char *const policy_names[] = {
     [GSLB_POLICY_PERSIST] = "persist",
     [GSLB_POLICY_MULTI] = "multi",
     [GSLB_POLICY_ALL] = "all",
+    [GSLB_POLICY_RTT] = "rtt",
+    [GSLB_POLICY_COMPLETION_RATE] = "completion-rate",
+    [GSLB_POLICY_HOPS] = "hops",
+    [GSLB_POLICY_QOS] = "qos",
+    [GSLB_POLICY_LEAST_CONNECTIONS] = "least-connections",
+    [GSLB_POLICY_CAPACITY] = "capacity",
+    [GSLB_POLICY_PACKET_RATE] = "packet-rate",
+    [GSLB_POLICY_KBPS] = "kbps",
 };
 
 static const char *const alldown_names[] = {
@@ -554,12 +604,22 @@ bool gslb_policy_kind_dc_level(gslb_policy_kind_t kind)
 {
 	return kind == GSLB_POLICY_FAILOVER || kind == GSLB_POLICY_GEO ||
 	       kind == GSLB_POLICY_ROUND_ROBIN || kind == GSLB_POLICY_WEIGHTED ||
-	       kind == GSLB_POLICY_PERSIST;
+	       kind == GSLB_POLICY_PERSIST || gslb_policy_kind_measured(kind);
 }
 
 bool gslb_policy_kind_in_dc(gslb_policy_kind_t kind)
 {
-	return (size_t)kind < STEER_ARRAY_LEN(policy_names) && kind != GSLB_POLICY_GEO;
+	return kind <= GSLB_POLICY_ALL && kind != GSLB_POLICY_GEO;
+}
+
+bool gslb_policy_kind_measured(gslb_policy_kind_t kind)
+{
+	return kind >= GSLB_POLICY_RTT && kind <= GSLB_POLICY_KBPS;
+}
+
+bool gslb_policy_kind_by_path(gslb_policy_kind_t kind)
+{
+	return kind >= GSLB_POLICY_RTT && kind <= GSLB_POLICY_QOS;
 }
 
 int gslb_alldown_parse(const char *name, gslb_alldown_t *out)
@@ -745,6 +805,15 @@ int gslb_policy_svc_prepare(gslb_policy_svc_t *svc, char *err, size_t errlen)
 		         gslb_policy_kind_name(svc->policy));
 		return STEER_ECONF;
 	}
+	if (gslb_policy_kind_measured(svc->policy) &&
+	    (!gslb_policy_kind_dc_level(svc->fallback_policy) ||
+	     gslb_policy_kind_measured(svc->fallback_policy))) {
+		snprintf(err, errlen,
+		         "service %s: fallback policy %s cannot decide without measurements (use "
+		         "failover, geo, weighted, persist or round-robin)",
+		         svc->name, gslb_policy_kind_name(svc->fallback_policy));
+		return STEER_ECONF;
+	}
 	if ((size_t)svc->all_down >= STEER_ARRAY_LEN(alldown_names)) {
 		snprintf(err, errlen, "service %s: unknown all-down policy", svc->name);
 		return STEER_ECONF;
@@ -853,6 +922,13 @@ int gslb_policy_explain(const gslb_policy_svc_t *svc, const gslb_policy_query_t 
 	sb_printf(&sb, "service %s: policy %s, %s query, all-down %s\n", svc->name,
 	          gslb_policy_kind_name(svc->policy), q->family == AF_INET ? "IPv4" : "IPv6",
 	          gslb_alldown_name(svc->all_down));
+	if (trace->policy != svc->policy)
+		sb_printf(&sb, "no measurement for this client: fallback policy %s decides\n",
+		          gslb_policy_kind_name(trace->policy));
+	else if (gslb_policy_kind_measured(svc->policy) && trace->n > trace->n_measured)
+		sb_printf(&sb, "from %u. on: no measurement, in the %s order\n",
+		          trace->n_measured + 1,
+		          svc->fallback_policy == GSLB_POLICY_GEO ? "map's" : "configured");
 	explain_dcs(&sb, svc, q, trace);
 	explain_answer(&sb, svc, ans);
 	if (trace->ttl_cap && trace->ttl_cap < svc->ttl)

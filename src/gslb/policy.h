@@ -17,6 +17,14 @@
  *      weighted     random, proportional to the datacenter weights
  *      persist      rendezvous hash of the client subnet, weighted (F5 LDNS persistence)
  *      round-robin  the next one, per worker thread
+ *      measured     failover over an order the caller measured (gslb_policy_query_t.measured):
+ *                   rtt, completion-rate, hops and qos order by the client prefix's path
+ *                   measurements, least-connections, capacity, packet-rate and kbps by the
+ *                   datacenters' load (F5's dynamic methods; the GSLB view computes the order).
+ *                   Datacenters without a measurement follow in the fallback policy's order.
+ *                   Without any measurement (an unknown prefix, no load values) the service's
+ *                   fallback policy, any of the above but measured, decides instead, exactly
+ *                   as if it were the service's policy.
  *   2. the in-datacenter policy picks addresses among that datacenter's UP addresses:
  *      all          every UP address (configured order)
  *      failover     the first UP address in configured order (gdnsd simplefo)
@@ -45,11 +53,11 @@
  * decision read (the chosen addresses and the datacenters examined and skipped before them),
  * because any of those changing state changes the answer (gdnsd's metafo merges the same way).
  *
- * Determinism: failover, geo, all and persist depend only on (service, family, client key,
- * health snapshot), so every node of a cluster gives the same answer and the ECS scope can be
- * derived from the map and the persist prefix. Persist uses integer-only hashing (no libm) so
- * nodes on different platforms agree. Weighted, multi and round-robin draw from the per-thread
- * state and are random per query by design.
+ * Determinism: failover, geo, all, persist and the measured kinds depend only on (service,
+ * family, client key or measured order, health snapshot), so every node of a cluster gives the same
+ * answer and the ECS scope can be derived from the map and the persist prefix. Persist uses
+ * integer-only hashing (no libm) so nodes on different platforms agree. Weighted, multi and
+ * round-robin draw from the per-thread state and are random per query by design.
  *
  * Round-robin is per worker thread, as gdnsd's: each thread keeps its own counters (in
  * gslb_policy_rng_t, GSLB_POLICY_RR_SLOTS of them, a service and datacenter hashing to one), so
@@ -79,6 +87,17 @@ typedef enum {
 	GSLB_POLICY_PERSIST,     /* both levels */
 	GSLB_POLICY_MULTI,       /* in-datacenter only */
 	GSLB_POLICY_ALL,         /* in-datacenter only */
+	/* Measured (gslb_policy_kind_measured()), datacenter level only. By the client prefix's
+	 * paths: */
+	GSLB_POLICY_RTT,             /* lowest round-trip time */
+	GSLB_POLICY_COMPLETION_RATE, /* most probes answered */
+	GSLB_POLICY_HOPS,            /* fewest hops */
+	GSLB_POLICY_QOS,             /* highest weighted score of paths and load */
+	/* By the datacenters' load: */
+	GSLB_POLICY_LEAST_CONNECTIONS, /* fewest current connections */
+	GSLB_POLICY_CAPACITY,          /* most spare capacity */
+	GSLB_POLICY_PACKET_RATE,       /* fewest packets per second */
+	GSLB_POLICY_KBPS,              /* fewest kilobytes per second */
 } gslb_policy_kind_t;
 
 typedef enum {
@@ -114,6 +133,9 @@ typedef struct {
 	gslb_policy_dc_t *dcs;     /* borrowed, @c dc_count of them, in configured order */
 	uint8_t dc_count;          /* 1..GSLB_POLICY_DC_MAX */
 	gslb_policy_kind_t policy; /* datacenter-level policy */
+	/* measured policies: the datacenter-level, non-measured policy deciding for a client
+	 * without measurements (geo reads gslb_policy_query_t.order as usual) */
+	gslb_policy_kind_t fallback_policy;
 	gslb_alldown_t all_down;
 	/* all_down == GSLB_ALLDOWN_FALLBACK: addresses (health ignored) or a CNAME, not both */
 	gslb_policy_addr_t *fallback;  /* borrowed */
@@ -132,6 +154,12 @@ typedef struct {
 	const uint8_t *order;
 	uint8_t order_len;
 	uint64_t client_key; /* persist only: gslb_policy_client_key() of the client subnet */
+	/* measured policies only: indices into svc->dcs that have a measurement, best first
+	 * (invalid and repeated entries dropped). The datacenters not listed follow in the fallback
+	 * policy's order (@c order for geo, else configured). NULL or empty: no measurement for
+	 * this query, the fallback policy decides. */
+	const uint8_t *measured;
+	uint8_t measured_len;
 } gslb_policy_query_t;
 
 /* Per worker thread, owned by that thread: random state and round-robin counters. */
@@ -179,7 +207,10 @@ typedef struct {
 
 /* The decision trace: fixed size, filled only when the caller passes one. */
 typedef struct {
-	uint8_t n; /* datacenters considered, in order */
+	gslb_policy_kind_t policy; /* that decided: the service's, or its fallback policy */
+	uint8_t n_measured;        /* of the datacenters considered, the first this many were
+	                            * ordered by measurements (measured policies) */
+	uint8_t n;                 /* datacenters considered, in order */
 	gslb_policy_trace_dc_t dcs[GSLB_POLICY_DC_MAX];
 	uint32_t ttl_cap; /* lowest health TTL cap read, 0 = none */
 } gslb_policy_trace_t;
@@ -231,6 +262,13 @@ const char *gslb_policy_kind_name(gslb_policy_kind_t kind);
 /** True when @p kind may pick datacenters / addresses inside a datacenter. */
 bool gslb_policy_kind_dc_level(gslb_policy_kind_t kind);
 bool gslb_policy_kind_in_dc(gslb_policy_kind_t kind);
+
+/** True when @p kind orders datacenters by measurements (rtt ... kbps). */
+bool gslb_policy_kind_measured(gslb_policy_kind_t kind);
+
+/** True for the measured kinds that order by the client prefix's paths (rtt, completion-rate,
+ * hops, qos); the others order by datacenter load. */
+bool gslb_policy_kind_by_path(gslb_policy_kind_t kind);
 
 /** Parse "first-datacenter", "fallback", "nodata", "servfail". Returns 0 or STEER_EINVAL. */
 int gslb_alldown_parse(const char *name, gslb_alldown_t *out) STEER_NONNULL(1, 2) STEER_WUR;

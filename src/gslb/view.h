@@ -20,8 +20,10 @@
 #include "conf/conf.h"
 #include "dns/ecs.h"
 #include "gslb/decision.h"
+#include "gslb/demand.h"
 #include "gslb/health.h"
 #include "gslb/nets_set.h"
+#include "gslb/paths.h"
 #include "gslb/policy.h"
 #include "gslb/stats.h"
 
@@ -40,6 +42,7 @@ typedef struct {
 	gslb_stats_t stats;
 	gslb_decision_sampler_t decisions; /* the decision log's sampler; zero = off */
 	gslb_answer_counters_t answers;    /* per service and datacenter, see gslb/stats.h */
+	gslb_demand_ring_t *demand;        /* measured paths' demand report; NULL = off */
 } gslb_qstate_t;
 
 /* A GSLB name found by gslb_view_find(): a service or a whoami name. */
@@ -121,6 +124,19 @@ int gslb_view_map_info(const gslb_view_t *view, size_t i, gslb_view_map_info_t *
  */
 gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *health)
     STEER_NONNULL(1, 2) STEER_WUR;
+
+/**
+ * A new view answering like @p view but steering measured policies by @p paths (a reference is
+ * taken; NULL = no table, measured policies then use their fallback policy): everything else is
+ * shared as with gslb_view_with_health(), the health table is duplicated (gslb_health_dup()).
+ * Views derived from the result with gslb_view_with_health() keep the table. Publish it like any
+ * view. Control thread only. Aborts on OOM.
+ */
+gslb_view_t *gslb_view_with_paths(const gslb_view_t *view, gslb_paths_t *paths)
+    STEER_NONNULL(1) STEER_WUR;
+
+/** The path table @p view steers by, NULL when none. Borrowed. Control thread. */
+const gslb_paths_t *gslb_view_paths(const gslb_view_t *view) STEER_NONNULL(1);
 
 /** Free a view (after the RCU grace period). NULL is ignored. */
 void gslb_view_free(gslb_view_t *view);

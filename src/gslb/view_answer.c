@@ -163,6 +163,7 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 	view_pick_client(s->map, client, d);
 	d->q = (gslb_policy_query_t){.family = family};
 	d->order_len = 0;
+	d->paths = PATHS_NOT_USED;
 	uint8_t scope = 0;
 	if (s->map) {
 		const view_map_t *m = s->map;
@@ -189,6 +190,8 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 		if (plen > scope)
 			scope = (uint8_t)plen;
 	}
+	if (gslb_policy_kind_measured(s->p.policy))
+		scope = view_measured_order(v, s, family, d, scope);
 	gslb_policy_select(&s->p, v->health, &d->q, rng, ans, trace);
 	if (d->how != CLIENT_ECS)
 		scope = 0;

@@ -438,6 +438,39 @@ static int conf_addr(const conf_t *conf, const conf_service_t *cs, unsigned line
 	return 0;
 }
 
+/* The fallback policy and qos coefficients of a measured policy. */
+static int measured_policy(const conf_t *conf, const conf_service_t *cs, view_svc_t *s, char *err,
+                           size_t errlen)
+{
+	gslb_policy_svc_t *p = &s->p;
+	p->fallback_policy = cs->map != SIZE_MAX ? GSLB_POLICY_GEO : GSLB_POLICY_FAILOVER;
+	if (!gslb_policy_kind_measured(p->policy)) {
+		if (cs->fallback_policy)
+			return build_err(err, errlen, conf, cs->line,
+			                 "service %s: fallback-policy is only used by a measured "
+			                 "policy, not '%s'",
+			                 cs->name, gslb_policy_kind_name(p->policy));
+		return 0;
+	}
+	if (cs->fallback_policy &&
+	    (gslb_policy_kind_parse(cs->fallback_policy, &p->fallback_policy) < 0 ||
+	     !gslb_policy_kind_dc_level(p->fallback_policy) ||
+	     gslb_policy_kind_measured(p->fallback_policy)))
+		return build_err(err, errlen, conf, cs->line,
+		                 "service %s: fallback-policy '%s' cannot decide without "
+		                 "measurements (use failover, geo, weighted, persist or "
+		                 "round-robin)",
+		                 cs->name, cs->fallback_policy);
+	for (size_t i = 0; i < CONF_QOS_TERMS; i++) {
+		if (cs->qos[i] > 1000)
+			return build_err(err, errlen, conf, cs->line,
+			                 "service %s: qos coefficient %u out of range 0..1000",
+			                 cs->name, cs->qos[i]);
+		s->qos[i] = (uint16_t)cs->qos[i];
+	}
+	return 0;
+}
+
 static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_t *s,
                          const gslb_view_t *v, uint32_t *next_target, char *err, size_t errlen)
 {
@@ -454,21 +487,27 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 		return build_err(
 		    err, errlen, conf, cs->line,
 		    "service %s: policy '%s' does not choose datacenters (use failover, "
-		    "geo, weighted, persist or round-robin)",
+		    "geo, weighted, persist, round-robin or a measured policy such as rtt)",
 		    cs->name, pol);
 	const char *ad = cs->all_down ? cs->all_down : "first-datacenter";
 	if (gslb_alldown_parse(ad, &p->all_down) < 0)
 		return build_err(err, errlen, conf, cs->line, "service %s: unknown all-down '%s'",
 		                 cs->name, ad);
-	if (p->policy == GSLB_POLICY_GEO) {
+	int ret = measured_policy(conf, cs, s, err, errlen);
+	if (ret < 0)
+		return ret;
+	bool uses_map = p->policy == GSLB_POLICY_GEO || (gslb_policy_kind_measured(p->policy) &&
+	                                                 p->fallback_policy == GSLB_POLICY_GEO);
+	if (uses_map) {
 		if (cs->map == SIZE_MAX || cs->map >= v->n_maps)
 			return build_err(err, errlen, conf, cs->line,
 			                 "service %s: policy geo needs a map", cs->name);
 		s->map = &v->maps[cs->map];
 	} else if (cs->map != SIZE_MAX) {
 		return build_err(err, errlen, conf, cs->line,
-		                 "service %s: a map is only used by policy geo, not '%s'", cs->name,
-		                 pol);
+		                 "service %s: a map is only used by policy geo (or a measured "
+		                 "policy falling back on geo), not '%s'",
+		                 cs->name, pol);
 	}
 	if (cs->ttl > GSLB_POLICY_TTL_MAX)
 		return build_err(err, errlen, conf, cs->line, "service %s: ttl %u too large",
@@ -480,7 +519,9 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 		    "service %s: persist-prefix out of range (IPv4 0..32, IPv6 0..128)", cs->name);
 	s->persist4 = (uint8_t)cs->persist_prefix4;
 	s->persist6 = (uint8_t)cs->persist_prefix6;
-	s->persist = p->policy == GSLB_POLICY_PERSIST;
+	s->persist =
+	    p->policy == GSLB_POLICY_PERSIST ||
+	    (gslb_policy_kind_measured(p->policy) && p->fallback_policy == GSLB_POLICY_PERSIST);
 
 	if (cs->n_dcs == 0 || cs->n_dcs > GSLB_POLICY_DC_MAX)
 		return build_err(err, errlen, conf, cs->line,
@@ -497,6 +538,7 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 	}
 	p->dcs = xcalloc(cs->n_dcs, sizeof(*p->dcs));
 	p->dc_count = (uint8_t)cs->n_dcs;
+	s->svc2conf = xcalloc(cs->n_dcs, sizeof(*s->svc2conf));
 	s->addrs = xcalloc(n_addrs, sizeof(*s->addrs));
 	size_t k = 0;
 	for (size_t i = 0; i < cs->n_dcs; i++) {
@@ -511,6 +553,7 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 			                 "service %s: datacenter %s listed twice", cs->name,
 			                 conf->datacenters[cd->datacenter].name);
 		s->conf2svc[cd->datacenter] = (uint8_t)i;
+		s->svc2conf[i] = (uint16_t)cd->datacenter;
 		d->name = v->dc_names[cd->datacenter];
 		if (cd->weight > 65535)
 			return build_err(
@@ -543,8 +586,8 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 		d->addrs = &s->addrs[k];
 		d->addr_count = (uint8_t)cd->n_addresses;
 		for (size_t j = 0; j < cd->n_addresses; j++, k++) {
-			int ret = conf_addr(conf, cs, cd->line, &cd->addresses[j], &s->addrs[k],
-			                    err, errlen);
+			ret = conf_addr(conf, cs, cd->line, &cd->addresses[j], &s->addrs[k], err,
+			                errlen);
 			if (ret < 0)
 				return ret;
 			s->addrs[k].target = (*next_target)++;
@@ -558,8 +601,8 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 		p->fallback = xcalloc(cs->n_fallback, sizeof(*p->fallback));
 		p->fallback_count = (uint8_t)cs->n_fallback;
 		for (size_t j = 0; j < cs->n_fallback; j++) {
-			int ret = conf_addr(conf, cs, cs->line, &cs->fallback[j], &p->fallback[j],
-			                    err, errlen);
+			ret = conf_addr(conf, cs, cs->line, &cs->fallback[j], &p->fallback[j], err,
+			                errlen);
 			if (ret < 0)
 				return ret;
 			p->fallback[j].target = UINT32_MAX; /* health is ignored for fallbacks */
@@ -584,6 +627,50 @@ static int build_service(const conf_t *conf, const conf_service_t *cs, view_svc_
 	return 0;
 }
 
+/*
+ * A policy steering by paths needs the agents that measure them: without a paths section it
+ * is a mistake; with agents for none of the service's datacenters it would always fall back,
+ * which is worth a warning but may be a staged roll-out. Load policies without any metrics
+ * monitor likewise always fall back.
+ */
+static int check_measurements(const conf_t *conf, const conf_service_t *cs, const view_svc_t *s,
+                              steer_warnings_t *warnings, char *err, size_t errlen)
+{
+	gslb_policy_kind_t k = s->p.policy;
+	const char *name = gslb_policy_kind_name(k);
+	if (!gslb_policy_kind_measured(k))
+		return 0;
+	if (gslb_policy_kind_by_path(k)) {
+		if (!conf->paths.enabled)
+			return build_err(err, errlen, conf, cs->line,
+			                 "service %s: policy %s needs measured paths: add a "
+			                 "'paths:' section with an agent per datacenter",
+			                 cs->name, name);
+		bool any = false;
+		for (size_t a = 0; a < conf->paths.n_agents; a++)
+			for (size_t d = 0; d < cs->n_dcs; d++)
+				any |= conf->paths.agents[a].datacenter == cs->dcs[d].datacenter;
+		if (!any)
+			steer_warnings_add(warnings,
+			                   "%s:%u: service %s: policy %s, but no datacenter of the "
+			                   "service has a paths agent: %s always decides",
+			                   conf_file(conf), cs->line, cs->name, name,
+			                   gslb_policy_kind_name(s->p.fallback_policy));
+	}
+	if (k == GSLB_POLICY_RTT || k == GSLB_POLICY_COMPLETION_RATE || k == GSLB_POLICY_HOPS)
+		return 0;
+	bool metrics = cs->metrics != CONF_MONITOR_NONE;
+	for (size_t d = 0; d < cs->n_dcs; d++)
+		metrics |= cs->dcs[d].metrics != CONF_MONITOR_NONE;
+	if (!metrics && k != GSLB_POLICY_QOS)
+		steer_warnings_add(warnings,
+		                   "%s:%u: service %s: policy %s, but no 'metrics' monitor reports "
+		                   "load for its addresses: %s always decides",
+		                   conf_file(conf), cs->line, cs->name, name,
+		                   gslb_policy_kind_name(s->p.fallback_policy));
+	return 0;
+}
+
 static void svc_free(view_svc_t *s)
 {
 	free((char *)s->p.name);
@@ -592,6 +679,7 @@ static void svc_free(view_svc_t *s)
 	free((uint8_t *)s->p.fallback_cname);
 	free(s->addrs);
 	free(s->conf2svc);
+	free(s->svc2conf);
 }
 
 /* ---- names ---- */
@@ -709,6 +797,35 @@ out:
 
 /* ---- build ---- */
 
+/* The load orders of @p v under its health table, carrying @p prev's hysteresis. */
+static void rebuild_steer(gslb_view_t *v, const gslb_steer_t *prev)
+{
+	v->steer = NULL;
+	if (!v->any_load)
+		return;
+	const gslb_policy_svc_t **svcs = xcalloc(v->n_svcs + 1, sizeof(*svcs));
+	for (size_t i = 0; i < v->n_svcs; i++)
+		svcs[i] = &v->svcs[i].p;
+	v->steer = gslb_steer_build(prev, svcs, v->n_svcs, v->health, &v->steer_opts);
+	free(svcs);
+}
+
+/* Point @p v at @p paths (a new reference) and resolve every service datacenter's column. */
+static void attach_paths(gslb_view_t *v, gslb_paths_t *paths)
+{
+	v->paths = paths ? gslb_paths_ref(paths) : NULL;
+	v->path_cols = xmalloc(v->n_svc_dcs + 1);
+	memset(v->path_cols, GSLB_PATHS_NO_COLUMN, v->n_svc_dcs + 1);
+	if (!paths)
+		return;
+	for (size_t i = 0; i < v->n_svcs; i++) {
+		const view_svc_t *s = &v->svcs[i];
+		for (size_t d = 0; d < s->p.dc_count; d++)
+			v->path_cols[s->first_dc + d] =
+			    (uint8_t)gslb_paths_column(paths, s->svc2conf[d]);
+	}
+}
+
 int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb_view_t **out,
                     steer_warnings_t *warnings, char *err, size_t errlen)
 {
@@ -722,6 +839,15 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	v->answer_bank = opts && opts->running ? !opts->running->answer_bank : 0;
 
 	v->n_dcs = conf->n_datacenters;
+	/* Load policies work without a paths section: its defaults then apply (conf_paths.c
+	 * fills the struct only when the section is present). */
+	const conf_paths_t *cp = &conf->paths;
+	v->steer_opts = (gslb_steer_opts_t){.margin_pct = cp->enabled ? cp->hyst_margin : 20,
+	                                    .rounds = cp->enabled ? cp->hyst_rounds : 2};
+	v->paths_margin_pct = v->steer_opts.margin_pct;
+	v->paths_plen4 = cp->enabled ? cp->ipv4_prefix : 24;
+	v->paths_plen6 = cp->enabled ? cp->ipv6_prefix : 48;
+	v->demand_sample = cp->enabled ? cp->demand_sample : 16;
 	v->dc_names = xcalloc(v->n_dcs + 1, sizeof(*v->dc_names));
 	v->conf_path = xstrdup(conf_file(conf));
 	for (size_t i = 0; i < v->n_dcs; i++)
@@ -753,6 +879,14 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 			goto fail;
 		v->svcs[i].answer_slot = v->n_answer_slots;
 		v->n_answer_slots += (uint32_t)VIEW_SVC_ANSWER_SLOTS(&v->svcs[i]);
+		ret = check_measurements(conf, cs, &v->svcs[i], warnings, err, errlen);
+		if (ret < 0)
+			goto fail;
+		gslb_policy_kind_t k = v->svcs[i].p.policy;
+		v->any_load |= gslb_policy_kind_measured(k) &&
+		               (k == GSLB_POLICY_QOS || !gslb_policy_kind_by_path(k));
+		v->svcs[i].first_dc = v->n_svc_dcs;
+		v->n_svc_dcs += v->svcs[i].p.dc_count;
 		ret = names_add(v, cs->name, VIEW_NAME_SERVICE, (uint32_t)i, cs->line);
 		if (ret < 0) {
 			ret = build_err(err, errlen, conf, cs->line, "service %s: %s", cs->name,
@@ -774,6 +908,11 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	ret = build_health(conf, v, n_targets, err, errlen);
 	if (ret < 0)
 		goto fail;
+	/* No path table yet, even on a reload: the running one's columns number the old
+	 * configuration's datacenters. Whoever owns the tables derives one with
+	 * gslb_view_with_paths(). */
+	attach_paths(v, NULL);
+	rebuild_steer(v, NULL);
 	*out = v;
 	return 0;
 fail:
@@ -789,7 +928,27 @@ gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *healt
 	*v = *view;
 	(*v->shared)++;
 	v->health = health;
+	v->path_cols = xmemdup(view->path_cols, view->n_svc_dcs + 1);
+	if (v->paths)
+		gslb_paths_ref(v->paths);
+	rebuild_steer(v, view->steer);
 	return v;
+}
+
+gslb_view_t *gslb_view_with_paths(const gslb_view_t *view, gslb_paths_t *paths)
+{
+	gslb_view_t *v = xmalloc(sizeof(*v));
+	*v = *view;
+	(*v->shared)++;
+	v->health = gslb_health_dup(view->health, view->health->count);
+	attach_paths(v, paths);
+	rebuild_steer(v, view->steer);
+	return v;
+}
+
+const gslb_paths_t *gslb_view_paths(const gslb_view_t *view)
+{
+	return view->paths;
 }
 
 void gslb_view_free(gslb_view_t *v)
@@ -797,6 +956,9 @@ void gslb_view_free(gslb_view_t *v)
 	if (!v)
 		return;
 	gslb_health_free(v->health);
+	gslb_paths_unref(v->paths);
+	free(v->path_cols);
+	gslb_steer_free(v->steer);
 	if (--*v->shared > 0) {
 		free(v);
 		return;

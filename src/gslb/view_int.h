@@ -13,6 +13,8 @@
 #include "gslb/geoip.h"
 #include "gslb/nets_set.h"
 #include "gslb/nettree.h"
+#include "gslb/paths.h"
+#include "gslb/steer.h"
 #include "gslb/view.h"
 
 typedef struct {
@@ -34,13 +36,17 @@ typedef struct {
 } view_map_t;
 
 typedef struct {
-	gslb_policy_svc_t p;        /* p.dcs, p.fallback, p.fallback_cname, p.name owned */
-	gslb_policy_addr_t *addrs;  /* owned: every datacenter's addresses, back to back */
-	const view_map_t *map;      /* geo only, else NULL */
-	uint8_t *conf2svc;          /* owned: conf datacenter index -> p.dcs index, 0xff = none */
-	uint8_t persist4, persist6; /* client prefix hashed by persist */
-	bool persist;               /* some level uses persist: the scope covers the prefix */
-	uint32_t answer_slot;       /* first of its VIEW_SVC_ANSWER_SLOTS() answer counters */
+	gslb_policy_svc_t p;          /* p.dcs, p.fallback, p.fallback_cname, p.name owned */
+	gslb_policy_addr_t *addrs;    /* owned: every datacenter's addresses, back to back */
+	const view_map_t *map;        /* geo only, else NULL */
+	uint8_t *conf2svc;            /* owned: conf datacenter index -> p.dcs index, 0xff = none */
+	uint16_t *svc2conf;           /* owned: p.dcs index -> conf datacenter index */
+	uint8_t persist4, persist6;   /* client prefix hashed by persist */
+	bool persist;                 /* some level uses persist: the scope covers the prefix */
+	uint32_t answer_slot;         /* first of its VIEW_SVC_ANSWER_SLOTS() answer counters */
+	uint16_t qos[CONF_QOS_TERMS]; /* policy qos: the coefficients */
+	uint32_t first_dc;            /* its datacenters' first index in per-view arrays such as
+	                               * gslb_view.path_cols (services back to back) */
 } view_svc_t;
 
 /* A service's answer slots: one per datacenter, then none, fallback and all-down. */
@@ -79,6 +85,19 @@ struct gslb_view {
 	uint32_t n_answer_slots; /* sum of VIEW_SVC_ANSWER_SLOTS() over the services */
 	uint8_t answer_bank;     /* gslb_view_answer_bank() */
 	gslb_health_t *health;   /* owned by this view alone */
+	uint32_t n_svc_dcs;      /* datacenters of every service, back to back (first_dc) */
+	/* The measured paths: a reference (NULL = none, measured policies use their fallback)
+	 * and, per service datacenter (first_dc + i), its column in it or GSLB_PATHS_NO_COLUMN,
+	 * owned by this view: resolved once per table instead of per query. */
+	gslb_paths_t *paths;
+	uint8_t *path_cols;
+	gslb_steer_t *steer; /* owned: load orders (NULL when no service steers by load) */
+	/* From conf paths: (shared, like everything above @c shared) */
+	gslb_steer_opts_t steer_opts;
+	unsigned paths_margin_pct;         /* qos: the sticky RTT best's bonus */
+	unsigned paths_plen4, paths_plen6; /* measurement granularity, for scopes without a table */
+	unsigned demand_sample;            /* every Nth measured decision reported as volume */
+	bool any_load;                     /* some service steers by load (or qos) */
 };
 
 /* How the query's client was turned into the address the decision used. */
@@ -89,6 +108,15 @@ typedef enum {
 	CLIENT_ECS_IGNORED, /* the map ignores ECS */
 	CLIENT_ECS_PRIVATE, /* ECS address private/loopback/link-local: treated as absent */
 } client_how_t;
+
+/* What a measured policy found for the client (decide_t.paths). */
+typedef enum {
+	PATHS_NOT_USED,  /* not a policy by paths */
+	PATHS_ROW,       /* the row decided (some datacenter of the service has a cell) */
+	PATHS_NO_ROW,    /* no row, or no usable cell: the fallback decided; report as urgent */
+	PATHS_NO_TABLE,  /* the view has no table (yet): the fallback decided */
+	PATHS_TOO_SHORT, /* the ECS source prefix is shorter than the rows: the fallback */
+} paths_how_t;
 
 /* Everything a decision looked at, for explain. */
 typedef struct {
@@ -101,6 +129,12 @@ typedef struct {
 	uint8_t order[GSLB_POLICY_DC_MAX];
 	uint8_t order_len;
 	gslb_policy_query_t q;
+	/* measured policies: */
+	uint8_t paths; /* paths_how_t */
+	uint8_t plen;  /* the rows' prefix length for d->family */
+	uint32_t row;  /* PATHS_ROW: the row */
+	uint8_t measured[GSLB_POLICY_DC_MAX];
+	float score[GSLB_POLICY_DC_MAX]; /* qos: per svc->dcs index, valid for measured ones */
 } decide_t;
 
 /* FNV-1a of a wire name: the names hash. */
@@ -131,6 +165,14 @@ const gslb_name_t *view_names_find(const gslb_view_t *v, const uint8_t *wire, si
  */
 void view_pick_client(const view_map_t *map, const gslb_client_t *c, decide_t *d)
     STEER_NONNULL(2, 3);
+
+/**
+ * For a measured policy of @p s: the order of its datacenters for the client in @p d (filled
+ * by view_pick_client() and the map) into d->q.measured, and d->paths, d->row, d->plen. Returns
+ * the ECS scope given the map's (or persist's) @p scope. Query threads; no allocation.
+ */
+uint8_t view_measured_order(const gslb_view_t *v, const view_svc_t *s, sa_family_t family,
+                            decide_t *d, uint8_t scope) STEER_NONNULL(1, 2, 4);
 
 /**
  * Decide for service @p s and @p family: the client, the map block and its datacenter order,

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "base/err.h"
 #include "unit.h"
@@ -356,7 +358,7 @@ static const struct {
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
      "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, dnstap, "
      "stats-snapshots, alerts, "
-     "decision-log)"},
+     "decision-log, paths)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
@@ -2201,6 +2203,298 @@ static void test_ops_errors(void)
 	}
 }
 
+/* ---- measured paths ---- */
+
+#define PATHS_DCS "datacenters:\n  - { name: dc1 }\n  - { name: dc2 }\n"
+#define PATHS_AGENT                                                                                \
+	"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://192.0.2.1:8054/\" }\n"
+#define PATHS_TOKEN "conf-paths.token"
+
+static void write_token(const char *text, mode_t mode)
+{
+	FILE *f = fopen(PATHS_TOKEN, "w");
+	CHECK(f != NULL, "write %s", PATHS_TOKEN);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	chmod(PATHS_TOKEN, mode);
+}
+
+static void test_paths(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *c = NULL;
+	write_token("0123456789abcdef0123\n", 0600);
+	/* the design's contract, as written there */
+	int ret = load_text(ZONES_TEXT PATHS_DCS
+	                    "paths:\n"
+	                    "  agents:\n"
+	                    "    - datacenter: dc1\n"
+	                    "      url: \"http://192.0.2.1:8054/\"\n"
+	                    "      source: 192.0.2.1\n"
+	                    "    - { datacenter: dc2, url: \"https://[2001:db8::2]:8054/steer/\",\n"
+	                    "        source: \"2001:db8::2\" }\n"
+	                    "  fetch-interval: 3s\n"
+	                    "  fetch-timeout: 1500ms\n"
+	                    "  path-ttl: 2400s\n"
+	                    "  ipv4-prefix: 22\n"
+	                    "  ipv6-prefix: 56\n"
+	                    "  max-prefixes: 500000\n"
+	                    "  demand-sample: 8\n"
+	                    "  token-file: " PATHS_TOKEN "\n"
+	                    "  hysteresis:\n"
+	                    "    margin: 25\n"
+	                    "    min-difference: 15ms\n"
+	                    "    rounds: 3\n"
+	                    "  probe:\n"
+	                    "    nodes: [\"http://10.0.0.53:8053/\", \"http://10.0.0.54:8053/\"]\n"
+	                    "    methods: [icmp, dns]\n"
+	                    "    dns-name: probe.example.test.\n"
+	                    "    rate: 300\n"
+	                    "    samples: 4\n"
+	                    "    interval: 2m\n"
+	                    "    hot-interval: 20s\n"
+	                    "    hot-share: 10\n"
+	                    "    timeout: 800ms\n"
+	                    "    smoothing: 50\n"
+	                    "    publish-interval: 5s\n"
+	                    "    demand-interval: 4s\n"
+	                    "    forget-after: 7d\n",
+	                    &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c, "every paths key: %s", err);
+	if (c) {
+		const conf_paths_t *p = &c->paths;
+		CHECK(p->enabled && p->line == 8, "paths enabled at line %u", p->line);
+		CHECK(p->n_agents == 2 && p->agents[0].datacenter == 0 &&
+		          p->agents[1].datacenter == 1 &&
+		          strcmp(p->agents[0].url, "http://192.0.2.1:8054/") == 0 &&
+		          strcmp(p->agents[1].url, "https://[2001:db8::2]:8054/steer/") == 0,
+		      "two agents in order");
+		CHECK(p->agents[0].source.sa.sa_family == AF_INET &&
+		          strcmp(ip_only(&p->agents[0].source), "192.0.2.1") == 0 &&
+		          p->agents[1].source.sa.sa_family == AF_INET6 &&
+		          strcmp(ip_only(&p->agents[1].source), "2001:db8::2") == 0,
+		      "agent sources %s", ip_only(&p->agents[1].source));
+		CHECK(p->agents[0].line == 9 && p->agents[1].line == 12, "agent lines %u %u",
+		      p->agents[0].line, p->agents[1].line);
+		CHECK(p->fetch_interval == 3000 && p->fetch_timeout == 1500 &&
+		          p->path_ttl == 2400 && p->ipv4_prefix == 22 && p->ipv6_prefix == 56 &&
+		          p->max_prefixes == 500000 && p->demand_sample == 8,
+		      "node keys");
+		CHECK(p->token_file && strcmp(p->token_file, PATHS_TOKEN) == 0, "token file %s",
+		      p->token_file ? p->token_file : "(none)");
+		CHECK(p->hyst_margin == 25 && p->hyst_min_difference == 15 && p->hyst_rounds == 3,
+		      "hysteresis");
+		CHECK(p->n_nodes == 2 && strcmp(p->nodes[1], "http://10.0.0.54:8053/") == 0,
+		      "probe nodes");
+		CHECK(p->n_methods == 2 && p->methods[0] == CONF_PROBE_ICMP &&
+		          p->methods[1] == CONF_PROBE_DNS,
+		      "methods in order");
+		CHECK(p->dns_name && strcasecmp(p->dns_name, "probe.example.test.") == 0,
+		      "dns-name");
+		CHECK(p->probe_rate == 300 && p->probe_samples == 4 &&
+		          p->probe_interval == 120000 && p->hot_interval == 20000 &&
+		          p->hot_share == 10 && p->probe_timeout == 800 && p->smoothing == 50 &&
+		          p->publish_interval == 5000 && p->demand_interval == 4000 &&
+		          p->forget_after == 7 * 86400,
+		      "probe keys");
+		CHECK(strcmp(conf_probe_method_name(p->methods[0]), "icmp") == 0, "method name");
+	}
+	conf_free(c);
+
+	/* defaults; without dns-name the default methods leave dns out */
+	c = NULL;
+	ret = load_text(ZONES_TEXT PATHS_DCS PATHS_AGENT, &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c, "minimal paths: %s", err);
+	if (c) {
+		const conf_paths_t *p = &c->paths;
+		CHECK(p->enabled && p->n_agents == 1 && p->fetch_interval == 2000 &&
+		          p->fetch_timeout == 2000 && p->path_ttl == 2400 && p->ipv4_prefix == 24 &&
+		          p->ipv6_prefix == 48 && p->max_prefixes == 1000000 &&
+		          p->demand_sample == 16 && !p->token_file,
+		      "node defaults");
+		CHECK(p->hyst_margin == 20 && p->hyst_min_difference == 10 && p->hyst_rounds == 2,
+		      "hysteresis defaults");
+		CHECK(p->n_nodes == 0 && p->n_methods == 2 && p->methods[0] == CONF_PROBE_TCP &&
+		          p->methods[1] == CONF_PROBE_ICMP && !p->dns_name,
+		      "methods default without dns-name: %zu", p->n_methods);
+		CHECK(p->probe_rate == 200 && p->probe_samples == 3 && p->probe_interval == 60000 &&
+		          p->hot_interval == 10000 && p->hot_share == 20 &&
+		          p->probe_timeout == 1000 && p->smoothing == 30 &&
+		          p->publish_interval == 2000 && p->demand_interval == 2000 &&
+		          p->forget_after == 28 * 86400,
+		      "probe defaults");
+		CHECK(p->agents[0].source.sa.sa_family == 0, "no source");
+	}
+	conf_free(c);
+
+	/* with dns-name the default methods are all three, dns first */
+	c = NULL;
+	ret = load_text(ZONES_TEXT PATHS_DCS PATHS_AGENT "  probe: { dns-name: p.example.test }\n",
+	                &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && c->paths.n_methods == 3 && c->paths.methods[0] == CONF_PROBE_DNS,
+	      "default methods with dns-name: %s", err);
+	conf_free(c);
+
+	/* a node's file may shorten path-ttl below the agents' interval when it has no probe */
+	c = NULL;
+	ret = load_text(ZONES_TEXT PATHS_DCS PATHS_AGENT "  path-ttl: 3s\n", &c, err, sizeof(err),
+	                &msg);
+	CHECK(ret == 0 && c && c->paths.path_ttl == 3, "short path-ttl on a node: %s", err);
+	conf_free(c);
+
+	/* no section: off */
+	c = NULL;
+	ret = load_text(ZONES_TEXT, &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c && !c->paths.enabled && c->paths.n_agents == 0, "no paths: off");
+	conf_free(c);
+	remove(PATHS_TOKEN);
+}
+
+static const struct {
+	const char *text;  /* after ZONES_TEXT PATHS_DCS (lines 1-6) */
+	const char *error; /* without the file name */
+} paths_error_rows[] = {
+    {"paths:\n", NULL}, /* null: off, not an error (see test_paths_errors) */
+    {"paths: [a]\n", "7: section 'paths' must be a mapping of keys, got a list"},
+    {"paths:\n  fetch-interval: 2s\n", "8: missing required key 'agents' in section 'paths'"},
+    {"paths:\n  agents: []\n", "8: paths.agents: needs at least one entry"},
+    {"paths:\n  agents: [dc1]\n",
+     "8: paths.agents: each entry must be a mapping (datacenter: NAME, url: URL), got a single "
+     "value"},
+    {"paths:\n  agents:\n    - { url: \"http://a/\" }\n",
+     "9: missing required key 'datacenter' in section 'paths.agents'"},
+    {"paths:\n  agents:\n    - { datacenter: dc1 }\n",
+     "9: missing required key 'url' in section 'paths.agents'"},
+    {"paths:\n  agents:\n    - { datacenter: dcx, url: \"http://a/\" }\n",
+     "9: paths.agents.datacenter: unknown datacenter 'dcx' (did you mean 'dc1'?)"},
+    {"paths:\n  agents:\n    - { datacenter: tokyo, url: \"http://a/\" }\n",
+     "9: paths.agents.datacenter: unknown datacenter 'tokyo' (datacenters: dc1, dc2)"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/\" }\n"
+     "    - { datacenter: dc1, url: \"http://b/\" }\n",
+     "10: paths.agents: datacenter 'dc1' already has an agent (line 9); one agent per "
+     "datacenter"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/\" }\n"
+     "    - { datacenter: dc2, url: \"http://a/\" }\n",
+     "10: paths.agents: url 'http://a/' is already the agent of datacenter 'dc1' (line 9)"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"ftp://a/\" }\n",
+     "9: paths.agents.url: 'ftp://a/' must be an http:// or https:// URL"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a\" }\n",
+     "9: paths.agents.url: 'http://a' must end in '/' (the tables are fetched below it)"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/x\" }\n",
+     "9: paths.agents.url: 'http://a/x' must end in '/' (the tables are fetched below it)"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http:///\" }\n",
+     "9: paths.agents.url: 'http:///' has no host"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a b/\" }\n",
+     "9: paths.agents.url: 'http://a b/' contains a space or control character"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/?x=/\" }\n",
+     "9: paths.agents.url: 'http://a/?x=/' may not have a query or fragment"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/\", source: \"1.2.3.4:5\" }\n",
+     "9: paths.agents.source: '1.2.3.4:5' is not an IP address (no port, no brackets)"},
+    {"paths:\n  agents:\n    - { datacenter: dc1, url: \"http://a/\", sorce: 1.2.3.4 }\n",
+     "9: unknown key 'sorce' in section 'paths.agents' (did you mean 'source'?)"},
+    {PATHS_AGENT "  ipv4-prefix: 7\n", NULL},
+    {PATHS_AGENT "  ipv4-prefix: 33\n", NULL},
+    {PATHS_AGENT "  ipv6-prefix: 15\n", NULL},
+    {PATHS_AGENT "  ipv6-prefix: 65\n", NULL},
+    {PATHS_AGENT "  path-ttl: 0s\n", NULL},
+    {PATHS_AGENT "  fetch-interval: 2\n", NULL},
+    {PATHS_AGENT "  fetch-timeout: 3s\n",
+     "10: paths: fetch-timeout 3s must not exceed fetch-interval 2s (one fetch per agent at a "
+     "time)"},
+    {PATHS_AGENT "  fetch-intervall: 3s\n",
+     "10: unknown key 'fetch-intervall' in section 'paths' (did you mean 'fetch-interval'?)"},
+    {PATHS_AGENT "  hysteresis: { margn: 3 }\n",
+     "10: unknown key 'margn' in section 'paths.hysteresis' (did you mean 'margin'?)"},
+    {PATHS_AGENT "  hysteresis: [3]\n", "10: paths.hysteresis: expected a mapping of keys, got "
+                                        "a list"},
+    {PATHS_AGENT "  hysteresis: { rounds: 0 }\n", NULL},
+    {PATHS_AGENT "  probe: { methods: [dns] }\n",
+     "10: paths.probe: method dns needs dns-name (a name inside a zone this configuration "
+     "serves)"},
+    {PATHS_AGENT "  probe: { methods: [tcp, dsn] }\n",
+     "10: paths.probe.methods: unknown probe method 'dsn' (did you mean 'dns'?)"},
+    {PATHS_AGENT "  probe: { methods: [udp] }\n",
+     "10: paths.probe.methods: unknown probe method 'udp' (expected dns, tcp or icmp)"},
+    {PATHS_AGENT "  probe: { methods: [tcp, TCP] }\n",
+     "10: paths.probe.methods: 'tcp' is listed twice"},
+    {PATHS_AGENT "  probe: { methods: [] }\n", "10: paths.probe.methods: needs at least one value"},
+    {PATHS_AGENT "  probe: { dns-name: probe.example.com. }\n",
+     "10: paths.probe.dns-name: 'probe.example.com.' is not inside a served zone (zones: "
+     "example.test); probes only ask for our own names"},
+    {PATHS_AGENT "  probe: { nodes: [\"http://n/\", \"http://n/\"] }\n",
+     "10: paths.probe.nodes: 'http://n/' is listed twice"},
+    {PATHS_AGENT "  probe: { nodes: [\"n:8053\"] }\n",
+     "10: paths.probe.nodes: 'n:8053' must be an http:// or https:// URL"},
+    {PATHS_AGENT "  probe: { hot-interval: 2m }\n",
+     "10: paths.probe: hot-interval 2m must not exceed interval 1m"},
+    {PATHS_AGENT "  probe: { timeout: 10s }\n",
+     "10: paths.probe: timeout 10s must be less than hot-interval 10s"},
+    {PATHS_AGENT "  path-ttl: 30s\n  probe: { rate: 100 }\n",
+     "11: paths.probe: interval 1m must be less than paths.path-ttl 30s (or every measurement "
+     "goes stale before it is renewed)"},
+    {PATHS_AGENT "  probe: { samples: 17 }\n", NULL},
+    {PATHS_AGENT "  probe: { smoothing: 0 }\n", NULL},
+    {PATHS_AGENT "  token-file: conf-paths.missing\n",
+     "10: paths.token-file: conf-paths.missing: No such file or directory"},
+};
+
+static void test_paths_errors(void)
+{
+	char err[1024], text[1024];
+	for (size_t i = 0; i < sizeof(paths_error_rows) / sizeof(paths_error_rows[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		snprintf(text, sizeof(text), ZONES_TEXT PATHS_DCS "%s", paths_error_rows[i].text);
+		int ret = load_text(text, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		if (i == 0) {
+			CHECK(ret == 0 && c && !c->paths.enabled, "a null paths section is off: %s",
+			      err);
+		} else {
+			/* NULL: an error from the generic parsers, whatever its wording */
+			CHECK(ret == STEER_ECONF && !c &&
+			          (!paths_error_rows[i].error ||
+			           strcmp(line, paths_error_rows[i].error) == 0),
+			      "paths row %zu -> \"%s\" expected \"%s\"", i, err,
+			      paths_error_rows[i].error ? paths_error_rows[i].error : "an error");
+		}
+		conf_free(c);
+	}
+	/* the token file: long enough, not open to everyone */
+	static const struct {
+		const char *content;
+		mode_t mode;
+		const char *error;
+	} tokens[] = {
+	    {"short\n", 0600,
+	     "10: paths.token-file: conf-paths.token: the first line must hold a token of "
+	     "16..1024 characters (e.g. openssl rand -hex 32), not 5"},
+	    {"0123456789abcdef0123\n", 0644,
+	     "10: paths.token-file: conf-paths.token is readable or writable by everyone (mode "
+	     "0644): chmod o-rw it"},
+	    {"0123456789abcdef\nsecond line\n", 0640, NULL},
+	};
+	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+		conf_t *c = NULL;
+		const char *msg;
+		write_token(tokens[i].content, tokens[i].mode);
+		int ret =
+		    load_text(ZONES_TEXT PATHS_DCS PATHS_AGENT "  token-file: " PATHS_TOKEN "\n",
+		              &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		CHECK(tokens[i].error ? ret == STEER_ECONF && strcmp(line, tokens[i].error) == 0
+		                      : ret == 0 && c,
+		      "token row %zu -> \"%s\"", i, err);
+		conf_free(c);
+	}
+	remove(PATHS_TOKEN);
+}
+
 int main(void)
 {
 	test_valid();
@@ -2225,6 +2519,8 @@ int main(void)
 	test_cluster_restart();
 	test_ops();
 	test_ops_errors();
+	test_paths();
+	test_paths_errors();
 	test_reference();
 	return unit_finish("test_conf");
 }

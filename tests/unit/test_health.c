@@ -110,6 +110,41 @@ static void test_table_basics(void)
 	gslb_health_free(z);
 }
 
+static void test_load_values(void)
+{
+	gslb_health_t *h = gslb_health_new(3);
+	CHECK(gslb_health_load(h, 0) == NULL && gslb_health_load(NULL, 0) == NULL,
+	      "no load values in a new table");
+	gslb_load_t none = {.v = {1}};
+	CHECK(gslb_health_set_load(h, 0, &none) == 0 && h->load == NULL,
+	      "clearing values of a table without any allocates nothing");
+	gslb_load_t l = {
+	    .have = 1u << GSLB_LOAD_CONNECTIONS | 1u << GSLB_LOAD_KBPS, .age_ms = 1500, .round = 7};
+	l.v[GSLB_LOAD_CONNECTIONS] = 42;
+	l.v[GSLB_LOAD_KBPS] = 12.5f;
+	CHECK(gslb_health_set_load(h, 3, &l) == STEER_ERANGE, "set beyond the table");
+	CHECK(gslb_health_set_load(h, 1, &l) == 0, "set");
+	const gslb_load_t *got = gslb_health_load(h, 1);
+	CHECK(got && got->v[GSLB_LOAD_CONNECTIONS] == 42 && got->v[GSLB_LOAD_KBPS] == 12.5f &&
+	          got->have == l.have && got->age_ms == 1500 && got->round == 7,
+	      "values read back");
+	CHECK(gslb_health_load(h, 0) == NULL && gslb_health_load(h, 2) == NULL &&
+	          gslb_health_load(h, 99) == NULL,
+	      "other targets and ids beyond have none");
+
+	gslb_health_t *d = gslb_health_dup(h, 5);
+	got = gslb_health_load(d, 1);
+	CHECK(got && got->v[GSLB_LOAD_CONNECTIONS] == 42 && got->round == 7, "dup copies values");
+	CHECK(gslb_health_load(d, 4) == NULL, "new target of a dup has none");
+	CHECK(gslb_health_set_load(d, 4, &l) == 0 && gslb_health_load(d, 4) != NULL,
+	      "set on a grown target");
+	CHECK(gslb_health_set_load(d, 1, NULL) == 0 && gslb_health_load(d, 1) == NULL &&
+	          gslb_health_load(h, 1) != NULL,
+	      "clearing in the dup leaves the original alone");
+	gslb_health_free(d);
+	gslb_health_free(h);
+}
+
 static void test_override_globs(void)
 {
 	static const struct {
@@ -861,6 +896,7 @@ int main(void)
 {
 	test_sttl_packing();
 	test_table_basics();
+	test_load_values();
 	test_override_globs();
 	test_override_semantics();
 	test_list();
