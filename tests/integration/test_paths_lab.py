@@ -33,10 +33,14 @@ import lab_delay
 from conftest import SANITIZER_MARKERS, STEERCTL, STEERD
 from lab_delay import NODE_ADDR4, NODE_ADDR6, PathsLab, site_ttl
 
-pytestmark = pytest.mark.lab
-
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network "
                                 "namespaces)")
+
+
+def in_lab(test):
+    """A test of the lab's namespaces (marker lab; skipped without root). The packet-code
+    tests above need neither."""
+    return pytest.mark.lab(needs_root(test))
 
 # How much later than its configured delay a reply may arrive on this shared 2-core machine.
 SLACK_MS = 25.0
@@ -205,7 +209,7 @@ def best_of(n, fn):
 TARGETS = {socket.AF_INET: "198.18.4.1", socket.AF_INET6: "2001:db8:4::1"}
 
 
-@needs_root
+@in_lab
 @pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6], ids=["ipv4", "ipv6"])
 def test_each_site_sees_its_delay(lab, family):
     dst = TARGETS[family]
@@ -221,7 +225,7 @@ def test_each_site_sees_its_delay(lab, family):
             assert icmp_rtt(lab, site, dst)[1] == site_ttl(lab.site_index(site)) - 1
 
 
-@needs_root
+@in_lab
 def test_delays_swap_and_jitter_while_running(lab):
     dst = TARGETS[socket.AF_INET]
     try:
@@ -237,7 +241,7 @@ def test_delays_swap_and_jitter_while_running(lab):
         lab.set_delays({"s5": 5, "s20": 20, "s60": 60}, jitter=0)
 
 
-@needs_root
+@in_lab
 def test_only_resolver_prefixes_from_sites_are_answered(lab):
     before = lab.delay.status()
     # Another prefix routed into the line: read, never answered.
@@ -262,7 +266,7 @@ def test_only_resolver_prefixes_from_sites_are_answered(lab):
         lab.ip(lab.node, "route", "del", "198.18.200.1/32")
 
 
-@needs_root
+@in_lab
 def test_qnames_are_logged(lab):
     dns_rtt(lab, "s20", TARGETS[socket.AF_INET], qname="Q1.Probe.Example.TEST.")
     dns_rtt(lab, "s60", TARGETS[socket.AF_INET6], family=socket.AF_INET6)
@@ -526,7 +530,7 @@ def steering(lab):
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-@needs_root
+@in_lab
 def test_every_prefix_steers_to_the_5ms_site(steering):
     first = steering.sites_now(ALL_CLIENTS)
     assert all(site is not None for site in first.values()), first
@@ -556,7 +560,7 @@ def test_every_prefix_steers_to_the_5ms_site(steering):
     assert max(hops["s5"]) < min(hops["s20"]) and max(hops["s20"]) < min(hops["s60"]), hops
 
 
-@needs_root
+@in_lab
 def test_unprobed_prefix_is_answered_at_once_by_the_fallback(steering):
     for client, scope in (("198.18.99.0/24", 24), ("2001:db8:99::/56", 48)):
         a = steering.ask(ecs=client)
@@ -568,7 +572,7 @@ def test_unprobed_prefix_is_answered_at_once_by_the_fallback(steering):
         print(f"{client}: fallback at once, steered to s5 {took:.2f} s later")
 
 
-@needs_root
+@in_lab
 def test_swapped_delays_move_answers_within_two_rounds(steering):
     lab = steering.lab
     assert steering.sites_now(ALL_CLIENTS) == {c: "s5" for c in ALL_CLIENTS}
@@ -583,7 +587,7 @@ def test_swapped_delays_move_answers_within_two_rounds(steering):
     print(f"and back on s5 after {took:.2f} s")
 
 
-@needs_root
+@in_lab
 def test_jitter_never_flips_answers(steering):
     """s5 and s20 within 5 % of each other under +-15 % jitter: the raw measurements cross
     (checked in the agents' tables, so the test could see a flip), the answers never do."""
@@ -613,7 +617,7 @@ def test_jitter_never_flips_answers(steering):
     assert crossings > 0
 
 
-@needs_root
+@in_lab
 def test_probes_ask_only_for_dns_name(steering):
     logged = steering.lab.delay.qnames()
     assert logged, "no DNS probe reached the delay line"
@@ -625,7 +629,7 @@ def test_probes_ask_only_for_dns_name(steering):
     assert {row_of(q[2])[1] for q in logged} <= wanted
 
 
-@needs_root
+@in_lab
 def test_killed_agent_keeps_its_table_until_path_ttl_then_falls_back(steering):
     steering.wait_sites(ALL_CLIENTS, "s5", timeout=SWAP_BOUND + MARGIN_S)
     steering.agents["s5"].kill()
