@@ -38,7 +38,7 @@ typedef struct {
 	uint16_t rtt;   /* 0.1 ms units, GSLB_PATHFMT_RTT_NONE = the prefix never answered */
 	uint8_t loss;   /* percent */
 	uint8_t hops;   /* 0 = unknown */
-	uint16_t age_s; /* at the table's build time, saturating */
+	uint16_t age_s; /* at the table's build time, saturating; exact to 31 s, then within 1/16 */
 	bool empty;     /* no (fresh) measurement from this column's agent */
 } gslb_path_cell_t;
 
@@ -46,8 +46,9 @@ typedef struct {
 typedef struct {
 	unsigned ipv4_prefix, ipv6_prefix; /* rows' granularity; finer agent rows are folded */
 	unsigned path_ttl_s;               /* cells older than this are empty */
-	unsigned max_rows;                 /* rows kept at most (the freshest win) */
-	unsigned margin_pct;               /* hysteresis, see above */
+	unsigned max_rows;   /* rows kept at most: the freshest win (by their freshest cell), ties
+	                        go to IPv4 and then to lower prefixes */
+	unsigned margin_pct; /* hysteresis, see above */
 	unsigned min_difference_100us;
 	unsigned rounds;
 	/* column -> conf_t.datacenters index, @c n_columns of them */
@@ -65,8 +66,13 @@ typedef struct {
 
 /**
  * Merge @p sites (one per column, in column order) into a new table at wall-clock @p now_ms,
- * carrying the hysteresis state of @p prev (NULL = none). Returns NULL only on bad options
- * (message in @p err); aborts on OOM. Control thread.
+ * carrying the hysteresis state of @p prev (NULL = none). Agent rows finer than the node's
+ * granularity fold into their row (per column the lowest RTT, then the freshest); coarser
+ * ones are skipped (info.coarse_skipped). A cell is empty when its age (age_s plus the time
+ * since the table's generated_ms) exceeds path_ttl_s; a row with no fresh cell is left out.
+ * The tables are only read during the call. Returns NULL only on bad options or an unsorted
+ * site table (message in @p err); aborts on OOM. Control thread (any one thread at a time
+ * per @p prev).
  */
 gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t *sites,
                                const gslb_paths_opts_t *opts, uint64_t now_ms, char *err,
@@ -75,7 +81,11 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 /** Take a reference. Control thread. */
 gslb_paths_t *gslb_paths_ref(gslb_paths_t *p) STEER_NONNULL(1);
 
-/** Drop a reference; the last one frees (after the RCU grace period). NULL is ignored. */
+/**
+ * Drop a reference; the last one frees at once. Query threads read the table through the
+ * served view, which is dropped only after an RCU grace period, so none still reads it then.
+ * NULL is ignored. Control thread.
+ */
 void gslb_paths_unref(gslb_paths_t *p);
 
 /**
@@ -91,6 +101,13 @@ gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned c
 
 /** The row's sticky best column, GSLB_PATHS_NO_COLUMN when no column has an RTT. */
 unsigned gslb_paths_row_best(const gslb_paths_t *p, uint32_t row) STEER_NONNULL(1);
+
+/**
+ * The row's pending challenger (GSLB_PATHS_NO_COLUMN when none beats the sticky best by the
+ * margin) and in @p rounds how many changed rounds it has won so far. For explain. Any thread.
+ */
+unsigned gslb_paths_row_challenger(const gslb_paths_t *p, uint32_t row, unsigned *rounds)
+    STEER_NONNULL(1, 3);
 
 /** The column of conf_t.datacenters index @p dc, GSLB_PATHS_NO_COLUMN when it has no agent. */
 unsigned gslb_paths_column(const gslb_paths_t *p, size_t dc) STEER_NONNULL(1);
@@ -109,11 +126,13 @@ void gslb_paths_row_prefix(const gslb_paths_t *p, uint32_t row, int *family, uin
 /* Counts for steerctl and /metrics. */
 typedef struct {
 	size_t rows4, rows6;
-	size_t cells;       /* non-empty */
-	size_t sticky_held; /* rows where hysteresis kept a best another column beat this build */
-	uint64_t built_ms;  /* wall clock of the build */
-	uint32_t build_us;  /* how long the build took */
-	size_t bytes;       /* memory the table holds */
+	size_t cells;        /* non-empty */
+	size_t sticky_held;  /* rows where hysteresis kept a best another column beat this build */
+	uint64_t built_ms;   /* wall clock of the build */
+	uint32_t build_us;   /* how long the build took */
+	size_t bytes;        /* memory the table holds */
+	size_t rows_dropped; /* fresh rows max_rows left out (the stalest) */
+	size_t coarse_skipped; /* agent rows coarser than the node's granularity, not used */
 } gslb_paths_info_t;
 
 /** Fill @p out. Any thread. */

@@ -1,0 +1,699 @@
+/*
+ * The merged path table (paths.h). Layout, chosen for the query path and for memory (a
+ * million rows of eight columns in well under 48 MiB):
+ *
+ *   keys4[n4] (u32), keys6[n6] (u64)   sorted row keys; rows 0..n4-1 are IPv4, then IPv6
+ *   index4/index6[65537]               first row of each bucket of 16 key bits
+ *   cells[rows][columns], 5 bytes      rtt u16 | loss u8 (0xff = empty) | hops u8 | age u8
+ *   best/challenger/count[rows]        the hysteresis state carried to the next build
+ *
+ * The 16 index bits are the first bits in which the family's keys differ (all keys inside
+ * 10.0.0.0/8 index on bits 8..23), so a lookup is one index read and a binary search inside a
+ * small, contiguous bucket. Ages are stored as an 8-bit minifloat (exact up to 31 s, then
+ * within 1/16): a cell's exact age only decides staleness, and that is decided at build time.
+ *
+ * Built on the control thread by a k-way merge of the columns' site tables (each sorted by
+ * the decoder), in two passes: the first counts the rows and how fresh they are, so memory is
+ * allocated once at its final size and max_rows keeps the freshest; the second fills them.
+ */
+#include "gslb/paths.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+#define CELL_BYTES 5
+#define LOSS_EMPTY 0xff /* loss is 0..100, so this marks a cell without a measurement */
+#define INDEX_BITS 16
+#define INDEX_SIZE ((1u << INDEX_BITS) + 1)
+#define AGE_CODES  256
+#define COUNT_MAX  255 /* the challenger's rounds, u8 */
+#define FRESH_NONE UINT32_MAX
+
+struct gslb_paths {
+	unsigned refs;
+	unsigned plen4, plen6;
+	size_t n4, n6;
+	uint32_t *keys4;
+	uint64_t *keys6;
+	uint32_t *index4, *index6;
+	unsigned lead4, lead6; /* key bits all keys share, skipped by the index */
+	uint8_t *cells;
+	uint8_t *best, *challenger, *count;
+	size_t n_columns;
+	size_t column_dc[GSLB_PATHS_COLUMNS_MAX];
+	uint8_t *dc_column; /* n_datacenters entries */
+	size_t n_datacenters;
+	gslb_paths_info_t info;
+};
+
+STEER_PRINTF(3, 4) static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t monotonic_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t top_bits(uint64_t v, unsigned plen)
+{
+	return plen == 0 ? 0 : plen >= 64 ? v : v & ~(UINT64_MAX >> plen);
+}
+
+/* ---- ages as 8-bit minifloats: 4 exponent bits, 4 mantissa bits ---------------------------- */
+
+static uint8_t age_code(uint32_t age)
+{
+	if (age > UINT16_MAX)
+		age = UINT16_MAX;
+	if (age < 16)
+		return (uint8_t)age;
+	unsigned high = 31u - (unsigned)__builtin_clz(age); /* 4..15 */
+	unsigned exp = high - 3, mant = (age >> (exp - 1)) - 16;
+	return (uint8_t)(exp << 4 | mant);
+}
+
+static uint32_t age_value(uint8_t code)
+{
+	unsigned exp = code >> 4, mant = code & 15u;
+	return exp == 0 ? mant : (16u + mant) << (exp - 1);
+}
+
+/* ---- cells ------------------------------------------------------------------------------- */
+
+static uint8_t *cell_at(const gslb_paths_t *p, size_t row, unsigned column)
+{
+	return p->cells + (row * p->n_columns + column) * CELL_BYTES;
+}
+
+static void cell_put(uint8_t *c, const gslb_path_row_t *r, uint32_t age)
+{
+	memcpy(c, &r->rtt, 2);
+	c[2] = r->loss;
+	c[3] = r->hops;
+	c[4] = age_code(age);
+}
+
+static uint16_t cell_rtt(const uint8_t *c)
+{
+	uint16_t rtt;
+	memcpy(&rtt, c, 2);
+	return rtt;
+}
+
+/* The RTT the hysteresis compares: none for empty cells and prefixes that never answered. */
+static uint16_t usable_rtt(const gslb_paths_t *p, size_t row, unsigned column)
+{
+	const uint8_t *c = cell_at(p, row, column);
+	return c[2] == LOSS_EMPTY ? GSLB_PATHFMT_RTT_NONE : cell_rtt(c);
+}
+
+gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned column)
+{
+	gslb_path_cell_t out = {.rtt = GSLB_PATHFMT_RTT_NONE, .empty = true};
+	STEER_ASSERT(row < p->n4 + p->n6);
+	if (column >= p->n_columns)
+		return out;
+	const uint8_t *c = cell_at(p, row, column);
+	if (c[2] == LOSS_EMPTY)
+		return out;
+	out = (gslb_path_cell_t){.rtt = cell_rtt(c),
+	                         .loss = c[2],
+	                         .hops = c[3],
+	                         .age_s = (uint16_t)age_value(c[4]),
+	                         .empty = false};
+	return out;
+}
+
+/* ---- the merge of the site tables ---------------------------------------------------------- */
+
+typedef struct {
+	const gslb_path_row_t *rows;
+	size_t n, pos;
+	uint64_t elapsed_s; /* the table's age at build time */
+} cursor_t;
+
+typedef struct {
+	cursor_t cur[GSLB_PATHS_COLUMNS_MAX];
+	size_t n_columns;
+	unsigned plen; /* the node's granularity for this family */
+	uint32_t ttl_s;
+	size_t coarse; /* rows coarser than the granularity, skipped */
+} merge_t;
+
+static void skip_coarse(merge_t *m, cursor_t *c)
+{
+	while (c->pos < c->n && c->rows[c->pos].plen < m->plen) {
+		c->pos++;
+		m->coarse++;
+	}
+}
+
+static void merge_init(merge_t *m, const gslb_paths_site_t *sites, const gslb_paths_opts_t *o,
+                       bool v6, uint64_t now_ms)
+{
+	memset(m, 0, sizeof(*m));
+	m->n_columns = o->n_columns;
+	m->plen = v6 ? o->ipv6_prefix : o->ipv4_prefix;
+	m->ttl_s = o->path_ttl_s;
+	for (size_t i = 0; i < o->n_columns; i++) {
+		const gslb_path_table_t *t = sites[i].table;
+		if (!t)
+			continue;
+		uint64_t elapsed = now_ms > t->generated_ms ? (now_ms - t->generated_ms) / 1000 : 0;
+		if (elapsed > o->path_ttl_s)
+			continue; /* the whole table is stale: no row of it can be fresh */
+		cursor_t *c = &m->cur[i];
+		c->rows = v6 ? t->rows6 : t->rows4;
+		c->n = v6 ? t->n6 : t->n4;
+		c->elapsed_s = elapsed;
+		skip_coarse(m, c);
+	}
+}
+
+/* The smallest next row key over all columns; false when every column is done. */
+static bool merge_next(const merge_t *m, uint64_t *key)
+{
+	bool any = false;
+	for (size_t i = 0; i < m->n_columns; i++) {
+		const cursor_t *c = &m->cur[i];
+		if (c->pos >= c->n)
+			continue;
+		uint64_t k = top_bits(c->rows[c->pos].prefix, m->plen);
+		if (!any || k < *key)
+			*key = k;
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * Consume every column's rows that fold into row @p key; when @p cells is given, write the
+ * row's cells (the lowest RTT of the folded rows per column, then the freshest). Returns the
+ * age of the freshest fresh cell, FRESH_NONE when none is fresh (the row is not kept).
+ */
+static uint32_t merge_fold(merge_t *m, uint64_t key, uint8_t *cells)
+{
+	uint32_t fresh = FRESH_NONE;
+	for (size_t i = 0; i < m->n_columns; i++) {
+		cursor_t *c = &m->cur[i];
+		const gslb_path_row_t *pick = NULL;
+		uint32_t pick_age = 0;
+		while (c->pos < c->n && top_bits(c->rows[c->pos].prefix, m->plen) == key) {
+			const gslb_path_row_t *r = &c->rows[c->pos++];
+			skip_coarse(m, c);
+			uint64_t age = r->age_s + c->elapsed_s;
+			if (age > m->ttl_s)
+				continue;
+			if (!pick || r->rtt < pick->rtt ||
+			    (r->rtt == pick->rtt && age < pick_age)) {
+				pick = r;
+				pick_age = (uint32_t)age;
+			}
+		}
+		if (cells)
+			cells[i * CELL_BYTES + 2] = LOSS_EMPTY;
+		if (!pick)
+			continue;
+		if (cells)
+			cell_put(cells + i * CELL_BYTES, pick, pick_age);
+		if (pick_age < fresh)
+			fresh = pick_age;
+	}
+	return fresh;
+}
+
+/* Pass one: how many rows of each freshness (age code) the family has. */
+static void count_rows(merge_t *m, size_t hist[AGE_CODES])
+{
+	uint64_t key;
+	while (merge_next(m, &key)) {
+		uint32_t fresh = merge_fold(m, key, NULL);
+		if (fresh != FRESH_NONE)
+			hist[age_code(fresh)]++;
+	}
+}
+
+/* Which rows max_rows keeps: every row fresher than @c code, and @c quota rows of that code. */
+typedef struct {
+	unsigned code;
+	size_t quota;
+} cut_t;
+
+static size_t kept(const size_t hist[AGE_CODES], cut_t *cut)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < cut->code && i < AGE_CODES; i++)
+		n += hist[i];
+	if (cut->code < AGE_CODES) {
+		size_t take = hist[cut->code] < cut->quota ? hist[cut->code] : cut->quota;
+		n += take;
+		cut->quota -= take;
+	}
+	return n;
+}
+
+static cut_t find_cut(const size_t h4[AGE_CODES], const size_t h6[AGE_CODES], size_t max_rows)
+{
+	size_t total = 0;
+	for (unsigned i = 0; i < AGE_CODES; i++) {
+		if (total + h4[i] + h6[i] > max_rows)
+			return (cut_t){.code = i, .quota = max_rows - total};
+		total += h4[i] + h6[i];
+	}
+	return (cut_t){.code = AGE_CODES, .quota = 0};
+}
+
+/* Pass two: the rows themselves (@p n of them from row @p first_row on), within @p cut. */
+static size_t fill_rows(gslb_paths_t *p, merge_t *m, size_t first_row, size_t n, cut_t *cut,
+                        bool v6)
+{
+	size_t row = first_row, end = first_row + n;
+	uint64_t key;
+	while (row < end && merge_next(m, &key)) {
+		uint8_t *cells = cell_at(p, row, 0);
+		uint32_t fresh = merge_fold(m, key, cells);
+		if (fresh == FRESH_NONE)
+			continue;
+		unsigned code = age_code(fresh);
+		if (code > cut->code)
+			continue;
+		if (code == cut->code) {
+			if (cut->quota == 0)
+				continue;
+			cut->quota--;
+		}
+		if (v6)
+			p->keys6[row - first_row] = key;
+		else
+			p->keys4[row] = (uint32_t)(key >> 32);
+		row++;
+	}
+	return row - first_row;
+}
+
+/* ---- the lookup index ---------------------------------------------------------------------- */
+
+static unsigned shared_bits(uint64_t first, uint64_t last)
+{
+	return first == last ? 0 : (unsigned)__builtin_clzll(first ^ last);
+}
+
+static uint32_t bucket(uint64_t key, unsigned lead)
+{
+	return (uint32_t)((key << lead) >> (64 - INDEX_BITS));
+}
+
+/* keys as u64 with the family's bits at the top: IPv4 keys shifted by 32. */
+static uint64_t key_at(const gslb_paths_t *p, bool v6, size_t i)
+{
+	return v6 ? p->keys6[i] : (uint64_t)p->keys4[i] << 32;
+}
+
+static void index_build(gslb_paths_t *p, bool v6)
+{
+	size_t n = v6 ? p->n6 : p->n4;
+	uint32_t *index = xmalloc(INDEX_SIZE * sizeof(*index));
+	unsigned lead = n ? shared_bits(key_at(p, v6, 0), key_at(p, v6, n - 1)) : 0;
+	size_t i = 0;
+	for (uint32_t b = 0; b < INDEX_SIZE - 1; b++) {
+		while (i < n && bucket(key_at(p, v6, i), lead) < b)
+			i++;
+		index[b] = (uint32_t)i;
+	}
+	index[INDEX_SIZE - 1] = (uint32_t)n;
+	if (v6) {
+		p->index6 = index;
+		p->lead6 = lead;
+	} else {
+		p->index4 = index;
+		p->lead4 = lead;
+	}
+}
+
+bool gslb_paths_lookup(const gslb_paths_t *p, int family, const uint8_t *addr, uint32_t *row)
+{
+	if (family == AF_INET && p->n4) {
+		uint32_t key = (uint32_t)(gslb_pathfmt_key(AF_INET, addr, p->plen4) >> 32);
+		if (key < p->keys4[0] || key > p->keys4[p->n4 - 1])
+			return false;
+		uint32_t b = bucket((uint64_t)key << 32, p->lead4);
+		uint32_t lo = p->index4[b], hi = p->index4[b + 1];
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (p->keys4[mid] < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		*row = lo;
+		return lo < p->n4 && p->keys4[lo] == key;
+	}
+	if (family == AF_INET6 && p->n6) {
+		uint64_t key = gslb_pathfmt_key(AF_INET6, addr, p->plen6);
+		if (key < p->keys6[0] || key > p->keys6[p->n6 - 1])
+			return false;
+		uint32_t b = bucket(key, p->lead6);
+		uint32_t lo = p->index6[b], hi = p->index6[b + 1];
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (p->keys6[mid] < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		*row = (uint32_t)p->n4 + lo;
+		return lo < p->n6 && p->keys6[lo] == key;
+	}
+	return false;
+}
+
+/* ---- hysteresis ---------------------------------------------------------------------------- */
+
+/* A row's state in the previous table, its columns already mapped to this table's. */
+typedef struct {
+	unsigned best, challenger, count;
+} sticky_t;
+
+static bool beats(uint32_t challenger, uint32_t best, const gslb_paths_opts_t *o)
+{
+	if (challenger >= best)
+		return false;
+	uint32_t gain = best - challenger;
+	return gain >= o->min_difference_100us &&
+	       (uint64_t)gain * 100 >= (uint64_t)best * o->margin_pct;
+}
+
+/* The column with the lowest usable RTT, skipping @p skip; ties go to the lower column. */
+static unsigned lowest_rtt(const gslb_paths_t *p, size_t row, unsigned skip)
+{
+	unsigned best = GSLB_PATHS_NO_COLUMN;
+	uint16_t best_rtt = GSLB_PATHFMT_RTT_NONE;
+	for (unsigned c = 0; c < p->n_columns; c++) {
+		uint16_t rtt = usable_rtt(p, row, c);
+		if (c != skip && rtt < best_rtt) {
+			best = c;
+			best_rtt = rtt;
+		}
+	}
+	return best;
+}
+
+/* Decide row @p row's sticky best from @p prev (NULL: a new row). Returns whether the sticky
+ * best was kept although another column had a lower RTT. */
+static bool settle(gslb_paths_t *p, size_t row, const sticky_t *prev,
+                   const gslb_paths_site_t *sites, const gslb_paths_opts_t *o)
+{
+	unsigned sticky = prev ? prev->best : GSLB_PATHS_NO_COLUMN;
+	p->challenger[row] = GSLB_PATHS_NO_COLUMN;
+	p->count[row] = 0;
+	if (sticky == GSLB_PATHS_NO_COLUMN || usable_rtt(p, row, sticky) == GSLB_PATHFMT_RTT_NONE) {
+		/* No sticky best, or it lost its data: nothing to be sticky about. */
+		p->best[row] = (uint8_t)lowest_rtt(p, row, GSLB_PATHS_NO_COLUMN);
+		return false;
+	}
+	p->best[row] = (uint8_t)sticky;
+	unsigned ch = lowest_rtt(p, row, sticky);
+	if (ch == GSLB_PATHS_NO_COLUMN)
+		return false;
+	uint16_t ch_rtt = usable_rtt(p, row, ch), best_rtt = usable_rtt(p, row, sticky);
+	if (!beats(ch_rtt, best_rtt, o))
+		return ch_rtt < best_rtt;
+	unsigned count = ch == prev->challenger ? prev->count : 0;
+	if (sites[ch].changed && count < COUNT_MAX)
+		count++;
+	if (count >= (o->rounds ? o->rounds : 1)) {
+		p->best[row] = (uint8_t)ch;
+		return false;
+	}
+	p->challenger[row] = (uint8_t)ch;
+	p->count[row] = (uint8_t)count;
+	return true;
+}
+
+/* prev's column -> this table's column (GSLB_PATHS_NO_COLUMN when its datacenter has none). */
+static void map_columns(const gslb_paths_t *p, const gslb_paths_t *prev,
+                        uint8_t map[GSLB_PATHS_COLUMNS_MAX + 1])
+{
+	memset(map, GSLB_PATHS_NO_COLUMN, GSLB_PATHS_COLUMNS_MAX + 1);
+	for (size_t c = 0; c < prev->n_columns; c++)
+		map[c] = (uint8_t)gslb_paths_column(p, prev->column_dc[c]);
+}
+
+static unsigned mapped(const uint8_t map[GSLB_PATHS_COLUMNS_MAX + 1], uint8_t column)
+{
+	return column < GSLB_PATHS_COLUMNS_MAX ? map[column] : GSLB_PATHS_NO_COLUMN;
+}
+
+/* Carry the state of @p prev's rows to this family's rows: both key lists are sorted. */
+static void settle_family(gslb_paths_t *p, const gslb_paths_t *prev, bool v6,
+                          const gslb_paths_site_t *sites, const gslb_paths_opts_t *o)
+{
+	size_t first = v6 ? p->n4 : 0, n = v6 ? p->n6 : p->n4;
+	size_t pfirst = 0, pn = 0, j = 0;
+	uint8_t map[GSLB_PATHS_COLUMNS_MAX + 1];
+	if (prev && (v6 ? prev->plen6 == p->plen6 : prev->plen4 == p->plen4)) {
+		pfirst = v6 ? prev->n4 : 0;
+		pn = v6 ? prev->n6 : prev->n4;
+		map_columns(p, prev, map);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = key_at(p, v6, i);
+		while (j < pn && key_at(prev, v6, j) < key)
+			j++;
+		sticky_t s, *sp = NULL;
+		if (j < pn && key_at(prev, v6, j) == key) {
+			size_t pr = pfirst + j;
+			s = (sticky_t){.best = mapped(map, prev->best[pr]),
+			               .challenger = mapped(map, prev->challenger[pr]),
+			               .count = prev->count[pr]};
+			sp = &s;
+		}
+		if (settle(p, first + i, sp, sites, o))
+			p->info.sticky_held++;
+	}
+}
+
+/* ---- build ----------------------------------------------------------------------------------- */
+
+/* The merge relies on it; decoded tables always are. */
+static bool rows_sorted(const gslb_path_row_t *rows, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		const gslb_path_row_t *a = &rows[i - 1], *b = &rows[i];
+		if (a->prefix > b->prefix || (a->prefix == b->prefix && a->plen >= b->plen))
+			return false;
+	}
+	return true;
+}
+
+static bool opts_ok(const gslb_paths_site_t *sites, const gslb_paths_opts_t *o, char *err,
+                    size_t errlen)
+{
+	if (o->ipv4_prefix < 8 || o->ipv4_prefix > 32 || o->ipv6_prefix < 16 ||
+	    o->ipv6_prefix > 64) {
+		fail(err, errlen, "prefix lengths /%u and /%u: IPv4 must be 8..32, IPv6 16..64",
+		     o->ipv4_prefix, o->ipv6_prefix);
+		return false;
+	}
+	if (o->n_columns > GSLB_PATHS_COLUMNS_MAX || (o->n_columns && !o->column_dc)) {
+		fail(err, errlen, "%zu columns, at most %d", o->n_columns, GSLB_PATHS_COLUMNS_MAX);
+		return false;
+	}
+	if (o->max_rows == 0 || o->max_rows > UINT32_MAX - 1 || o->margin_pct > 100 ||
+	    o->rounds > COUNT_MAX) {
+		fail(err, errlen, "max rows %u (1..%u), margin %u%% (0..100), rounds %u (0..%d)",
+		     o->max_rows, UINT32_MAX - 1, o->margin_pct, o->rounds, COUNT_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < o->n_columns; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (o->column_dc[j] == o->column_dc[i]) {
+				fail(err, errlen, "columns %zu and %zu are both datacenter %zu", j,
+				     i, o->column_dc[i]);
+				return false;
+			}
+		}
+		if (o->column_dc[i] >= o->n_datacenters) {
+			fail(err, errlen, "column %zu: datacenter %zu of %zu", i, o->column_dc[i],
+			     o->n_datacenters);
+			return false;
+		}
+		const gslb_path_table_t *t = sites[i].table;
+		if (t && (!rows_sorted(t->rows4, t->n4) || !rows_sorted(t->rows6, t->n6))) {
+			fail(err, errlen, "column %zu: the site table is not sorted", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void columns_init(gslb_paths_t *p, const gslb_paths_opts_t *o)
+{
+	p->n_columns = o->n_columns;
+	p->n_datacenters = o->n_datacenters;
+	p->dc_column = xmalloc(o->n_datacenters ? o->n_datacenters : 1);
+	memset(p->dc_column, GSLB_PATHS_NO_COLUMN, o->n_datacenters ? o->n_datacenters : 1);
+	for (size_t i = 0; i < o->n_columns; i++) {
+		p->column_dc[i] = o->column_dc[i];
+		p->dc_column[o->column_dc[i]] = (uint8_t)i;
+	}
+}
+
+static void count_info(gslb_paths_t *p)
+{
+	size_t rows = p->n4 + p->n6;
+	for (size_t r = 0; r < rows; r++) {
+		for (unsigned c = 0; c < p->n_columns; c++)
+			p->info.cells += cell_at(p, r, c)[2] != LOSS_EMPTY;
+	}
+	p->info.rows4 = p->n4;
+	p->info.rows6 = p->n6;
+	p->info.bytes = sizeof(*p) + p->n4 * sizeof(*p->keys4) + p->n6 * sizeof(*p->keys6) +
+	                2 * INDEX_SIZE * sizeof(*p->index4) + rows * p->n_columns * CELL_BYTES +
+	                3 * rows + (p->n_datacenters ? p->n_datacenters : 1);
+}
+
+gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t *sites,
+                               const gslb_paths_opts_t *opts, uint64_t now_ms, char *err,
+                               size_t errlen)
+{
+	uint64_t start = monotonic_us();
+	if (!opts_ok(sites, opts, err, errlen))
+		return NULL;
+	gslb_paths_t *p = xcalloc(1, sizeof(*p));
+	p->refs = 1;
+	p->plen4 = opts->ipv4_prefix;
+	p->plen6 = opts->ipv6_prefix;
+	columns_init(p, opts);
+
+	merge_t m;
+	size_t h4[AGE_CODES] = {0}, h6[AGE_CODES] = {0};
+	merge_init(&m, sites, opts, false, now_ms);
+	count_rows(&m, h4);
+	p->info.coarse_skipped = m.coarse;
+	merge_init(&m, sites, opts, true, now_ms);
+	count_rows(&m, h6);
+	p->info.coarse_skipped += m.coarse;
+	cut_t cut = find_cut(h4, h6, opts->max_rows);
+	cut_t cut_count = cut;
+	p->n4 = kept(h4, &cut_count);
+	p->n6 = kept(h6, &cut_count);
+	size_t rows = p->n4 + p->n6;
+	p->keys4 = xmalloc((p->n4 ? p->n4 : 1) * sizeof(*p->keys4));
+	p->keys6 = xmalloc((p->n6 ? p->n6 : 1) * sizeof(*p->keys6));
+	p->cells = xmalloc((rows ? rows : 1) * (p->n_columns ? p->n_columns : 1) * CELL_BYTES);
+	p->best = xmalloc(3 * (rows ? rows : 1));
+	p->challenger = p->best + rows;
+	p->count = p->challenger + rows;
+
+	merge_init(&m, sites, opts, false, now_ms);
+	size_t got4 = fill_rows(p, &m, 0, p->n4, &cut, false);
+	merge_init(&m, sites, opts, true, now_ms);
+	size_t got6 = fill_rows(p, &m, p->n4, p->n6, &cut, true);
+	STEER_ASSERT(got4 == p->n4 && got6 == p->n6);
+	index_build(p, false);
+	index_build(p, true);
+	settle_family(p, prev, false, sites, opts);
+	settle_family(p, prev, true, sites, opts);
+	count_info(p);
+	size_t all = 0;
+	for (unsigned i = 0; i < AGE_CODES; i++)
+		all += h4[i] + h6[i];
+	p->info.rows_dropped = all - rows;
+	p->info.built_ms = now_ms;
+	uint64_t took = monotonic_us() - start;
+	p->info.build_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
+	return p;
+}
+
+gslb_paths_t *gslb_paths_ref(gslb_paths_t *p)
+{
+	STEER_ASSERT(p->refs > 0);
+	p->refs++;
+	return p;
+}
+
+void gslb_paths_unref(gslb_paths_t *p)
+{
+	if (!p)
+		return;
+	STEER_ASSERT(p->refs > 0);
+	if (--p->refs > 0)
+		return;
+	free(p->keys4);
+	free(p->keys6);
+	free(p->index4);
+	free(p->index6);
+	free(p->cells);
+	free(p->best);
+	free(p->dc_column);
+	free(p);
+}
+
+/* ---- accessors ----------------------------------------------------------------------------- */
+
+unsigned gslb_paths_row_best(const gslb_paths_t *p, uint32_t row)
+{
+	STEER_ASSERT(row < p->n4 + p->n6);
+	return p->best[row];
+}
+
+unsigned gslb_paths_row_challenger(const gslb_paths_t *p, uint32_t row, unsigned *rounds)
+{
+	STEER_ASSERT(row < p->n4 + p->n6);
+	*rounds = p->count[row];
+	return p->challenger[row];
+}
+
+unsigned gslb_paths_column(const gslb_paths_t *p, size_t dc)
+{
+	return dc < p->n_datacenters ? p->dc_column[dc] : GSLB_PATHS_NO_COLUMN;
+}
+
+size_t gslb_paths_columns(const gslb_paths_t *p)
+{
+	return p->n_columns;
+}
+
+size_t gslb_paths_column_dc(const gslb_paths_t *p, unsigned c)
+{
+	STEER_ASSERT(c < p->n_columns);
+	return p->column_dc[c];
+}
+
+unsigned gslb_paths_prefix_len(const gslb_paths_t *p, int family)
+{
+	return family == AF_INET6 ? p->plen6 : p->plen4;
+}
+
+void gslb_paths_row_prefix(const gslb_paths_t *p, uint32_t row, int *family, uint8_t addr[16],
+                           unsigned *plen)
+{
+	STEER_ASSERT(row < p->n4 + p->n6);
+	memset(addr, 0, 16);
+	bool v6 = row >= p->n4;
+	uint64_t key = v6 ? p->keys6[row - p->n4] : (uint64_t)p->keys4[row] << 32;
+	for (unsigned i = 0; i < 8; i++)
+		addr[i] = (uint8_t)(key >> (56 - 8 * i));
+	*family = v6 ? AF_INET6 : AF_INET;
+	*plen = v6 ? p->plen6 : p->plen4;
+}
+
+void gslb_paths_info(const gslb_paths_t *p, gslb_paths_info_t *out)
+{
+	*out = p->info;
+}
