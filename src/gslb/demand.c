@@ -124,9 +124,16 @@ static uint32_t coarse_seconds(void)
 	return (uint32_t)ts.tv_sec;
 }
 
+static bool inside(const uint8_t *addr, const uint8_t prefix[16], unsigned plen, unsigned len)
+{
+	uint8_t cut[16];
+	cut_prefix(addr, len, plen, cut);
+	return memcmp(cut, prefix, 16) == 0;
+}
+
 static void fill_probe(gslb_demand_row_t *row, const uint8_t *probe, unsigned len)
 {
-	if (row->flags & GSLB_DEMAND_ECS || !probe) {
+	if (row->flags & GSLB_DEMAND_ECS || !probe || !inside(probe, row->prefix, row->plen, len)) {
 		/* an ECS prefix names clients, not a resolver: probe its first host */
 		memcpy(row->probe, row->prefix, 16);
 		if (row->plen < len * 8)
@@ -153,14 +160,16 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		return;
 	uint8_t fam = family == AF_INET6 ? 6 : 4, prefix[16];
 	unsigned len = addr_len(fam);
-	if (plen > len * 8)
-		plen = len * 8;
+	/* what the demand format carries (gslb/pathfmt.h); the configuration keeps inside it */
+	if (fam == 4 ? plen < 8 || plen > 32 : plen < 16 || plen > 64)
+		return;
+	flags &= GSLB_DEMAND_ECS | GSLB_DEMAND_URGENT;
 	cut_prefix(addr, len, plen, prefix);
 	cache_slot_t *c = &r->cache[key_hash(fam, (uint8_t)plen, prefix) & (CACHE_SLOTS - 1)];
 	uint32_t now = coarse_seconds();
 	if (c->used && same_key(&c->row, fam, (uint8_t)plen, prefix)) {
-		c->row.volume = c->row.volume > UINT32_MAX - weight ? UINT32_MAX
-		                                                    : c->row.volume + weight;
+		c->row.volume =
+		    c->row.volume > UINT32_MAX - weight ? UINT32_MAX : c->row.volume + weight;
 		c->row.flags = flags;
 		fill_probe(&c->row, probe, len);
 		if (now - c->since_s >= REPORT_EVERY_S) {
@@ -174,8 +183,8 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		ring_push(r, &c->row); /* evicted: what it added up so far */
 	c->used = true;
 	c->since_s = now;
-	c->row = (gslb_demand_row_t){.family = fam, .plen = (uint8_t)plen, .flags = flags,
-	                             .volume = weight};
+	c->row = (gslb_demand_row_t){
+	    .family = fam, .plen = (uint8_t)plen, .flags = flags, .volume = weight};
 	memcpy(c->row.prefix, prefix, 16);
 	fill_probe(&c->row, probe, len);
 	ring_push(r, &c->row);

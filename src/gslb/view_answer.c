@@ -281,6 +281,23 @@ static void count_decision(gslb_stats_t *st, const gslb_result_t *r, const decid
 		STEER_COUNTER_INC(st->ecs_ignored);
 }
 
+/*
+ * Tell the agents what to measure: every decision by paths counts for its prefix's volume
+ * (the ring samples), one without a usable row is urgent. A decision on an ECS source prefix
+ * shorter than the rows is not reported: there is no row-sized prefix to probe.
+ */
+static void report_demand(gslb_demand_ring_t *r, const decide_t *d)
+{
+	if (d->paths == PATHS_NOT_USED || d->paths == PATHS_TOO_SHORT ||
+	    (d->family != AF_INET && d->family != AF_INET6))
+		return;
+	uint8_t flags = d->how == CLIENT_ECS ? GSLB_DEMAND_ECS : 0;
+	if (d->paths != PATHS_ROW)
+		flags |= GSLB_DEMAND_URGENT;
+	gslb_demand_record(r, d->family, d->addr, d->plen, d->how == CLIENT_ECS ? NULL : d->addr,
+	                   flags);
+}
+
 /* Every Nth decision of this thread goes to the decision log, as the query saw it. */
 static void sample_decision(gslb_decision_sampler_t *ds, const gslb_name_t *name, uint16_t qtype,
                             const gslb_client_t *client, const gslb_result_t *out)
@@ -353,6 +370,8 @@ void gslb_view_answer(const gslb_view_t *view, const gslb_name_t *name, uint16_t
 	out->ecs_scope = view_decide(view, s, family, client, &qs->rng, &d, &out->ans, NULL);
 	out->ecs_ignored = d.how == CLIENT_ECS_IGNORED || d.how == CLIENT_ECS_PRIVATE;
 	count_decision(&qs->stats, out, &d);
+	if (qs->demand)
+		report_demand(qs->demand, &d);
 	if (STEER_UNLIKELY(qs->decisions.record != NULL))
 		sample_decision(&qs->decisions, name, qtype, client, out);
 	count_answer(view, s, out, &qs->answers);

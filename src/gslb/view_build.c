@@ -845,6 +845,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	v->steer_opts = (gslb_steer_opts_t){.margin_pct = cp->enabled ? cp->hyst_margin : 20,
 	                                    .rounds = cp->enabled ? cp->hyst_rounds : 2};
 	v->paths_margin_pct = v->steer_opts.margin_pct;
+	v->paths_min_diff_ms = cp->enabled ? cp->hyst_min_difference : 10;
 	v->paths_plen4 = cp->enabled ? cp->ipv4_prefix : 24;
 	v->paths_plen6 = cp->enabled ? cp->ipv6_prefix : 48;
 	v->demand_sample = cp->enabled ? cp->demand_sample : 16;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "dns/const.h"
@@ -236,6 +237,189 @@ static void explain_map(const gslb_view_t *v, const view_svc_t *s, const decide_
 	outf(o, "\n");
 }
 
+/* ---- measured policies ---- */
+
+static const char *fallback_name(const view_svc_t *s)
+{
+	return gslb_policy_kind_name(s->p.fallback_policy);
+}
+
+/* The path measurements of one cell: "rtt 5.2 ms, loss 0 %, hops 3, age 12 s". */
+static void explain_cell(const gslb_path_cell_t *c, out_t *o)
+{
+	if (c->rtt == GSLB_PATHFMT_RTT_NONE)
+		outf(o, "rtt none (no reply)");
+	else
+		outf(o, "rtt %u.%u ms", c->rtt / 10, c->rtt % 10);
+	outf(o, ", loss %u %%, hops ", c->loss);
+	if (c->hops)
+		outf(o, "%u", c->hops);
+	else
+		outf(o, "unknown");
+	outf(o, ", age %u s", c->age_s);
+}
+
+static void explain_load(const gslb_steer_dc_t *l, out_t *o)
+{
+	static const char *const names[GSLB_LOAD_KINDS] = {
+	    [GSLB_LOAD_CONNECTIONS] = "connections",
+	    [GSLB_LOAD_CAPACITY] = "capacity",
+	    [GSLB_LOAD_PACKET_RATE] = "packet-rate",
+	    [GSLB_LOAD_KBPS] = "kbps",
+	    [GSLB_LOAD_CPU] = "cpu",
+	    [GSLB_LOAD_LINK_CAPACITY] = "link-capacity",
+	};
+	if (!l->have) {
+		outf(o, "no load values (%u address%s up)", l->up, l->up == 1 ? "" : "es");
+		return;
+	}
+	const char *sep = "";
+	for (unsigned k = 0; k < GSLB_LOAD_KINDS; k++) {
+		if (l->have & (1u << k)) {
+			outf(o, "%s%s %.1f", sep, names[k], (double)l->v[k]);
+			sep = ", ";
+		}
+	}
+	outf(o, ", age %.1f s", l->age_ms / 1000.0);
+	if (l->estimated)
+		outf(o, " (%u of %u addresses up counted by weight share)", l->estimated, l->up);
+}
+
+/* Where the row came from, or why there is none. */
+static void explain_row(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
+{
+	char a[INET6_ADDRSTRLEN];
+	uint8_t net[16] = {0};
+	int fam = d->family == AF_INET ? AF_INET : AF_INET6;
+	unsigned plen = d->plen;
+	memcpy(net, d->addr, plen / 8);
+	if (plen % 8)
+		net[plen / 8] = d->addr[plen / 8] & (uint8_t)(0xff00u >> (plen % 8));
+	view_addr_str(fam, net, a, sizeof(a));
+	const char *from = d->how == CLIENT_ECS ? "ECS" : "the resolver";
+	switch ((paths_how_t)d->paths) {
+	case PATHS_ROW: {
+		gslb_paths_info_t info;
+		gslb_paths_info(v->paths, &info);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		uint64_t now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+		outf(o, "paths: row %s/%u from %s (table built %.1f s ago)\n", a, plen, from,
+		     now_ms > info.built_ms ? (double)(now_ms - info.built_ms) / 1000.0 : 0.0);
+		return;
+	}
+	case PATHS_NO_ROW:
+		outf(o,
+		     "paths: no measurement for %s/%u from %s: fallback %s (reported to the "
+		     "agents as urgent)\n",
+		     a, plen, from, fallback_name(s));
+		return;
+	case PATHS_NO_TABLE:
+		outf(o, "paths: no path table yet: fallback %s\n", fallback_name(s));
+		return;
+	case PATHS_TOO_SHORT:
+		outf(o, "paths: ECS source /%u is shorter than the rows (/%u): fallback %s\n",
+		     d->len, plen, fallback_name(s));
+		return;
+	case PATHS_NOT_USED:
+		break;
+	}
+}
+
+/* Why the row's sticky best leads (or not) the rtt and qos orders. */
+static void explain_sticky_row(const gslb_view_t *v, const view_svc_t *s, const decide_t *d,
+                               out_t *o)
+{
+	unsigned best = gslb_paths_row_best(v->paths, d->row);
+	if (best == GSLB_PATHS_NO_COLUMN) {
+		outf(o, "sticky best: none (no datacenter has an RTT for this row)\n");
+		return;
+	}
+	size_t dc = gslb_paths_column_dc(v->paths, best);
+	const char *name = dc < v->n_dcs ? v->dc_names[dc] : "?";
+	if (dc >= v->n_dcs || s->conf2svc[dc] == 0xff) {
+		outf(o, "sticky best: %s, not a datacenter of this service: ordered by %s alone\n",
+		     name, s->p.policy == GSLB_POLICY_QOS ? "score" : "RTT");
+		return;
+	}
+	if (s->p.policy == GSLB_POLICY_QOS)
+		outf(o, "sticky best: %s, its score counts %u %% more (hysteresis)\n", name,
+		     v->paths_margin_pct);
+	else
+		outf(o,
+		     "sticky best: %s, first: another datacenter replaces it only when its RTT is "
+		     "%u %% and %u ms lower for %u rounds (hysteresis)\n",
+		     name, v->paths_margin_pct, v->paths_min_diff_ms, v->steer_opts.rounds);
+}
+
+static void explain_by_path(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
+{
+	explain_row(v, s, d, o);
+	if (d->paths != PATHS_ROW)
+		return;
+	size_t si = (size_t)(s - v->svcs);
+	for (unsigned i = 0; i < s->p.dc_count; i++) {
+		uint8_t col = v->path_cols[s->first_dc + i];
+		outf(o, "  %s: ", s->p.dcs[i].name);
+		if (col == GSLB_PATHS_NO_COLUMN) {
+			outf(o, "no agent\n");
+			continue;
+		}
+		gslb_path_cell_t c = gslb_paths_cell(v->paths, d->row, col);
+		if (c.empty) {
+			outf(o, "no (fresh) measurement\n");
+			continue;
+		}
+		explain_cell(&c, o);
+		if (s->p.policy == GSLB_POLICY_QOS) {
+			if (v->steer) {
+				outf(o, "; ");
+				explain_load(gslb_steer_dc(v->steer, si, d->q.family, i), o);
+			}
+			outf(o, "; score %.1f", (double)d->score[i]);
+		}
+		outf(o, "\n");
+	}
+	explain_sticky_row(v, s, d, o);
+}
+
+static void explain_by_load(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
+{
+	size_t si = (size_t)(s - v->svcs);
+	const char *fam = d->q.family == AF_INET ? "IPv4" : "IPv6";
+	if (!v->steer)
+		return;
+	const gslb_steer_order_t *ord = gslb_steer_order(v->steer, si, d->q.family);
+	outf(o, "load (%s), per datacenter over its UP %s addresses:\n",
+	     gslb_policy_kind_name(s->p.policy), fam);
+	for (unsigned i = 0; i < s->p.dc_count; i++) {
+		outf(o, "  %s: ", s->p.dcs[i].name);
+		explain_load(gslb_steer_dc(v->steer, si, d->q.family, i), o);
+		outf(o, "\n");
+	}
+	if (ord->n == 0) {
+		outf(o, "no datacenter reports the %s values: fallback %s\n",
+		     gslb_policy_kind_name(s->p.policy), fallback_name(s));
+		return;
+	}
+	outf(o, "sticky best: %s", s->p.dcs[ord->sticky].name);
+	if (ord->challenger != GSLB_POLICY_DC_NONE)
+		outf(o, ", held by hysteresis: %s beats it by %u %% or more, %u of %u rounds",
+		     s->p.dcs[ord->challenger].name, v->steer_opts.margin_pct, ord->streak,
+		     v->steer_opts.rounds);
+	else
+		outf(o, " (nothing beats it by %u %%)", v->steer_opts.margin_pct);
+	outf(o, "\n");
+}
+
+static void explain_measured(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
+{
+	if (gslb_policy_kind_by_path(s->p.policy))
+		explain_by_path(v, s, d, o);
+	else
+		explain_by_load(v, s, d, o);
+}
+
 int gslb_view_explain(const gslb_view_t *view, const char *name, const char *client_ip,
                       const char *ecs, char *buf, size_t len)
 {
@@ -292,6 +476,8 @@ int gslb_view_explain(const gslb_view_t *view, const char *name, const char *cli
 		outf(&o, "client: %s/%u, %s\n", a, d.len, how_str(d.how));
 		if (s->map)
 			explain_map(view, s, &d, &o);
+		if (gslb_policy_kind_measured(s->p.policy))
+			explain_measured(view, s, &d, &o);
 		if (o.pos < o.len) {
 			int n = gslb_policy_explain(&s->p, &d.q, &ans, &trace, o.buf + o.pos,
 			                            o.len - o.pos);

@@ -95,6 +95,7 @@ struct gslb_view {
 	/* From conf paths: (shared, like everything above @c shared) */
 	gslb_steer_opts_t steer_opts;
 	unsigned paths_margin_pct;         /* qos: the sticky RTT best's bonus */
+	unsigned paths_min_diff_ms;        /* rtt hysteresis, for explain */
 	unsigned paths_plen4, paths_plen6; /* measurement granularity, for scopes without a table */
 	unsigned demand_sample;            /* every Nth measured decision reported as volume */
 	bool any_load;                     /* some service steers by load (or qos) */
