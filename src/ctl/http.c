@@ -830,6 +830,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (is_api_path(url) && http->backend == NULL)
+		return reply_error(conn, 404, "no API here: this server only serves pages", NULL,
+		                   NULL);
 	if (is_api_path(url))
 		return serve_api(http, conn, url, method, hc);
 	return serve_page(http, conn, url, method, hc);

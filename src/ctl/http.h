@@ -72,12 +72,14 @@ typedef struct {
 
 /**
  * Listen on every address of @p opts and serve requests on @p loop with the commands of
- * @p backend (borrowed, must outlive the server). Returns 0, or a negative steer_err with the
- * address that failed in @p err (nothing is left listening).
+ * @p backend (borrowed, must outlive the server). A NULL @p backend serves the registered
+ * pages only (a process without control commands, such as steer-probe): /api/v1/ is then 404.
+ * Returns 0, or a negative steer_err with the address that failed in @p err (nothing is left
+ * listening).
  */
 int ctl_http_start(ctl_http_t **out, struct ev_loop *loop, const ctl_http_opts_t *opts,
                    const ctl_backend_t *backend, char *err, size_t errlen)
-    STEER_NONNULL(1, 2, 3, 4, 5) STEER_WUR;
+    STEER_NONNULL(1, 2, 3, 5) STEER_WUR;
 
 /**
  * Replace the token and the read-only rule (a reload); @c listen of @p opts is ignored, the
