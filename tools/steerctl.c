@@ -481,6 +481,45 @@ static void print_explain(const json_t *d)
 		putchar('\n');
 }
 
+/* "    values: connections 17 (0.4s old), kbps 1.25 (31.0s old, stale)" under a metrics check. */
+static void print_check_values(const json_t *values)
+{
+	const char *name;
+	const json_t *v;
+	if (!json_is_object(values) || json_object_size(values) == 0)
+		return;
+	printf("    values:");
+	const char *sep = " ";
+	json_object_foreach((json_t *)values, name, v)
+	{
+		printf("%s%s %g (%.1fs old%s)", sep, name,
+		       json_number_value(json_object_get(v, "value")),
+		       json_integer_value(json_object_get(v, "age_ms")) / 1000.0,
+		       json_is_true(json_object_get(v, "fresh")) ? "" : ", stale");
+		sep = ", ";
+	}
+	putchar('\n');
+}
+
+/* "    load: connections 17, capacity 100 (0.4s old, round 12)" under a health row. */
+static void print_target_load(const json_t *load)
+{
+	const char *name;
+	const json_t *v;
+	if (!json_is_object(load))
+		return;
+	printf("    load:");
+	const char *sep = " ";
+	json_object_foreach(json_object_get(load, "values"), name, v)
+	{
+		printf("%s%s %g", sep, name, json_number_value(v));
+		sep = ", ";
+	}
+	printf(" (%.1fs old, round %lld)\n",
+	       json_integer_value(json_object_get(load, "age_ms")) / 1000.0,
+	       (long long)json_integer_value(json_object_get(load, "round")));
+}
+
 static void print_health(const json_t *d)
 {
 	size_t i;
@@ -505,6 +544,7 @@ static void print_health(const json_t *d)
 		       state ? state : "?",
 		       json_is_true(json_object_get(row, "forced")) ? "yes" : "no",
 		       reason ? reason : "");
+		print_target_load(json_object_get(row, "load"));
 	}
 }
 
@@ -547,6 +587,7 @@ static void print_monitors(const json_t *d)
 		       (long long)json_integer_value(json_object_get(row, "flaps")), rtt,
 		       detail ? detail : "-",
 		       json_is_true(json_object_get(row, "flapping")) ? " (flapping)" : "");
+		print_check_values(json_object_get(row, "values"));
 	}
 }
 

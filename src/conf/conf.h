@@ -90,6 +90,7 @@ typedef struct {
 	char *metric_expr[CONF_METRIC_KINDS]; /* per CONF_METRIC_*: an expression, or NULL */
 	double metric_const[CONF_METRIC_KINDS];  /* used when the expression is NULL and ... */
 	bool metric_is_const[CONF_METRIC_KINDS]; /* ... this is true (a number was configured) */
+	unsigned metric_line[CONF_METRIC_KINDS]; /* where each value was configured, 0 = not */
 	unsigned line;
 } conf_monitor_t;
 

@@ -580,6 +580,8 @@ static int sdc_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	}
 	if (strcmp(key->name, "monitor") == 0)
 		return conf_health_monitor_ref(ld, key, value, &sdc->monitor);
+	if (strcmp(key->name, "metrics") == 0)
+		return conf_health_metrics_ref(ld, key, value, &sdc->metrics);
 	if (strcmp(key->name, "weights") == 0) {
 		c->weights_line = conf_node_line(value);
 		return conf_for_each_item(ld, what, value, false, weight_item, c);
@@ -660,6 +662,8 @@ static int service_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	int ret = 0;
 	if (strcmp(key->name, "monitor") == 0)
 		return conf_health_monitor_ref(ld, key, value, &svc->monitor);
+	if (strcmp(key->name, "metrics") == 0)
+		return conf_health_metrics_ref(ld, key, value, &svc->metrics);
 	if (strcmp(key->name, "map") == 0) {
 		const char *text;
 		ret = scalar(ld, what, value, &text);

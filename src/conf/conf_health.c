@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,10 +31,24 @@ typedef enum {
 	MON_DNS,
 	MON_EXEC,
 	MON_STATIC,
+	MON_METRICS,
 	MON_N,
 } mon_type_t;
 
-static const char *const type_names[MON_N] = {"tcp", "http", "https", "dns", "exec", "static"};
+static const char *const type_names[MON_N] = {"tcp",  "http",   "https",  "dns",
+                                              "exec", "static", "metrics"};
+
+/* The load values of a metrics monitor, in CONF_METRIC_* order. */
+static const char *const metric_keys[CONF_METRIC_KINDS] = {
+    [CONF_METRIC_CONNECTIONS] = "connections",
+    [CONF_METRIC_CAPACITY] = "capacity",
+    [CONF_METRIC_PACKET_RATE] = "packet-rate",
+    [CONF_METRIC_KBPS] = "kbps",
+    [CONF_METRIC_CPU] = "cpu",
+    [CONF_METRIC_LINK_CAPACITY] = "link-capacity",
+};
+
+#define METRIC_EXPR_MAXLEN 1024
 
 #define T(type) (1u << (type))
 
@@ -42,12 +57,21 @@ static const struct {
 	const char *key;
 	unsigned types;
 } type_only_keys[] = {
-    {"port", T(MON_TCP) | T(MON_HTTP) | T(MON_HTTPS) | T(MON_DNS)},
-    {"path", T(MON_HTTP) | T(MON_HTTPS)},
-    {"host", T(MON_HTTP) | T(MON_HTTPS)},
+    {"port", T(MON_TCP) | T(MON_HTTP) | T(MON_HTTPS) | T(MON_DNS) | T(MON_METRICS)},
+    {"path", T(MON_HTTP) | T(MON_HTTPS) | T(MON_METRICS)},
+    {"host", T(MON_HTTP) | T(MON_HTTPS) | T(MON_METRICS)},
     {"expect-status", T(MON_HTTP) | T(MON_HTTPS)},
     {"body", T(MON_HTTP) | T(MON_HTTPS)},
-    {"tls-verify", T(MON_HTTPS)},
+    {"tls-verify", T(MON_HTTPS) | T(MON_METRICS)},
+    {"format", T(MON_METRICS)},
+    {"tls", T(MON_METRICS)},
+    {"stale-after", T(MON_METRICS)},
+    {"connections", T(MON_METRICS)},
+    {"capacity", T(MON_METRICS)},
+    {"packet-rate", T(MON_METRICS)},
+    {"kbps", T(MON_METRICS)},
+    {"cpu", T(MON_METRICS)},
+    {"link-capacity", T(MON_METRICS)},
     {"qname", T(MON_DNS)},
     {"qtype", T(MON_DNS)},
     {"rcode", T(MON_DNS)},
@@ -250,8 +274,45 @@ static int monitor_type(conf_loader_t *ld, const conf_key_t *key, const yaml_nod
 		}
 	}
 	return conf_fail(ld, conf_node_line(value),
-	                 "%s.%s: expected one of tcp, http, https, dns, exec, static; got '%s'",
+	                 "%s.%s: expected one of tcp, http, https, dns, exec, static, metrics; got "
+	                 "'%s'",
 	                 key->section, key->name, text);
+}
+
+/* A load value: a number (kept as is) or an expression (checked by the planner, which
+ * knows the expression language; conf only keeps the text and its line). */
+static int metric_value(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                        conf_monitor_t *mon, size_t k)
+{
+	const char *text;
+	int ret = conf_scalar_text(ld, key, value, &text);
+	if (ret != 0)
+		return ret;
+	size_t len = strlen(text);
+	if (len == 0 || len > METRIC_EXPR_MAXLEN || strchr(text, '\n'))
+		return conf_fail(ld, conf_node_line(value),
+		                 "%s.%s: expected a number or an expression of one line (at most "
+		                 "%d bytes)",
+		                 key->section, key->name, METRIC_EXPR_MAXLEN);
+	free(mon->metric_expr[k]);
+	mon->metric_expr[k] = NULL;
+	mon->metric_is_const[k] = false;
+	mon->metric_line[k] = (unsigned)conf_node_line(value);
+	char *end = NULL;
+	double v = strtod(text, &end);
+	bool numeric = (text[0] >= '0' && text[0] <= '9') || text[0] == '-' || text[0] == '+' ||
+	               text[0] == '.';
+	if (numeric && end && *end == '\0') {
+		if (!isfinite(v) || v < 0)
+			return conf_fail(ld, conf_node_line(value),
+			                 "%s.%s: %s is not a number of 0 or more", key->section,
+			                 key->name, text);
+		mon->metric_const[k] = v;
+		mon->metric_is_const[k] = true;
+		return 0;
+	}
+	mon->metric_expr[k] = xstrdup(text);
+	return 0;
 }
 
 static int monitor_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
@@ -263,6 +324,9 @@ static int monitor_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 	int ret;
 	if (strcmp(key->name, "type") == 0)
 		return monitor_type(ld, key, value, mon);
+	for (size_t k = 0; k < CONF_METRIC_KINDS; k++)
+		if (strcmp(key->name, metric_keys[k]) == 0)
+			return metric_value(ld, key, value, mon, k);
 	if (strcmp(key->name, "expect-status") == 0) {
 		mon->n_status = 0;
 		return for_each_scalar(ld, key, value, false, status_item, mon);
@@ -320,7 +384,42 @@ static int check_type_keys(conf_loader_t *ld, const conf_monitor_t *mon, const y
 	return 0;
 }
 
-static int check_monitor(conf_loader_t *ld, const conf_monitor_t *mon, const yaml_node_t *map)
+static int check_http_target(conf_loader_t *ld, const conf_monitor_t *mon, const yaml_node_t *map)
+{
+	if (mon->path[0] != '/' || has_space_or_control(mon->path))
+		return conf_fail(ld, conf_key_line(ld, map, "path", mon->line),
+		                 "monitors.%s: path '%s' must start with '/' and contain no "
+		                 "spaces (encode them as %%20)",
+		                 mon->name, mon->path);
+	if (mon->host && has_space_or_control(mon->host))
+		return conf_fail(ld, conf_key_line(ld, map, "host", mon->line),
+		                 "monitors.%s: host '%s' must not contain spaces", mon->name,
+		                 mon->host);
+	return 0;
+}
+
+static int check_metrics_monitor(conf_loader_t *ld, conf_monitor_t *mon, const yaml_node_t *map)
+{
+	/* The exporters' convention, rather than the http monitors' "/". */
+	if (conf_key_line(ld, map, "path", 0) == 0) {
+		free(mon->path);
+		mon->path = xstrdup("/metrics");
+	}
+	int ret = check_http_target(ld, mon, map);
+	if (ret != 0)
+		return ret;
+	bool any = false;
+	for (size_t k = 0; k < CONF_METRIC_KINDS; k++)
+		any |= mon->metric_expr[k] != NULL || mon->metric_is_const[k];
+	if (!any)
+		return conf_fail(ld, mon->line,
+		                 "monitors.%s: a metrics monitor needs at least one value "
+		                 "(connections, capacity, packet-rate, kbps, cpu, link-capacity)",
+		                 mon->name);
+	return 0;
+}
+
+static int check_monitor(conf_loader_t *ld, conf_monitor_t *mon, const yaml_node_t *map)
 {
 	int ret = check_type_keys(ld, mon, map);
 	if (ret != 0)
@@ -346,19 +445,11 @@ static int check_monitor(conf_loader_t *ld, const conf_monitor_t *mon, const yam
 			                 "monitors.%s: an exec monitor needs a 'command'",
 			                 mon->name);
 		break;
+	case MON_METRICS:
+		return check_metrics_monitor(ld, mon, map);
 	case MON_HTTP:
 	case MON_HTTPS:
-		if (mon->path[0] != '/' || has_space_or_control(mon->path))
-			return conf_fail(
-			    ld, conf_key_line(ld, map, "path", mon->line),
-			    "monitors.%s: path '%s' must start with '/' and contain no "
-			    "spaces (encode them as %%20)",
-			    mon->name, mon->path);
-		if (mon->host && has_space_or_control(mon->host))
-			return conf_fail(ld, conf_key_line(ld, map, "host", mon->line),
-			                 "monitors.%s: host '%s' must not contain spaces",
-			                 mon->name, mon->host);
-		break;
+		return check_http_target(ld, mon, map);
 	case MON_DNS:
 	case MON_STATIC:
 	case MON_N:
@@ -383,6 +474,8 @@ static int check_monitor_name(conf_loader_t *ld, const char *name, size_t line)
 static void monitor_free(conf_monitor_t *mon)
 {
 	conf_free_fields("monitors", mon);
+	for (size_t k = 0; k < CONF_METRIC_KINDS; k++)
+		free(mon->metric_expr[k]);
 	command_free(mon);
 	free(mon->type);
 	free(mon->name);
@@ -415,8 +508,9 @@ int conf_health_load_monitors(conf_loader_t *ld, const yaml_node_t *node)
 
 /* ---- references from datacenters, services and addresses ---------------------------------- */
 
-int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
-                            size_t *out)
+/* The monitor named in @p value; @p metrics: it must be a metrics monitor, else must not. */
+static int monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                       bool metrics, size_t *out)
 {
 	const conf_t *conf = ld->conf;
 	const char *text;
@@ -424,10 +518,23 @@ int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml
 	if (ret != 0)
 		return ret;
 	for (size_t i = 0; i < conf->n_monitors; i++) {
-		if (strcmp(conf->monitors[i].name, text) == 0) {
-			*out = i;
-			return 0;
-		}
+		if (strcmp(conf->monitors[i].name, text) != 0)
+			continue;
+		bool is_metrics = type_of(&conf->monitors[i]) == MON_METRICS;
+		if (metrics && !is_metrics)
+			return conf_fail(ld, conf_node_line(value),
+			                 "%s.%s: '%s' is a %s monitor, not a metrics monitor (use "
+			                 "'monitor: %s' for up/down checks)",
+			                 key->section, key->name, text, conf->monitors[i].type,
+			                 text);
+		if (!metrics && is_metrics)
+			return conf_fail(
+			    ld, conf_node_line(value),
+			    "%s.%s: '%s' is a metrics monitor: it reads load values and "
+			    "never decides up or down (use 'metrics: %s' on a service)",
+			    key->section, key->name, text, text);
+		*out = i;
+		return 0;
 	}
 	char names[256] = "";
 	size_t used = 0;
@@ -437,6 +544,18 @@ int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml
 	return conf_fail(ld, conf_node_line(value), "%s.%s: unknown monitor '%s' (%s%s)",
 	                 key->section, key->name, text,
 	                 conf->n_monitors ? "monitors: " : "no monitors are configured", names);
+}
+
+int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                            size_t *out)
+{
+	return monitor_ref(ld, key, value, false, out);
+}
+
+int conf_health_metrics_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                            size_t *out)
+{
+	return monitor_ref(ld, key, value, true, out);
 }
 
 int conf_health_probe(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,

@@ -272,6 +272,10 @@ int conf_health_load_monitors(conf_loader_t *ld, const yaml_node_t *node) STEER_
 int conf_health_monitor_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
                             size_t *out) STEER_NONNULL(1, 2, 3, 4);
 
+/** Likewise for a `metrics` key: the monitor must be of type metrics (the other must not). */
+int conf_health_metrics_ref(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
+                            size_t *out) STEER_NONNULL(1, 2, 3, 4);
+
 /** Validate a probe address ("IP", "IP:PORT", "[v6]:PORT") and replace *@p out with a copy. */
 int conf_health_probe(conf_loader_t *ld, const conf_key_t *key, const yaml_node_t *value,
                       char **out) STEER_NONNULL(1, 2, 3, 4);

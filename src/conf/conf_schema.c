@@ -65,6 +65,29 @@ static const conf_enum_t static_states[] = {
 		.def = dflt, .doc = text                                                           \
 	}
 
+static const conf_enum_t metrics_formats[] = {
+    {"prometheus", 0},
+    {"json", 0},
+    {"nginx-stub-status", 0},
+    {NULL, 0},
+};
+
+/* One load value of a metrics monitor: a number or an expression over the fetched body. */
+#define METRIC_VALUE(key, what)                                                                    \
+	{                                                                                          \
+		.section = "monitors", .name = key, .type = CONF_TYPE_NODE,                        \
+		.type_doc = "a number, or an expression (see `format`)",                           \
+		.doc =                                                                             \
+		    "`metrics`: " what ". An expression reads it from the body: for "              \
+		    "`prometheus` `NAME` or `NAME{label=\"value\",...}` (the sum of the "          \
+		    "matching samples), for `json` a dotted path `a.b.0.c` to a number, for "      \
+		    "`nginx-stub-status` one of `active`, `reading`, `writing`, `waiting`, "       \
+		    "`accepts`, `handled`, `requests`; each may be wrapped in `rate(...)` (per "   \
+		    "second, between two fetches; a counter reset gives no value for one "         \
+		    "round) and followed by `* N` or `/ N`. An expression that does not parse "    \
+		    "is an error at its line."                                                     \
+	}
+
 /* The values the GSLB builder accepts (gslb/policy.c); checked here so a typo is reported at
  * its line with the valid names. The value field is unused. */
 static const conf_enum_t dc_policies[] = {
@@ -655,12 +678,14 @@ const conf_key_t conf_keys[] = {
     {.section = "monitors",
      .name = "type",
      .type = CONF_TYPE_NODE,
-     .type_doc = "one of `tcp`, `http`, `https`, `dns`, `exec`, `static`",
+     .type_doc = "one of `tcp`, `http`, `https`, `dns`, `exec`, `static`, `metrics`",
      .flags = CONF_F_REQUIRED,
      .doc = "What a probe does: `tcp` connects; `http` and `https` send a GET and check the "
             "status (and `body`); `dns` sends a query and checks the rcode (and `answer`); "
             "`exec` runs `command` and checks for exit status 0; `static` never probes and "
-            "holds `state` (for maintenance)."},
+            "holds `state` (for maintenance); `metrics` fetches load values over HTTP(S) "
+            "(`format`, the value keys) for the load policies and never decides up or down "
+            "(name it with `metrics:` on a service, not `monitor:`)."},
     {.section = "monitors",
      .name = "port",
      .type = CONF_TYPE_UINT,
@@ -669,8 +694,9 @@ const conf_key_t conf_keys[] = {
      .min = 1,
      .max = 65535,
      .doc = "Port to probe on the target address. Unset: 80 for `http`, 443 for `https`, 53 "
-            "for `dns`; `tcp` needs one. A port in a `probe` address wins. `tcp`, `http`, "
-            "`https` and `dns` only."},
+            "for `dns`, 80 (443 with `tls`) for `metrics`; `tcp` needs one. A port in a `probe` "
+            "address wins (not for `metrics`, which reads the answer address). `tcp`, `http`, "
+            "`https`, `dns` and `metrics` only."},
     MONITOR_DURATION("interval", interval, 100, 3600000, CONF_UNIT_MS, "2s",
                      "Time between the starts of two probes of a target."),
     MONITOR_DURATION("timeout", timeout, 10, 600000, CONF_UNIT_MS, "1s",
@@ -696,13 +722,14 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_monitor_t, path),
      .def = "/",
-     .doc = "`http`, `https`: the request path, with any query string; starts with `/`."},
+     .doc = "`http`, `https`, `metrics`: the request path, with any query string; starts with "
+            "`/`. Unset: `/` (`/metrics` for `metrics`)."},
     {.section = "monitors",
      .name = "host",
      .type = CONF_TYPE_STRING,
      .offset = offsetof(conf_monitor_t, host),
-     .doc = "`http`, `https`: the `Host` header and the TLS server name. Unset: the probed "
-            "address."},
+     .doc = "`http`, `https`, `metrics`: the `Host` header and the TLS server name. Unset: "
+            "the probed address."},
     {.section = "monitors",
      .name = "expect-status",
      .type = CONF_TYPE_NODE,
@@ -719,8 +746,8 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_BOOL,
      .offset = offsetof(conf_monitor_t, tls_verify),
      .def = "true",
-     .doc = "`https`: verify the certificate chain and name (`host`, else the address). "
-            "`false` accepts self-signed certificates."},
+     .doc = "`https`, `metrics` with `tls`: verify the certificate chain and name (`host`, "
+            "else the address). `false` accepts self-signed certificates."},
     {.section = "monitors",
      .name = "qname",
      .type = CONF_TYPE_DNAME,
@@ -761,6 +788,34 @@ const conf_key_t conf_keys[] = {
      .enums = static_states,
      .def = "up",
      .doc = "`static`: the state every target of the monitor has."},
+    {.section = "monitors",
+     .name = "format",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_monitor_t, format),
+     .enums = metrics_formats,
+     .def = "prometheus",
+     .doc = "`metrics`: what the endpoint serves: `prometheus` (the text exposition format of "
+            "node_exporter and the nginx or haproxy exporters), `json` (any JSON document) or "
+            "`nginx-stub-status` (nginx's stub_status page)."},
+    {.section = "monitors",
+     .name = "tls",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_monitor_t, tls),
+     .def = "false",
+     .doc = "`metrics`: fetch over HTTPS (see `tls-verify`) instead of HTTP."},
+    MONITOR_DURATION("stale-after", stale_after, 100, 86400000, CONF_UNIT_MS, "30s",
+                     "`metrics`: a value read longer ago than this is not used; the target "
+                     "then counts by its static weight. A failed or garbled fetch keeps the "
+                     "previous values until then."),
+    METRIC_VALUE("connections", "current connections of the target"),
+    METRIC_VALUE("capacity", "the connections the target can hold"),
+    METRIC_VALUE("packet-rate", "packets per second, e.g. "
+                                "`rate(node_network_receive_packets_total{device=\"eth0\"})`"),
+    METRIC_VALUE("kbps", "kilobytes per second, e.g. "
+                         "`rate(node_network_transmit_bytes_total{device=\"eth0\"}) / 1000`"),
+    METRIC_VALUE("cpu", "CPU use in percent"),
+    METRIC_VALUE("link-capacity", "spare link capacity in kilobytes per second (higher is "
+                                  "better)"),
     /* ---- GSLB ---- */
     {.section = "datacenters",
      .name = "name",
@@ -1072,6 +1127,15 @@ const conf_key_t conf_keys[] = {
      .max = 1000,
      .def = "3",
      .doc = "Kilobytes per second of the datacenter (lower is better)."},
+    {.section = "services",
+     .name = "metrics",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "A `metrics` monitor reading the load values (connections, capacity, packet rate, "
+            "kB/s, CPU, link capacity) of every address of the service from the address itself "
+            "(at the monitor's `port` and `path`), unless its datacenter names another; the "
+            "load policies use them. It never takes an address down. Unset: no load values "
+            "(load policies count addresses by their weight)."},
     {.section = "services.datacenters",
      .name = "name",
      .type = CONF_TYPE_NODE,
@@ -1126,6 +1190,12 @@ const conf_key_t conf_keys[] = {
      .type_doc = "monitor name",
      .doc = "The monitor checking this datacenter's addresses, instead of the service's "
             "`monitor`. Unset: the service's."},
+    {.section = "services.datacenters",
+     .name = "metrics",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "The `metrics` monitor reading this datacenter's addresses, instead of the "
+            "service's `metrics`. Unset: the service's."},
     {.section = "services.datacenters.addresses",
      .name = "address",
      .type = CONF_TYPE_NODE,

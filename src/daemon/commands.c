@@ -309,6 +309,21 @@ static int be_explain(void *ctx, const char *name, const char *client, const cha
 	return 0;
 }
 
+/* A metrics check's values: {"connections": {"value", "age_ms", "fresh"}, ...}. */
+static json_t *check_values_json(const health_check_status_t *st)
+{
+	json_t *values = json_object();
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		if (!(st->have & (1u << k)))
+			continue;
+		json_object_set_new(values, health_metric_name(k),
+		                    json_pack("{s:f, s:I, s:b}", "value", st->values[k], "age_ms",
+		                              (json_int_t)st->age_ms[k], "fresh",
+		                              (st->fresh & (1u << k)) != 0));
+	}
+	return values;
+}
+
 /* One check as JSON (steerctl monitors, and inside health rows). */
 static json_t *check_json(const health_check_status_t *st)
 {
@@ -330,7 +345,25 @@ static json_t *check_json(const health_check_status_t *st)
 	json_object_set_new(row, "ttl_cap", json_integer(st->ttl_cap));
 	if (st->ramp)
 		json_object_set_new(row, "ramp_percent", json_integer(st->ramp));
+	if (st->is_metrics) {
+		json_object_set_new(row, "values", check_values_json(st));
+		json_object_set_new(row, "values_at", json_integer((json_int_t)st->values_at));
+	}
 	return row;
+}
+
+/* The load values the policies see for a target (fresh ones only), null when none. */
+static json_t *target_load_json(const gslb_health_t *h, uint32_t id)
+{
+	const gslb_load_t *load = gslb_health_load(h, id);
+	if (!load)
+		return json_null();
+	json_t *values = json_object();
+	for (unsigned k = 0; k < GSLB_LOAD_KINDS; k++)
+		if (load->have & (1u << k))
+			json_object_set_new(values, health_metric_name(k), json_real(load->v[k]));
+	return json_pack("{s:o, s:I, s:I}", "values", values, "age_ms", (json_int_t)load->age_ms,
+	                 "round", (json_int_t)load->round);
 }
 
 /* True when there is no filter or glob @p pattern matches @p name (case-insensitive). */
@@ -411,6 +444,7 @@ static int health_row(const gslb_health_entry_t *e, void *arg)
 	if (e->ramp)
 		json_object_set_new(row, "ramp_percent", json_integer(e->ramp));
 	json_object_set_new(row, "monitors", target_checks(ctx->s, e->id));
+	json_object_set_new(row, "load", target_load_json(gslb_view_health(ctx->s->gslb), e->id));
 	json_array_append_new(ctx->list, row);
 	return 0;
 }

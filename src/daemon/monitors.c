@@ -1,6 +1,7 @@
 #include "daemon/monitors.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,13 @@ struct monitor_plan {
 	uint32_t n_targets;
 	uint32_t **deps; /* per target: check indices, owned */
 	size_t *n_deps;
+	uint32_t *metrics; /* per target: its metrics check, UINT32_MAX = none */
 };
+
+static_assert((int)HEALTH_METRIC_KINDS == (int)CONF_METRIC_KINDS &&
+                  (int)GSLB_LOAD_KINDS == (int)CONF_METRIC_KINDS,
+              "the load values are in the same order in conf, health and gslb");
+static_assert(HEALTH_METRIC_KINDS <= 8, "a have mask is a byte");
 
 static int plan_err(char *err, size_t errlen, const conf_t *conf, unsigned line, const char *fmt,
                     ...) STEER_PRINTF(5, 6);
@@ -34,11 +41,13 @@ static int plan_err(char *err, size_t errlen, const conf_t *conf, unsigned line,
 	return STEER_ECONF;
 }
 
-static uint16_t default_port(health_probe_type_t type, uint16_t configured)
+static uint16_t default_port(health_probe_type_t type, bool tls, uint16_t configured)
 {
 	if (configured)
 		return configured;
 	switch (type) {
+	case HEALTH_PROBE_METRICS:
+		return tls ? 443 : 80;
 	case HEALTH_PROBE_HTTP:
 		return 80;
 	case HEALTH_PROBE_HTTPS:
@@ -81,6 +90,19 @@ static void def_fill(health_check_def_t *d, const conf_monitor_t *m, const steer
 	sp->rcode = m->rcode;
 	sp->answer = m->answer;
 	sp->argv = m->command;
+	if (d->spec.type != HEALTH_PROBE_METRICS)
+		return;
+	sp->tls = m->tls;
+	if (metrics_format_parse(m->format, &sp->format) != 0)
+		sp->format = METRICS_PROMETHEUS; /* the schema only lets known formats through */
+	d->stale_after_ms = m->stale_after;
+	for (unsigned k = 0; k < CONF_METRIC_KINDS; k++) {
+		sp->metric_expr[k] = m->metric_expr[k];
+		if (m->metric_is_const[k]) {
+			d->metric_const[k] = m->metric_const[k];
+			d->metric_const_mask |= (uint8_t)(1u << k);
+		}
+	}
 }
 
 /* Index of the check for (monitor @p mi, probe address, qname), added when new. */
@@ -112,7 +134,7 @@ static int probe_addr(const conf_monitor_t *m, const char *probe, sa_family_t fa
 	health_probe_type_t type;
 	uint16_t port = m->port;
 	if (health_probe_type_parse(m->type, &type) == 0)
-		port = default_port(type, m->port);
+		port = default_port(type, m->tls, m->port);
 	if (probe)
 		return steer_sockaddr_parse(probe, port, out);
 	memset(out, 0, sizeof(*out));
@@ -180,6 +202,41 @@ static int targets_build(monitor_plan_t *p, const conf_t *conf, const gslb_targe
 		}
 		if (t->datacenter < conf->n_datacenters && p->link[t->datacenter] != UINT32_MAX)
 			dep_add(p, t->id, p->link[t->datacenter]);
+		/* The load values come from the answer address itself: a probe address belongs
+		 * to the up/down monitor. */
+		size_t mi = cd->metrics != CONF_MONITOR_NONE ? cd->metrics : cs->metrics;
+		if (mi != CONF_MONITOR_NONE) {
+			steer_sockaddr_t sa;
+			(void)probe_addr(&conf->monitors[mi], NULL, t->family, t->addr, &sa);
+			p->metrics[t->id] = check_find_or_add(p, conf, mi, &sa, cs->name);
+		}
+	}
+	return 0;
+}
+
+/* Every metrics monitor's expressions compile: the configuration is wrong otherwise, at the
+ * line of the value. */
+static int metrics_validate(const conf_t *conf, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < conf->n_monitors; i++) {
+		const conf_monitor_t *m = &conf->monitors[i];
+		metrics_format_t format;
+		if (strcmp(m->type, "metrics") != 0 ||
+		    metrics_format_parse(m->format, &format) != 0)
+			continue;
+		for (unsigned k = 0; k < CONF_METRIC_KINDS; k++) {
+			if (!m->metric_expr[k])
+				continue;
+			metrics_expr_t *e = NULL;
+			char why[160];
+			if (metrics_expr_parse(format, m->metric_expr[k], &e, why, sizeof(why)) !=
+			    0)
+				return plan_err(err, errlen, conf, m->metric_line[k],
+				                "monitors.%s.%s: '%s' is not a %s expression: %s",
+				                m->name, health_metric_name(k), m->metric_expr[k],
+				                m->format, why);
+			metrics_expr_free(e);
+		}
 	}
 	return 0;
 }
@@ -251,7 +308,12 @@ int monitor_plan_build(const conf_t *conf, const gslb_view_t *view, monitor_plan
 	p->n_targets = health->count;
 	p->deps = xcalloc(p->n_targets + 1, sizeof(*p->deps));
 	p->n_deps = xcalloc(p->n_targets + 1, sizeof(*p->n_deps));
-	int ret = links_build(p, conf, err, errlen);
+	p->metrics = xmalloc((p->n_targets + 1) * sizeof(*p->metrics));
+	for (uint32_t t = 0; t <= p->n_targets; t++)
+		p->metrics[t] = UINT32_MAX;
+	int ret = metrics_validate(conf, err, errlen);
+	if (ret == 0)
+		ret = links_build(p, conf, err, errlen);
 	if (ret == 0)
 		ret = targets_build(p, conf, targets, n, err, errlen);
 	if (ret == 0)
@@ -274,6 +336,7 @@ void monitor_plan_free(monitor_plan_t *p)
 		free(p->deps[t]);
 	free(p->deps);
 	free(p->n_deps);
+	free(p->metrics);
 	free(p->link);
 	free(p);
 }
@@ -309,6 +372,34 @@ bool monitor_plan_target_check(const monitor_plan_t *plan, const health_engine_t
 	return false;
 }
 
+uint32_t monitor_plan_target_metrics(const monitor_plan_t *p, uint32_t target)
+{
+	return target < p->n_targets ? p->metrics[target] : UINT32_MAX;
+}
+
+/* Target @p t's load values from its metrics check: only the fresh ones. */
+static void load_apply(const monitor_plan_t *p, const health_engine_t *engine, uint32_t t,
+                       gslb_health_t *h)
+{
+	uint32_t ci = p->metrics[t];
+	gslb_load_t load = {0};
+	if (ci < health_engine_count(engine)) {
+		health_check_status_t st;
+		health_engine_status(engine, ci, &st);
+		for (unsigned k = 0; k < GSLB_LOAD_KINDS; k++) {
+			if (!(st.fresh & (1u << k)))
+				continue;
+			load.v[k] = (float)st.values[k];
+			load.have |= (uint8_t)(1u << k);
+			if (st.age_ms[k] > load.age_ms)
+				load.age_ms = st.age_ms[k];
+		}
+		load.round = (uint32_t)st.probes;
+	}
+	int ret = gslb_health_set_load(h, t, &load); /* no fresh value clears them */
+	STEER_ASSERT(ret == 0);
+}
+
 void monitor_plan_apply(const monitor_plan_t *p, const health_engine_t *engine, gslb_health_t *h)
 {
 	size_t n_checks = health_engine_count(engine);
@@ -333,5 +424,6 @@ void monitor_plan_apply(const monitor_plan_t *p, const health_engine_t *engine, 
 		int ret = gslb_health_set_monitor(h, t, gslb_sttl_make(down, cap));
 		ret |= gslb_health_set_ramp(h, t, ramp);
 		STEER_ASSERT(ret == 0);
+		load_apply(p, engine, t, h);
 	}
 }

@@ -50,10 +50,15 @@ bool monitor_plan_target_check(const monitor_plan_t *plan, const health_engine_t
                                uint32_t target, bool down, health_check_status_t *st)
     STEER_NONNULL(1, 2, 5);
 
+/** The metrics check of target @p target (its load values), UINT32_MAX = none. */
+uint32_t monitor_plan_target_metrics(const monitor_plan_t *plan, uint32_t target) STEER_NONNULL(1);
+
 /**
  * Set every target's monitor state in @p h (unpublished) from the engine: DOWN when any check
  * it depends on is DOWN, the lowest TTL cap of those checks, the lowest slow-start ramp.
- * Checks without a state yet count as UP.
+ * Checks without a state yet count as UP. Also sets every target's load values from its
+ * metrics check: the values fresh now (read within the monitor's stale-after, or configured
+ * numbers), `round` the check's result count; none clears them.
  */
 void monitor_plan_apply(const monitor_plan_t *plan, const health_engine_t *engine, gslb_health_t *h)
     STEER_NONNULL(1, 2, 3);

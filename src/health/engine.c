@@ -31,6 +31,13 @@ struct check {
 	uint64_t up_at_ms;    /* monotonic ms of the last DOWN -> UP, for slow start */
 	time_t changes[HEALTH_FLAP_COUNT]; /* wall clock of the last state changes, ring */
 	unsigned n_changes;
+	/* metrics checks */
+	metrics_expr_t *exprs[HEALTH_METRIC_KINDS]; /* compiled def.spec.metric_expr, owned */
+	double prev_raw[HEALTH_METRIC_KINDS];       /* the last scrape's raw numbers, for rates */
+	uint64_t prev_raw_ms[HEALTH_METRIC_KINDS];
+	uint8_t prev_have;
+	uint64_t value_ms[HEALTH_METRIC_KINDS]; /* monotonic ms each value was read */
+	ev_timer stale_timer;                   /* when the next fresh value goes stale */
 };
 
 struct health_engine {
@@ -91,6 +98,10 @@ static void def_copy(health_check_def_t *dst, const health_check_def_t *src)
 	dst->spec.qname = xstrdup(src->spec.qname);
 	dst->spec.answer = xstrdup(src->spec.answer);
 	dst->spec.argv = argv_dup(src->spec.argv);
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		dst->spec.metric_expr[k] = xstrdup(src->spec.metric_expr[k]);
+		dst->spec.metric_compiled[k] = NULL; /* the check compiles its own */
+	}
 }
 
 static void def_free(health_check_def_t *d)
@@ -103,6 +114,8 @@ static void def_free(health_check_def_t *d)
 	free((char *)d->spec.qname);
 	free((char *)d->spec.answer);
 	argv_free(d->spec.argv);
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++)
+		free((char *)d->spec.metric_expr[k]);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -121,6 +134,16 @@ static bool argv_eq(char *const *a, char *const *b)
 	return a[i] == b[i];
 }
 
+static bool metrics_eq(const health_probe_spec_t *a, const health_probe_spec_t *b)
+{
+	if (a->tls != b->tls || a->format != b->format)
+		return false;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++)
+		if (!str_eq(a->metric_expr[k], b->metric_expr[k]))
+			return false;
+	return true;
+}
+
 static bool spec_eq(const health_probe_spec_t *a, const health_probe_spec_t *b)
 {
 	return a->type == b->type && str_eq(a->path, b->path) && str_eq(a->host, b->host) &&
@@ -128,7 +151,7 @@ static bool spec_eq(const health_probe_spec_t *a, const health_probe_spec_t *b)
 	       a->n_status == b->n_status &&
 	       memcmp(a->status, b->status, sizeof(a->status[0]) * a->n_status) == 0 &&
 	       str_eq(a->qname, b->qname) && a->qtype == b->qtype && a->rcode == b->rcode &&
-	       str_eq(a->answer, b->answer) && argv_eq(a->argv, b->argv);
+	       str_eq(a->answer, b->answer) && argv_eq(a->argv, b->argv) && metrics_eq(a, b);
 }
 
 /* Same check: the same key and nothing that changes what a result means. */
@@ -141,13 +164,17 @@ static bool def_eq(const health_check_def_t *a, const health_check_def_t *b)
 	       a->interval_ms == b->interval_ms && a->timeout_ms == b->timeout_ms &&
 	       a->jitter_pct == b->jitter_pct && a->fall == b->fall && a->rise == b->rise &&
 	       a->hold_down_ms == b->hold_down_ms && a->slow_start_ms == b->slow_start_ms &&
-	       a->ttl_floor == b->ttl_floor;
+	       a->ttl_floor == b->ttl_floor && a->stale_after_ms == b->stale_after_ms &&
+	       a->metric_const_mask == b->metric_const_mask &&
+	       memcmp(a->metric_const, b->metric_const, sizeof(a->metric_const)) == 0;
 }
 
 const char *health_check_state_str(const health_check_status_t *st)
 {
 	if (!st->known)
 		return "unknown";
+	if (st->is_metrics)
+		return "metrics";
 	if (st->restored)
 		return st->down ? "DOWN (restored)" : "UP (restored)";
 	return st->down ? "DOWN" : "UP";
@@ -224,7 +251,7 @@ static int write_states(FILE *f, void *ctx)
 	fprintf(f, "# steer monitor states: KEY UP|DOWN SINCE (UNIX time); written by steerd\n");
 	for (size_t i = 0; i < e->n_checks; i++) {
 		const health_check_status_t *st = &e->checks[i]->st;
-		if (st->known && !st->is_static)
+		if (st->known && !st->is_static && !st->is_metrics)
 			fprintf(f, "%s %s %lld\n", st->key, st->down ? "DOWN" : "UP",
 			        (long long)st->since);
 	}
@@ -401,6 +428,107 @@ static void schedule_next(check_t *c)
 	ev_timer_start(e->loop, &c->next);
 }
 
+/* ---- metrics checks ---- */
+
+/* Values that are fresh at @p now: read at most stale_after_ms ago, or configured. */
+static uint8_t fresh_mask(const check_t *c, uint64_t now)
+{
+	uint8_t fresh = c->def.metric_const_mask;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		uint8_t bit = (uint8_t)(1u << k);
+		if ((c->st.have & bit) && !(fresh & bit) &&
+		    now - c->value_ms[k] <= c->def.stale_after_ms)
+			fresh |= bit;
+	}
+	return fresh;
+}
+
+/* Wake up when the next fresh value goes stale, so the table drops it then. */
+static void stale_arm(check_t *c, uint64_t now)
+{
+	health_engine_t *e = c->engine;
+	uint64_t next = 0;
+	uint8_t fresh = fresh_mask(c, now) & (uint8_t)~c->def.metric_const_mask;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		uint64_t at = c->value_ms[k] + c->def.stale_after_ms;
+		if ((fresh & (1u << k)) && (next == 0 || at < next))
+			next = at;
+	}
+	ev_timer_stop(e->loop, &c->stale_timer);
+	if (next == 0)
+		return;
+	/* a few ms late, so the value is past stale_after_ms when the status is read */
+	ev_timer_set(&c->stale_timer, (double)(next - now) / 1000.0 + 0.005, 0.);
+	ev_timer_start(e->loop, &c->stale_timer);
+}
+
+static void on_stale(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	check_t *c = w->data;
+	stale_arm(c, now_ms(c->engine));
+	notify(c->engine);
+}
+
+/* Take the numbers of one scrape; true when the fresh values changed. */
+static bool apply_metrics(check_t *c, const health_probe_result_t *res)
+{
+	health_check_status_t *st = &c->st;
+	uint64_t now = now_ms(c->engine);
+	uint8_t fresh_before = fresh_mask(c, now);
+	double before[HEALTH_METRIC_KINDS];
+	memcpy(before, st->values, sizeof(before));
+	bool first = !st->known;
+	st->known = true;
+	st->down = false;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		uint8_t bit = (uint8_t)(1u << k);
+		if (!c->exprs[k] || !(res->metric_have & bit))
+			continue;
+		double prev = c->prev_raw[k];
+		bool has_prev = (c->prev_have & bit) != 0;
+		double dt = (double)(now - c->prev_raw_ms[k]) / 1000.0;
+		c->prev_raw[k] = res->metric_raw[k];
+		c->prev_raw_ms[k] = now;
+		c->prev_have |= bit;
+		double v;
+		if (!metrics_expr_finish(c->exprs[k], res->metric_raw[k], has_prev ? &prev : NULL,
+		                         dt, &v))
+			continue; /* a first scrape or a counter reset: no rate this round */
+		st->values[k] = v;
+		st->have |= bit;
+		c->value_ms[k] = now;
+		st->values_at = time(NULL);
+	}
+	uint8_t fresh = fresh_mask(c, now);
+	bool changed = first || fresh != fresh_before;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS && !changed; k++)
+		changed = (fresh & (1u << k)) && before[k] != st->values[k];
+	stale_arm(c, now);
+	return changed;
+}
+
+static void metrics_init(check_t *c)
+{
+	health_check_status_t *st = &c->st;
+	st->is_metrics = true;
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		if (c->def.metric_const_mask & (1u << k)) {
+			st->values[k] = c->def.metric_const[k];
+			st->have |= (uint8_t)(1u << k);
+		}
+		const char *text = c->def.spec.metric_expr[k];
+		if (!text)
+			continue;
+		char err[128];
+		/* The planner compiled the same text to validate the configuration. */
+		if (metrics_expr_parse(c->def.spec.format, text, &c->exprs[k], err, sizeof(err)))
+			log_err("%s: %s '%s': %s", c->def.key, health_metric_name(k), text, err);
+		c->def.spec.metric_compiled[k] = c->exprs[k];
+	}
+}
+
 static void on_result(const health_probe_result_t *res, void *arg)
 {
 	check_t *c = arg;
@@ -410,7 +538,9 @@ static void on_result(const health_probe_result_t *res, void *arg)
 	c->st.last_rtt_us = res->rtt_us;
 	c->st.last_at = time(NULL);
 	snprintf(c->st.last_detail, sizeof(c->st.last_detail), "%s", res->detail);
-	if (apply_result(c, res->ok, res->detail))
+	bool changed =
+	    c->st.is_metrics ? apply_metrics(c, res) : apply_result(c, res->ok, res->detail);
+	if (changed)
 		notify(c->engine);
 }
 
@@ -457,6 +587,13 @@ static check_t *check_new(health_engine_t *e, const health_check_def_t *def, con
 	c->next.data = c;
 	ev_init(&c->ramp_timer, ramp_step);
 	c->ramp_timer.data = c;
+	ev_init(&c->stale_timer, on_stale);
+	c->stale_timer.data = c;
+	if (def->spec.type == HEALTH_PROBE_METRICS && !def->is_static) {
+		metrics_init(c);
+		ev_timer_start(e->loop, &c->next);
+		return c; /* nothing to restore: values are not saved */
+	}
 	if (def->is_static) {
 		st->known = true;
 		st->down = def->static_down;
@@ -481,6 +618,9 @@ static void check_free(check_t *c)
 		health_probe_cancel(c->inflight);
 	ev_timer_stop(c->engine->loop, &c->next);
 	ev_timer_stop(c->engine->loop, &c->ramp_timer);
+	ev_timer_stop(c->engine->loop, &c->stale_timer);
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++)
+		metrics_expr_free(c->exprs[k]);
 	def_free(&c->def);
 	free(c);
 }
@@ -571,7 +711,18 @@ size_t health_engine_count(const health_engine_t *e)
 void health_engine_status(const health_engine_t *e, size_t i, health_check_status_t *out)
 {
 	STEER_ASSERT(i < e->n_checks);
-	*out = e->checks[i]->st;
+	const check_t *c = e->checks[i];
+	*out = c->st;
+	if (!c->st.is_metrics)
+		return;
+	uint64_t now = now_ms(e);
+	out->fresh = fresh_mask(c, now);
+	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		uint64_t age = (c->st.have & (1u << k)) && !(c->def.metric_const_mask & (1u << k))
+		                   ? now - c->value_ms[k]
+		                   : 0;
+		out->age_ms[k] = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
+	}
 }
 
 bool health_engine_first_round_done(const health_engine_t *e)

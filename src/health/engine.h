@@ -24,6 +24,14 @@
  * interval + what remains of the hold-down. Flapping (3 or more state changes in the last 5
  * minutes): the floor. Every cap is at least the monitor's ttl_floor.
  *
+ * Metrics checks (spec type HEALTH_PROBE_METRICS) are another kind of check: no state
+ * machine, they never go DOWN (they read as UP and take no part in fall/rise, TTL caps or the
+ * state file). They keep the load values of their last scrapes: a value read is kept until a
+ * later scrape reads it again, so a failed or garbled scrape leaves the previous values, which
+ * stop being fresh `stale_after_ms` after they were read. A rate(...) is computed from the
+ * previous scrape's raw number. The change callback runs when a fresh value changed, a value
+ * appeared, or one went stale, not on every scrape.
+ *
  * Threads: everything runs on the thread of the loop given to health_engine_new(), including
  * the change callback. The engine never blocks that loop except to write the state file
  * (at most once per 100 ms burst of state changes).
@@ -59,6 +67,10 @@ typedef struct {
 	uint32_t fall, rise;
 	uint32_t hold_down_ms, slow_start_ms;
 	uint32_t ttl_floor; /* s */
+	/* metrics checks: */
+	uint32_t stale_after_ms;                  /* values older than this are not fresh */
+	double metric_const[HEALTH_METRIC_KINDS]; /* configured numbers, for the bits in ... */
+	uint8_t metric_const_mask;                /* ... this mask (always fresh) */
 } health_check_def_t;
 
 /* A check's state and statistics (steerctl monitors, metrics). */
@@ -83,6 +95,13 @@ typedef struct {
 	char last_detail[HEALTH_PROBE_DETAIL];
 	uint32_t ttl_cap; /* s, 0 = none */
 	unsigned ramp;    /* slow-start percent 1..99, 0 = full weight */
+	/* metrics checks (type HEALTH_PROBE_METRICS), per HEALTH_METRIC_*: */
+	bool is_metrics;
+	double values[HEALTH_METRIC_KINDS];
+	uint8_t have;                         /* bit per value ever read (or configured) */
+	uint8_t fresh;                        /* of those, not older than stale_after_ms now */
+	uint32_t age_ms[HEALTH_METRIC_KINDS]; /* of each value, when the status was taken */
+	time_t values_at;                     /* wall clock of the newest value read, 0 = none */
 } health_check_status_t;
 
 typedef struct health_engine health_engine_t;
@@ -125,5 +144,5 @@ bool health_engine_first_round_done(const health_engine_t *e) STEER_NONNULL(1);
 /** The longest timeout of the checks, ms (how long a first round can take). */
 uint32_t health_engine_max_timeout(const health_engine_t *e) STEER_NONNULL(1);
 
-/** "UP", "DOWN", "UP (restored)", "unknown"... for listings. */
+/** "UP", "DOWN", "UP (restored)", "unknown", "metrics" (a metrics check)... for listings. */
 const char *health_check_state_str(const health_check_status_t *st) STEER_NONNULL(1);

@@ -13,7 +13,7 @@
 
 static const char *const type_names[] = {
     [HEALTH_PROBE_TCP] = "tcp", [HEALTH_PROBE_HTTP] = "http", [HEALTH_PROBE_HTTPS] = "https",
-    [HEALTH_PROBE_DNS] = "dns", [HEALTH_PROBE_EXEC] = "exec",
+    [HEALTH_PROBE_DNS] = "dns", [HEALTH_PROBE_EXEC] = "exec", [HEALTH_PROBE_METRICS] = "metrics",
 };
 
 const char *health_probe_type_name(health_probe_type_t type)
@@ -87,6 +87,8 @@ int health_probe_start(health_probe_ctx_t *ctx, const health_probe_req_t *req, h
 		return health_probe_dns_start(ctx, req, out, err, errlen);
 	case HEALTH_PROBE_EXEC:
 		return health_probe_exec_start(ctx, req, out, err, errlen);
+	case HEALTH_PROBE_METRICS:
+		return health_probe_metrics_start(ctx, req, out, err, errlen);
 	}
 	snprintf(err, errlen, "unknown probe type %d", (int)req->spec->type);
 	return STEER_EINVAL;

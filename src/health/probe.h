@@ -16,6 +16,11 @@
  *   dns     a query (name, type, RD clear) over UDP to the target; success when the response
  *           matches the query (id, question) and has the expected rcode and, if configured,
  *           an answer record whose text form (for A/AAAA the address) equals the expected one.
+ *   metrics an HTTP(S) GET like http (2xx expected) whose body (at most
+ *           HEALTH_METRICS_BODY_MAX bytes) is parsed in the spec's format and every configured
+ *           expression read from it: the result carries the raw numbers (metric_raw, and a bit
+ *           in metric_have per number read); ok when all of them were. It is no up/down check:
+ *           the engine only keeps its values.
  *   exec    an external command (argv, no shell), with STEER_TARGET_ADDR, STEER_TARGET_PORT,
  *           STEER_TARGET_NAME and STEER_SOURCE (the source address, empty when the kernel
  *           chooses) in its environment; success on exit status 0. A command still running at
@@ -36,12 +41,26 @@
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "health/metrics_parse.h"
 
 struct ev_loop;
 
-#define HEALTH_HTTP_BODY_MAX   5120 /* bytes searched for the body substring (Route 53's number) */
-#define HEALTH_HTTP_STATUS_MAX 8    /* expected status codes per monitor */
-#define HEALTH_PROBE_DETAIL    160  /* bytes of the human result text, with the terminator */
+#define HEALTH_HTTP_BODY_MAX    5120 /* bytes searched for the body substring (Route 53's number) */
+#define HEALTH_HTTP_STATUS_MAX  8    /* expected status codes per monitor */
+#define HEALTH_PROBE_DETAIL     160  /* bytes of the human result text, with the terminator */
+#define HEALTH_METRICS_BODY_MAX (4u << 20) /* bytes of a metrics body; a longer one fails */
+
+/* The load values a metrics probe reads, in this order (the daemon maps them to conf's and the
+ * GSLB health table's, which use the same order). */
+enum {
+	HEALTH_METRIC_CONNECTIONS,
+	HEALTH_METRIC_CAPACITY,
+	HEALTH_METRIC_PACKET_RATE,
+	HEALTH_METRIC_KBPS,
+	HEALTH_METRIC_CPU,
+	HEALTH_METRIC_LINK_CAPACITY,
+	HEALTH_METRIC_KINDS
+};
 
 typedef enum {
 	HEALTH_PROBE_TCP,
@@ -49,6 +68,7 @@ typedef enum {
 	HEALTH_PROBE_HTTPS,
 	HEALTH_PROBE_DNS,
 	HEALTH_PROBE_EXEC,
+	HEALTH_PROBE_METRICS,
 } health_probe_type_t;
 
 /* What a monitor checks, beyond the target address. Borrowed strings live as long as the
@@ -69,6 +89,13 @@ typedef struct {
 	const char *answer; /* expected answer rdata text (e.g. "192.0.2.1"), NULL = any */
 	/* exec */
 	char *const *argv; /* NULL-terminated, argv[0] is the program (PATH is searched) */
+	/* metrics (also path, host, tls_verify) */
+	bool tls; /* https */
+	metrics_format_t format;
+	const char *metric_expr[HEALTH_METRIC_KINDS]; /* expression texts, NULL = not read */
+	const metrics_expr_t *metric_compiled[HEALTH_METRIC_KINDS]; /* the same, compiled
+	                                                             * (the owner of the spec
+	                                                             * compiles them) */
 } health_probe_spec_t;
 
 typedef struct {
@@ -76,6 +103,9 @@ typedef struct {
 	uint32_t rtt_us;                  /* from start to result, also for failures */
 	char detail[HEALTH_PROBE_DETAIL]; /* "HTTP 503", "connect: Connection refused", "timeout
 	                                     after 1000 ms", "exit status 2", "ok" ... */
+	/* metrics: the raw numbers read (before rate and scaling), a bit per HEALTH_METRIC_* */
+	double metric_raw[HEALTH_METRIC_KINDS];
+	uint8_t metric_have;
 } health_probe_result_t;
 
 typedef void (*health_probe_cb)(const health_probe_result_t *res, void *arg);
@@ -128,6 +158,9 @@ static inline void health_probe_cancel(health_probe_t *p)
 {
 	p->cancel(p);
 }
+
+/** Name of a HEALTH_METRIC_* value as configured ("connections", "packet-rate", ...). */
+const char *health_metric_name(unsigned kind);
 
 /** Name of a probe type ("tcp", "http", ...). */
 const char *health_probe_type_name(health_probe_type_t type);

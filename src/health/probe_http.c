@@ -1,8 +1,9 @@
 /*
- * HTTP and HTTPS probes: one libcurl easy handle per probe, all of them in one multi handle
- * per probe context, driven by the context's event loop through libcurl's "multi socket"
- * interface (CURLMOPT_SOCKETFUNCTION -> ev_io, CURLMOPT_TIMERFUNCTION -> ev_timer). Only the
- * thread that runs the loop touches any of it.
+ * HTTP and HTTPS probes, and the transfer part of the metrics probe (probe_metrics.c hands
+ * the body to its parsers through a reply callback): one libcurl easy handle per probe, all of them
+ * in one multi handle per probe context, driven by the context's event loop through libcurl's
+ * "multi socket" interface (CURLMOPT_SOCKETFUNCTION -> ev_io, CURLMOPT_TIMERFUNCTION -> ev_timer).
+ * Only the thread that runs the loop touches any of it.
  *
  * Every probe opens a new connection and closes it afterwards (CURLOPT_FRESH_CONNECT +
  * CURLOPT_FORBID_REUSE), and TLS sessions are never resumed. A health check answers "would a
@@ -61,6 +62,12 @@ typedef struct {
 	ev_timer guard;
 	bool
 	    stopped; /* the write callback ended the transfer: CURLE_WRITE_ERROR is not a failure */
+	bool tls;
+	health_http_reply_cb reply; /* NULL: the http probe's status and substring check */
+	size_t body_max;            /* with @c reply: the whole body up to this, in @c big */
+	bool truncated;             /* the body was longer than body_max */
+	char *big;                  /* owned */
+	size_t big_len, big_cap;
 	size_t body_len;
 	char interface[INET6_ADDRSTRLEN + 8]; /* CURLOPT_INTERFACE "host!ADDR", "" = none */
 	char errbuf[CURL_ERROR_SIZE];
@@ -105,6 +112,7 @@ static void probe_free(http_probe_t *p)
 	curl_multi_remove_handle(p->http->multi, p->easy);
 	curl_easy_cleanup(p->easy);
 	curl_slist_free_all(p->connect_to);
+	free(p->big);
 	free(p);
 }
 
@@ -126,10 +134,31 @@ static bool body_found(const http_probe_t *p)
 
 /* Keeps the first HEALTH_HTTP_BODY_MAX bytes and stops the transfer as soon as nothing more
  * can change the result: the status is known before the first body byte arrives. */
+/* The whole body for a reply callback, growing up to body_max. */
+static size_t on_whole_body(http_probe_t *p, const char *data, size_t len)
+{
+	if (len > p->body_max - p->big_len) {
+		p->truncated = p->stopped = true;
+		return len == 0 ? 1 : 0;
+	}
+	if (p->big_len + len > p->big_cap) {
+		size_t cap = p->big_cap ? p->big_cap : 16384;
+		while (cap < p->big_len + len)
+			cap *= 2;
+		p->big_cap = cap < p->body_max ? cap : p->body_max;
+		p->big = xrealloc(p->big, p->big_cap);
+	}
+	memcpy(p->big + p->big_len, data, len);
+	p->big_len += len;
+	return len;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
 	http_probe_t *p = userp;
 	size_t len = size * nmemb;
+	if (p->reply)
+		return on_whole_body(p, data, len);
 	size_t take = sizeof(p->body) - p->body_len;
 	if (take > len)
 		take = len;
@@ -211,7 +240,7 @@ static const char *timeout_phase(const http_probe_t *p)
 	curl_easy_getinfo(p->easy, CURLINFO_LOCAL_PORT, &local_port);
 	if (connect_us == 0 && local_port == 0)
 		return "connect: ";
-	if (p->spec->type != HEALTH_PROBE_HTTPS)
+	if (!p->tls)
 		return "";
 	curl_easy_getinfo(p->easy, CURLINFO_APPCONNECT_TIME_T, &tls_us);
 	return tls_us == 0 ? "TLS handshake: " : "";
@@ -248,6 +277,15 @@ static void transfer_result(http_probe_t *p, CURLcode rc, health_probe_result_t 
 	}
 	long status = 0;
 	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (p->reply) {
+		if (p->truncated)
+			health_probe_result_set(res, false, p->start,
+			                        "HTTP %ld but the body is larger than %zu bytes",
+			                        status, p->body_max);
+		else
+			p->reply(p->spec, status, p->big ? p->big : "", p->big_len, p->start, res);
+		return;
+	}
 	if (!status_expected(p->spec, status)) {
 		char want[HEALTH_HTTP_STATUS_MAX * 7];
 		status_list_text(p->spec, want, sizeof(want));
@@ -277,7 +315,7 @@ static void check_done(void *ctx)
 		char *priv = NULL;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
 		http_probe_t *p = (http_probe_t *)priv;
-		health_probe_result_t res;
+		health_probe_result_t res = {0};
 		transfer_result(p, rc, &res);
 		probe_finish(p, &res);
 	}
@@ -288,7 +326,7 @@ static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	http_probe_t *p = w->data;
-	health_probe_result_t res;
+	health_probe_result_t res = {0};
 	health_probe_result_set(&res, false, p->start, "timeout after %u ms (libcurl stalled)",
 	                        p->timeout_ms);
 	probe_finish(p, &res);
@@ -353,7 +391,7 @@ static int build_target(http_probe_t *p, const health_probe_req_t *req, char *ur
                         size_t errlen)
 {
 	const health_probe_spec_t *spec = req->spec;
-	const char *scheme = spec->type == HEALTH_PROBE_HTTPS ? "https" : "http";
+	const char *scheme = p->tls ? "https" : "http";
 	const char *path = spec->path ? spec->path : "/";
 	unsigned port = steer_sockaddr_port(&req->dst);
 	if (!path_valid(path)) {
@@ -430,7 +468,18 @@ static CURLcode set_options(http_probe_t *p, const char *url)
 int health_probe_http_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
                             health_probe_t **out, char *err, size_t errlen)
 {
+	return health_http_transfer_start(ctx, req, NULL, 0, out, err, errlen);
+}
+
+int health_http_transfer_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                               health_http_reply_cb reply, size_t body_max, health_probe_t **out,
+                               char *err, size_t errlen)
+{
 	http_probe_t *p = xcalloc(1, sizeof(*p));
+	p->reply = reply;
+	p->body_max = body_max;
+	p->tls = req->spec->type == HEALTH_PROBE_HTTPS ||
+	         (req->spec->type == HEALTH_PROBE_METRICS && req->spec->tls);
 	p->base.cancel = probe_cancel;
 	p->http = ctx->http;
 	p->spec = req->spec;
@@ -472,6 +521,7 @@ int health_probe_http_start(health_probe_ctx_t *ctx, const health_probe_req_t *r
 fail:
 	curl_easy_cleanup(p->easy);
 	curl_slist_free_all(p->connect_to);
+	free(p->big);
 	free(p);
 	return ret;
 }

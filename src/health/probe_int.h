@@ -24,6 +24,26 @@ int health_probe_dns_start(health_probe_ctx_t *ctx, const health_probe_req_t *re
                            health_probe_t **out, char *err, size_t errlen);
 int health_probe_exec_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
                             health_probe_t **out, char *err, size_t errlen);
+int health_probe_metrics_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                               health_probe_t **out, char *err, size_t errlen);
+
+/*
+ * What a transfer's owner makes of a complete response (status @p status, the whole body):
+ * fill @p res, timing it from @p start. Called from the loop, after libcurl returned.
+ */
+typedef void (*health_http_reply_cb)(const health_probe_spec_t *spec, long status, const char *body,
+                                     size_t len, struct timespec start, health_probe_result_t *res);
+
+/**
+ * Start an HTTP(S) GET of @p req (https for the https type and for metrics with tls): the
+ * transfer the http and metrics probes share (URL, Host, source address, TLS options, timeout,
+ * the guard timer). With @p reply, the whole body up to @p body_max bytes is kept and handed
+ * to @p reply (a longer body fails the probe); without, it is the http probe (status and
+ * body substring check). The contract of health_probe_start().
+ */
+int health_http_transfer_start(health_probe_ctx_t *ctx, const health_probe_req_t *req,
+                               health_http_reply_cb reply, size_t body_max, health_probe_t **out,
+                               char *err, size_t errlen);
 
 /** Create the libcurl multi state for @p ctx. Returns 0 or -EIO with @p err. */
 int health_http_init(health_probe_ctx_t *ctx, char *err, size_t errlen);

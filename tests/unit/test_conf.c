@@ -917,6 +917,52 @@ static void test_health_targets(const conf_t *c)
 	      "db: no monitor, empty requires");
 }
 
+static void test_metrics_monitors(void)
+{
+	conf_t *c = load_ok("conf/health/metrics.yaml");
+	if (!c)
+		return;
+	CHECK(c->n_monitors == 3 && c->n_services == 1 && c->services[0].n_dcs == 2,
+	      "three monitors, one service");
+	if (c->n_monitors != 3 || c->n_services != 1 || c->services[0].n_dcs != 2) {
+		conf_free(c);
+		return;
+	}
+	const conf_monitor_t *load = &c->monitors[1], *stub = &c->monitors[2];
+	CHECK(str_eq(load->type, "metrics") && str_eq(load->format, "prometheus") && !load->tls &&
+	          load->port == 9100 && str_eq(load->path, "/metrics") &&
+	          load->stale_after == 10000,
+	      "metrics monitor: format default, path default /metrics, stale-after");
+	CHECK(str_eq(load->metric_expr[CONF_METRIC_CONNECTIONS],
+	             "nginx_connections_active{instance=\"a\"}") &&
+	          load->metric_line[CONF_METRIC_CONNECTIONS] == 10,
+	      "an expression is kept as text with its line");
+	CHECK(!load->metric_expr[CONF_METRIC_CAPACITY] &&
+	          load->metric_is_const[CONF_METRIC_CAPACITY] &&
+	          load->metric_const[CONF_METRIC_CAPACITY] == 10000,
+	      "a number is a constant");
+	CHECK(str_eq(load->metric_expr[CONF_METRIC_KBPS],
+	             "rate(node_network_transmit_bytes_total{device=\"eth0\"}) / 1000") &&
+	          !load->metric_expr[CONF_METRIC_CPU] && !load->metric_is_const[CONF_METRIC_CPU] &&
+	          load->metric_line[CONF_METRIC_CPU] == 0,
+	      "unset values are neither");
+	CHECK(str_eq(stub->format, "nginx-stub-status") && stub->tls &&
+	          str_eq(stub->path, "/status"),
+	      "nginx monitor: format, tls, explicit path");
+	const conf_service_t *svc = &c->services[0];
+	CHECK(svc->monitor == 0 && svc->metrics == 1 && svc->dcs[0].metrics == CONF_MONITOR_NONE &&
+	          svc->dcs[1].metrics == 2 && svc->dcs[1].monitor == CONF_MONITOR_NONE,
+	      "service and datacenter metrics resolved apart from monitor");
+	conf_free(c);
+
+	c = load_ok("conf/health/minimal.yaml");
+	if (c) {
+		CHECK(c->n_services == 1 && c->services[0].metrics == CONF_MONITOR_NONE,
+		      "no metrics by default");
+		conf_free(c);
+	}
+}
+
 static void test_health(void)
 {
 	conf_t *c = load_ok("conf/health/valid.yaml");
@@ -986,11 +1032,11 @@ static const struct {
     {H "err-timeout-default.yaml", H "err-timeout-default.yaml:7: monitors.web: timeout 1s "
                                      "must be less than interval 500ms"},
     {H "err-wrong-type-key.yaml", H "err-wrong-type-key.yaml:8: monitors.gw: 'path' does not "
-                                    "apply to tcp monitors (only http, https)"},
+                                    "apply to tcp monitors (only http, https, metrics)"},
     {H "err-command-on-http.yaml", H "err-command-on-http.yaml:5: monitors.web: 'command' does "
                                      "not apply to http monitors (only exec)"},
     {H "err-tls-verify-http.yaml", H "err-tls-verify-http.yaml:5: monitors.web: 'tls-verify' does "
-                                     "not apply to http monitors (only https)"},
+                                     "not apply to http monitors (only https, metrics)"},
     {H "err-exec-no-command.yaml",
      H "err-exec-no-command.yaml:5: monitors.script: an exec monitor needs a 'command'"},
     {H "err-command-empty.yaml",
@@ -1022,7 +1068,23 @@ static const struct {
        "not a target name (e.g. datacenter/NAME or service/NAME/DATACENTER/ADDRESS, without "
        "spaces)"},
     {H "err-type.yaml", H "err-type.yaml:5: monitors.type: expected one of tcp, http, https, dns, "
-                          "exec, static; got 'ping'"},
+                          "exec, static, metrics; got 'ping'"},
+    {H "err-metrics-no-value.yaml",
+     H "err-metrics-no-value.yaml:5: monitors.load: a metrics monitor needs at least one value "
+       "(connections, capacity, packet-rate, kbps, cpu, link-capacity)"},
+    {H "err-metrics-key-on-http.yaml", H "err-metrics-key-on-http.yaml:5: monitors.web: "
+                                         "'connections' does not apply to http monitors (only "
+                                         "metrics)"},
+    {H "err-metrics-format.yaml", H "err-metrics-format.yaml:5: monitors.format: expected one of "
+                                    "prometheus, json, nginx-stub-status; got 'xml'"},
+    {H "err-metrics-negative.yaml",
+     H "err-metrics-negative.yaml:7: monitors.capacity: -5 is not a number of 0 or more"},
+    {H "err-metrics-as-monitor.yaml",
+     H "err-metrics-as-monitor.yaml:10: services.monitor: 'load' is a metrics monitor: it reads "
+       "load values and never decides up or down (use 'metrics: load' on a service)"},
+    {H "err-metrics-not-metrics.yaml",
+     H "err-metrics-not-metrics.yaml:11: services.datacenters.metrics: 'web' is a http monitor, "
+       "not a metrics monitor (use 'monitor: web' for up/down checks)"},
     {H "err-type-missing.yaml",
      H "err-type-missing.yaml:6: missing required key 'type' in section 'monitors'"},
     {H "err-monitor-name.yaml",
@@ -2506,6 +2568,7 @@ int main(void)
 	test_gslb();
 	test_health();
 	test_health_errors();
+	test_metrics_monitors();
 	test_forward();
 	test_forward_errors();
 	test_forward_sizes();
