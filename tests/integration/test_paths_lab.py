@@ -443,9 +443,13 @@ class Steering:
             time.sleep(0.05)
 
     def explain(self, client: str) -> str:
-        args = ["--ecs", client] if "/" in client else ["--client", client]
+        """`steerctl explain` for @client (an ECS prefix or a resolver address)."""
+        if "/" in client:
+            args = [str(ipaddress_network(client).network_address + 1), client]
+        else:
+            args = [client]
         res = subprocess.run(["ip", "netns", "exec", self.lab.node, STEERCTL, "-s",
-                              str(self.dir / "ctl.sock"), "explain", "www.example.test", "A",
+                              str(self.dir / "ctl.sock"), "explain", "www.example.test.",
                               *args], capture_output=True, text=True, timeout=10)
         return res.stdout + res.stderr
 
