@@ -597,6 +597,7 @@ class PathsLab:
             self._tmp = tempfile.mkdtemp(prefix="pathslab-")
             workdir = self._tmp
         self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.namespaces: list[str] = []
         self.delay: DelayLine | None = None
         self.procs: list = []  # processes started by the users of the lab, stopped at close
