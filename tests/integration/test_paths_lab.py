@@ -191,6 +191,7 @@ def tcp_rtt(lab, site, dst, family=socket.AF_INET):
 
 def dns_rtt(lab, site, dst, family=socket.AF_INET, qname="probe.example.test."):
     s = lab.ns_socket(lab.site_ns[site], socket.SOCK_DGRAM, family)
+    s.setblocking(False)  # dnspython's timeout only holds on a non-blocking socket
     try:
         q = dns.message.make_query(qname, "A")
         start = time.monotonic()
@@ -416,6 +417,7 @@ class Steering:
         try:
             if source:
                 s.bind((source, 0))
+            s.setblocking(False)  # dnspython's timeout only holds on a non-blocking socket
             start = time.monotonic()
             r = dns.query.udp(q, server, timeout=timeout, sock=s)
             return Answer(r, time.monotonic() - start)
