@@ -4,8 +4,10 @@
  *
  *   keys4[n4] (u32), keys6[n6] (u64)   sorted row keys; rows 0..n4-1 are IPv4, then IPv6
  *   index4/index6[65537]               first row of each bucket of 16 key bits
- *   cells[rows][columns], 5 bytes      rtt u16 | loss u8 (0xff = empty) | hops u8 | age u8
- *   best/challenger/count[rows]        the hysteresis state carried to the next build
+ *   rows[n4 + n6], 3 + 5 x columns     best | challenger | count (the hysteresis state) then
+ *                                      per column rtt u16 | loss u8 (0xff = empty) | hops u8
+ *                                      | age u8; one block per row, so a decision reads its
+ *                                      row's sticky best and cells from one or two lines
  *
  * The 16 index bits are the first bits in which the family's keys differ (all keys inside
  * 10.0.0.0/8 index on bits 8..23), so a lookup is one index read and a binary search inside a
@@ -29,6 +31,7 @@
 #include "base/err.h"
 
 #define CELL_BYTES 5
+#define ROW_STATE  3    /* best, challenger, count */
 #define LOSS_EMPTY 0xff /* loss is 0..100, so this marks a cell without a measurement */
 #define INDEX_BITS 16
 #define INDEX_SIZE ((1u << INDEX_BITS) + 1)
@@ -44,11 +47,13 @@ struct gslb_paths {
 	uint64_t *keys6;
 	uint32_t *index4, *index6;
 	unsigned lead4, lead6; /* key bits all keys share, skipped by the index */
-	uint8_t *cells;
-	uint8_t *best, *challenger, *count;
+	uint8_t *rows;
+	size_t stride; /* bytes per row */
 	size_t n_columns;
 	size_t column_dc[GSLB_PATHS_COLUMNS_MAX];
-	uint8_t *dc_column; /* n_datacenters entries */
+	uint64_t column_gen_ms[GSLB_PATHS_COLUMNS_MAX];  /* the site table's generated_ms */
+	uint32_t column_elapsed[GSLB_PATHS_COLUMNS_MAX]; /* its age at build time, seconds */
+	uint8_t *dc_column;                              /* n_datacenters entries */
 	size_t n_datacenters;
 	gslb_paths_info_t info;
 };
@@ -92,19 +97,40 @@ static uint32_t age_value(uint8_t code)
 	return exp == 0 ? mant : (16u + mant) << (exp - 1);
 }
 
+/* Rounded up: a reused column's cells then go stale early rather than late. */
+static uint8_t age_code_up(uint32_t age)
+{
+	uint8_t code = age_code(age);
+	return age_value(code) < age && code < UINT8_MAX ? (uint8_t)(code + 1) : code;
+}
+
 /* ---- cells ------------------------------------------------------------------------------- */
+
+/* keys as u64 with the family's bits at the top: IPv4 keys shifted by 32. */
+static uint64_t key_at(const gslb_paths_t *p, bool v6, size_t i)
+{
+	return v6 ? p->keys6[i] : (uint64_t)p->keys4[i] << 32;
+}
+
+static uint8_t *row_at(const gslb_paths_t *p, size_t row)
+{
+	return p->rows + row * p->stride;
+}
 
 static uint8_t *cell_at(const gslb_paths_t *p, size_t row, unsigned column)
 {
-	return p->cells + (row * p->n_columns + column) * CELL_BYTES;
+	return row_at(p, row) + ROW_STATE + column * CELL_BYTES;
 }
 
-static void cell_put(uint8_t *c, const gslb_path_row_t *r, uint32_t age)
+enum { STATE_BEST, STATE_CHALLENGER, STATE_COUNT };
+
+/* The cell of agent row @p r; its age is kept as the agent's (age_s, at generated_ms). */
+static void cell_put(uint8_t *c, const gslb_path_row_t *r)
 {
 	memcpy(c, &r->rtt, 2);
 	c[2] = r->loss;
 	c[3] = r->hops;
-	c[4] = age_code(age);
+	c[4] = age_code_up(r->age_s);
 }
 
 static uint16_t cell_rtt(const uint8_t *c)
@@ -121,6 +147,13 @@ static uint16_t usable_rtt(const gslb_paths_t *p, size_t row, unsigned column)
 	return c[2] == LOSS_EMPTY ? GSLB_PATHFMT_RTT_NONE : cell_rtt(c);
 }
 
+/* A cell's age at build time: the agent's age plus the site table's, saturating. */
+static uint32_t age_total(const gslb_paths_t *p, const uint8_t *c, unsigned column)
+{
+	uint32_t age = age_value(c[4]) + p->column_elapsed[column];
+	return age > UINT16_MAX ? UINT16_MAX : age;
+}
+
 gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned column)
 {
 	gslb_path_cell_t out = {.rtt = GSLB_PATHFMT_RTT_NONE, .empty = true};
@@ -133,44 +166,86 @@ gslb_path_cell_t gslb_paths_cell(const gslb_paths_t *p, uint32_t row, unsigned c
 	out = (gslb_path_cell_t){.rtt = cell_rtt(c),
 	                         .loss = c[2],
 	                         .hops = c[3],
-	                         .age_s = (uint16_t)age_value(c[4]),
+	                         .age_s = (uint16_t)age_total(p, c, column),
 	                         .empty = false};
 	return out;
 }
 
 /* ---- the merge of the site tables ---------------------------------------------------------- */
 
+/* One column's source: a site table's rows, or the previous table's column (reuse). */
 typedef struct {
 	const gslb_path_row_t *rows;
 	size_t n, pos;
-	uint64_t elapsed_s; /* the table's age at build time */
+	uint64_t elapsed_s;       /* the source table's age at build time */
+	const gslb_paths_t *prev; /* reuse: rows of @c prev from @c first on, its column pcol */
+	size_t first;
+	unsigned pcol;
 } cursor_t;
 
 typedef struct {
 	cursor_t cur[GSLB_PATHS_COLUMNS_MAX];
 	size_t n_columns;
 	unsigned plen; /* the node's granularity for this family */
+	bool v6;
 	uint32_t ttl_s;
 	size_t coarse; /* rows coarser than the granularity, skipped */
 } merge_t;
 
 static void skip_coarse(merge_t *m, cursor_t *c)
 {
+	if (c->prev) {
+		while (c->pos < c->n &&
+		       cell_at(c->prev, c->first + c->pos, c->pcol)[2] == LOSS_EMPTY)
+			c->pos++;
+		return;
+	}
 	while (c->pos < c->n && c->rows[c->pos].plen < m->plen) {
 		c->pos++;
 		m->coarse++;
 	}
 }
 
-static void merge_init(merge_t *m, const gslb_paths_site_t *sites, const gslb_paths_opts_t *o,
-                       bool v6, uint64_t now_ms)
+static uint64_t cursor_key(const merge_t *m, const cursor_t *c)
+{
+	if (c->prev)
+		return key_at(c->prev, m->v6, c->pos);
+	return top_bits(c->rows[c->pos].prefix, m->plen);
+}
+
+/* Set up column @p i to reuse @p prev's column of the same datacenter, when it has one. */
+static void cursor_reuse(merge_t *m, cursor_t *c, const gslb_paths_t *prev, size_t dc,
+                         uint64_t now_ms)
+{
+	unsigned pcol = prev ? gslb_paths_column(prev, dc) : GSLB_PATHS_NO_COLUMN;
+	if (pcol == GSLB_PATHS_NO_COLUMN || !prev->column_gen_ms[pcol] ||
+	    (m->v6 ? prev->plen6 : prev->plen4) != m->plen)
+		return;
+	uint64_t gen = prev->column_gen_ms[pcol];
+	c->elapsed_s = now_ms > gen ? (now_ms - gen) / 1000 : 0;
+	if (c->elapsed_s > m->ttl_s)
+		return;
+	c->prev = prev;
+	c->pcol = pcol;
+	c->first = m->v6 ? prev->n4 : 0;
+	c->n = m->v6 ? prev->n6 : prev->n4;
+	skip_coarse(m, c);
+}
+
+static void merge_init(merge_t *m, const gslb_paths_t *prev, const gslb_paths_site_t *sites,
+                       const gslb_paths_opts_t *o, bool v6, uint64_t now_ms)
 {
 	memset(m, 0, sizeof(*m));
 	m->n_columns = o->n_columns;
 	m->plen = v6 ? o->ipv6_prefix : o->ipv4_prefix;
+	m->v6 = v6;
 	m->ttl_s = o->path_ttl_s;
 	for (size_t i = 0; i < o->n_columns; i++) {
 		const gslb_path_table_t *t = sites[i].table;
+		if (sites[i].reuse) {
+			cursor_reuse(m, &m->cur[i], prev, o->column_dc[i], now_ms);
+			continue;
+		}
 		if (!t)
 			continue;
 		uint64_t elapsed = now_ms > t->generated_ms ? (now_ms - t->generated_ms) / 1000 : 0;
@@ -192,12 +267,30 @@ static bool merge_next(const merge_t *m, uint64_t *key)
 		const cursor_t *c = &m->cur[i];
 		if (c->pos >= c->n)
 			continue;
-		uint64_t k = top_bits(c->rows[c->pos].prefix, m->plen);
+		uint64_t k = cursor_key(m, c);
 		if (!any || k < *key)
 			*key = k;
 		any = true;
 	}
 	return any;
+}
+
+/* merge_fold() for a reused column: the previous table's cell, unless it went stale since. */
+static uint32_t fold_reused(merge_t *m, cursor_t *c, uint64_t key, uint8_t *cell)
+{
+	if (cell)
+		cell[2] = LOSS_EMPTY;
+	if (c->pos >= c->n || cursor_key(m, c) != key)
+		return FRESH_NONE;
+	const uint8_t *from = cell_at(c->prev, c->first + c->pos, c->pcol);
+	c->pos++;
+	skip_coarse(m, c);
+	uint64_t age = age_value(from[4]) + c->elapsed_s;
+	if (age > m->ttl_s)
+		return FRESH_NONE;
+	if (cell)
+		memcpy(cell, from, CELL_BYTES);
+	return (uint32_t)age;
 }
 
 /*
@@ -210,6 +303,12 @@ static uint32_t merge_fold(merge_t *m, uint64_t key, uint8_t *cells)
 	uint32_t fresh = FRESH_NONE;
 	for (size_t i = 0; i < m->n_columns; i++) {
 		cursor_t *c = &m->cur[i];
+		if (c->prev) {
+			uint32_t age =
+			    fold_reused(m, c, key, cells ? cells + i * CELL_BYTES : NULL);
+			fresh = age < fresh ? age : fresh;
+			continue;
+		}
 		const gslb_path_row_t *pick = NULL;
 		uint32_t pick_age = 0;
 		while (c->pos < c->n && top_bits(c->rows[c->pos].prefix, m->plen) == key) {
@@ -229,7 +328,7 @@ static uint32_t merge_fold(merge_t *m, uint64_t key, uint8_t *cells)
 		if (!pick)
 			continue;
 		if (cells)
-			cell_put(cells + i * CELL_BYTES, pick, pick_age);
+			cell_put(cells + i * CELL_BYTES, pick);
 		if (pick_age < fresh)
 			fresh = pick_age;
 	}
@@ -317,12 +416,6 @@ static uint32_t bucket(uint64_t key, unsigned lead)
 	return (uint32_t)((key << lead) >> (64 - INDEX_BITS));
 }
 
-/* keys as u64 with the family's bits at the top: IPv4 keys shifted by 32. */
-static uint64_t key_at(const gslb_paths_t *p, bool v6, size_t i)
-{
-	return v6 ? p->keys6[i] : (uint64_t)p->keys4[i] << 32;
-}
-
 static void index_build(gslb_paths_t *p, bool v6)
 {
 	size_t n = v6 ? p->n6 : p->n4;
@@ -344,6 +437,31 @@ static void index_build(gslb_paths_t *p, bool v6)
 	}
 }
 
+/*
+ * The position of @p key in the sorted @p keys[lo, hi), or hi when it is not there. Branchless
+ * (the compiler emits conditional moves): the buckets are small, so mispredicted branches
+ * would cost more than the comparisons.
+ */
+static uint32_t find4(const uint32_t *keys, uint32_t lo, uint32_t hi, uint32_t key)
+{
+	if (lo == hi)
+		return hi;
+	const uint32_t *base = keys + lo;
+	for (uint32_t n = hi - lo; n > 1; n -= n / 2)
+		base = base[n / 2] <= key ? base + n / 2 : base;
+	return *base == key ? (uint32_t)(base - keys) : hi;
+}
+
+static uint32_t find6(const uint64_t *keys, uint32_t lo, uint32_t hi, uint64_t key)
+{
+	if (lo == hi)
+		return hi;
+	const uint64_t *base = keys + lo;
+	for (uint32_t n = hi - lo; n > 1; n -= n / 2)
+		base = base[n / 2] <= key ? base + n / 2 : base;
+	return *base == key ? (uint32_t)(base - keys) : hi;
+}
+
 bool gslb_paths_lookup(const gslb_paths_t *p, int family, const uint8_t *addr, uint32_t *row)
 {
 	if (family == AF_INET && p->n4) {
@@ -351,32 +469,18 @@ bool gslb_paths_lookup(const gslb_paths_t *p, int family, const uint8_t *addr, u
 		if (key < p->keys4[0] || key > p->keys4[p->n4 - 1])
 			return false;
 		uint32_t b = bucket((uint64_t)key << 32, p->lead4);
-		uint32_t lo = p->index4[b], hi = p->index4[b + 1];
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (p->keys4[mid] < key)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		*row = lo;
-		return lo < p->n4 && p->keys4[lo] == key;
+		uint32_t hi = p->index4[b + 1], at = find4(p->keys4, p->index4[b], hi, key);
+		*row = at;
+		return at < hi;
 	}
 	if (family == AF_INET6 && p->n6) {
 		uint64_t key = gslb_pathfmt_key(AF_INET6, addr, p->plen6);
 		if (key < p->keys6[0] || key > p->keys6[p->n6 - 1])
 			return false;
 		uint32_t b = bucket(key, p->lead6);
-		uint32_t lo = p->index6[b], hi = p->index6[b + 1];
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (p->keys6[mid] < key)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		*row = (uint32_t)p->n4 + lo;
-		return lo < p->n6 && p->keys6[lo] == key;
+		uint32_t hi = p->index6[b + 1], at = find6(p->keys6, p->index6[b], hi, key);
+		*row = (uint32_t)p->n4 + at;
+		return at < hi;
 	}
 	return false;
 }
@@ -418,14 +522,14 @@ static bool settle(gslb_paths_t *p, size_t row, const sticky_t *prev,
                    const gslb_paths_site_t *sites, const gslb_paths_opts_t *o)
 {
 	unsigned sticky = prev ? prev->best : GSLB_PATHS_NO_COLUMN;
-	p->challenger[row] = GSLB_PATHS_NO_COLUMN;
-	p->count[row] = 0;
+	row_at(p, row)[STATE_CHALLENGER] = GSLB_PATHS_NO_COLUMN;
+	row_at(p, row)[STATE_COUNT] = 0;
 	if (sticky == GSLB_PATHS_NO_COLUMN || usable_rtt(p, row, sticky) == GSLB_PATHFMT_RTT_NONE) {
 		/* No sticky best, or it lost its data: nothing to be sticky about. */
-		p->best[row] = (uint8_t)lowest_rtt(p, row, GSLB_PATHS_NO_COLUMN);
+		row_at(p, row)[STATE_BEST] = (uint8_t)lowest_rtt(p, row, GSLB_PATHS_NO_COLUMN);
 		return false;
 	}
-	p->best[row] = (uint8_t)sticky;
+	row_at(p, row)[STATE_BEST] = (uint8_t)sticky;
 	unsigned ch = lowest_rtt(p, row, sticky);
 	if (ch == GSLB_PATHS_NO_COLUMN)
 		return false;
@@ -436,11 +540,11 @@ static bool settle(gslb_paths_t *p, size_t row, const sticky_t *prev,
 	if (sites[ch].changed && count < COUNT_MAX)
 		count++;
 	if (count >= (o->rounds ? o->rounds : 1)) {
-		p->best[row] = (uint8_t)ch;
+		row_at(p, row)[STATE_BEST] = (uint8_t)ch;
 		return false;
 	}
-	p->challenger[row] = (uint8_t)ch;
-	p->count[row] = (uint8_t)count;
+	row_at(p, row)[STATE_CHALLENGER] = (uint8_t)ch;
+	row_at(p, row)[STATE_COUNT] = (uint8_t)count;
 	return true;
 }
 
@@ -477,9 +581,10 @@ static void settle_family(gslb_paths_t *p, const gslb_paths_t *prev, bool v6,
 		sticky_t s, *sp = NULL;
 		if (j < pn && key_at(prev, v6, j) == key) {
 			size_t pr = pfirst + j;
-			s = (sticky_t){.best = mapped(map, prev->best[pr]),
-			               .challenger = mapped(map, prev->challenger[pr]),
-			               .count = prev->count[pr]};
+			const uint8_t *st = row_at(prev, pr);
+			s = (sticky_t){.best = mapped(map, st[STATE_BEST]),
+			               .challenger = mapped(map, st[STATE_CHALLENGER]),
+			               .count = st[STATE_COUNT]};
 			sp = &s;
 		}
 		if (settle(p, first + i, sp, sites, o))
@@ -532,13 +637,32 @@ static bool opts_ok(const gslb_paths_site_t *sites, const gslb_paths_opts_t *o, 
 			     o->n_datacenters);
 			return false;
 		}
-		const gslb_path_table_t *t = sites[i].table;
+		const gslb_path_table_t *t = sites[i].reuse ? NULL : sites[i].table;
 		if (t && (!rows_sorted(t->rows4, t->n4) || !rows_sorted(t->rows6, t->n6))) {
 			fail(err, errlen, "column %zu: the site table is not sorted", i);
 			return false;
 		}
 	}
 	return true;
+}
+
+/* Where each column's cells come from: the generated_ms their ages count from. */
+static void columns_age(gslb_paths_t *p, const gslb_paths_t *prev, const gslb_paths_site_t *sites,
+                        uint64_t now_ms)
+{
+	for (size_t i = 0; i < p->n_columns; i++) {
+		uint64_t gen = 0;
+		if (sites[i].reuse) {
+			unsigned pcol =
+			    prev ? gslb_paths_column(prev, p->column_dc[i]) : GSLB_PATHS_NO_COLUMN;
+			gen = pcol != GSLB_PATHS_NO_COLUMN ? prev->column_gen_ms[pcol] : 0;
+		} else if (sites[i].table) {
+			gen = sites[i].table->generated_ms;
+		}
+		uint64_t elapsed = gen && now_ms > gen ? (now_ms - gen) / 1000 : 0;
+		p->column_gen_ms[i] = gen;
+		p->column_elapsed[i] = elapsed > UINT32_MAX ? UINT32_MAX : (uint32_t)elapsed;
+	}
 }
 
 static void columns_init(gslb_paths_t *p, const gslb_paths_opts_t *o)
@@ -563,8 +687,8 @@ static void count_info(gslb_paths_t *p)
 	p->info.rows4 = p->n4;
 	p->info.rows6 = p->n6;
 	p->info.bytes = sizeof(*p) + p->n4 * sizeof(*p->keys4) + p->n6 * sizeof(*p->keys6) +
-	                2 * INDEX_SIZE * sizeof(*p->index4) + rows * p->n_columns * CELL_BYTES +
-	                3 * rows + (p->n_datacenters ? p->n_datacenters : 1);
+	                2 * INDEX_SIZE * sizeof(*p->index4) + rows * p->stride +
+	                (p->n_datacenters ? p->n_datacenters : 1);
 }
 
 gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t *sites,
@@ -579,13 +703,14 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 	p->plen4 = opts->ipv4_prefix;
 	p->plen6 = opts->ipv6_prefix;
 	columns_init(p, opts);
+	columns_age(p, prev, sites, now_ms);
 
 	merge_t m;
 	size_t h4[AGE_CODES] = {0}, h6[AGE_CODES] = {0};
-	merge_init(&m, sites, opts, false, now_ms);
+	merge_init(&m, prev, sites, opts, false, now_ms);
 	count_rows(&m, h4);
 	p->info.coarse_skipped = m.coarse;
-	merge_init(&m, sites, opts, true, now_ms);
+	merge_init(&m, prev, sites, opts, true, now_ms);
 	count_rows(&m, h6);
 	p->info.coarse_skipped += m.coarse;
 	cut_t cut = find_cut(h4, h6, opts->max_rows);
@@ -595,14 +720,12 @@ gslb_paths_t *gslb_paths_build(const gslb_paths_t *prev, const gslb_paths_site_t
 	size_t rows = p->n4 + p->n6;
 	p->keys4 = xmalloc((p->n4 ? p->n4 : 1) * sizeof(*p->keys4));
 	p->keys6 = xmalloc((p->n6 ? p->n6 : 1) * sizeof(*p->keys6));
-	p->cells = xmalloc((rows ? rows : 1) * (p->n_columns ? p->n_columns : 1) * CELL_BYTES);
-	p->best = xmalloc(3 * (rows ? rows : 1));
-	p->challenger = p->best + rows;
-	p->count = p->challenger + rows;
+	p->stride = ROW_STATE + p->n_columns * CELL_BYTES;
+	p->rows = xmalloc((rows ? rows : 1) * p->stride);
 
-	merge_init(&m, sites, opts, false, now_ms);
+	merge_init(&m, prev, sites, opts, false, now_ms);
 	size_t got4 = fill_rows(p, &m, 0, p->n4, &cut, false);
-	merge_init(&m, sites, opts, true, now_ms);
+	merge_init(&m, prev, sites, opts, true, now_ms);
 	size_t got6 = fill_rows(p, &m, p->n4, p->n6, &cut, true);
 	STEER_ASSERT(got4 == p->n4 && got6 == p->n6);
 	index_build(p, false);
@@ -638,8 +761,7 @@ void gslb_paths_unref(gslb_paths_t *p)
 	free(p->keys6);
 	free(p->index4);
 	free(p->index6);
-	free(p->cells);
-	free(p->best);
+	free(p->rows);
 	free(p->dc_column);
 	free(p);
 }
@@ -649,14 +771,15 @@ void gslb_paths_unref(gslb_paths_t *p)
 unsigned gslb_paths_row_best(const gslb_paths_t *p, uint32_t row)
 {
 	STEER_ASSERT(row < p->n4 + p->n6);
-	return p->best[row];
+	return row_at(p, row)[STATE_BEST];
 }
 
 unsigned gslb_paths_row_challenger(const gslb_paths_t *p, uint32_t row, unsigned *rounds)
 {
 	STEER_ASSERT(row < p->n4 + p->n6);
-	*rounds = p->count[row];
-	return p->challenger[row];
+	const uint8_t *st = row_at(p, row);
+	*rounds = st[STATE_COUNT];
+	return st[STATE_CHALLENGER];
 }
 
 unsigned gslb_paths_column(const gslb_paths_t *p, size_t dc)

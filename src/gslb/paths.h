@@ -38,7 +38,8 @@ typedef struct {
 	uint16_t rtt;   /* 0.1 ms units, GSLB_PATHFMT_RTT_NONE = the prefix never answered */
 	uint8_t loss;   /* percent */
 	uint8_t hops;   /* 0 = unknown */
-	uint16_t age_s; /* at the table's build time, saturating; exact to 31 s, then within 1/16 */
+	uint16_t age_s; /* at build time, saturating: the site table's age plus the agent's
+	                   age of the row, which is exact to 31 s, else rounded up within 1/16 */
 	bool empty;     /* no (fresh) measurement from this column's agent */
 } gslb_path_cell_t;
 
@@ -57,11 +58,19 @@ typedef struct {
 	size_t n_datacenters; /* conf_t.n_datacenters, for gslb_paths_column() */
 } gslb_paths_opts_t;
 
-/* A site table as the node holds it: the decoded body, when it arrived, whether it is new. */
+/*
+ * A site table as the node holds it: the decoded body, when it arrived, whether it is new.
+ * With @c reuse the column is taken from the previous table instead (the same datacenter's
+ * column of @p prev, at the same granularity; empty when @p prev has none), so a node need not
+ * keep a decoded table once a build has used it: at a million rows that is 16 MB per site.
+ * Reused cells keep the agent's ages and go stale as they would have (their ages rounded up
+ * to 1/16, so a little early rather than late).
+ */
 typedef struct {
 	const gslb_path_table_t *table; /* NULL = nothing from this column's agent */
 	uint64_t fetched_ms;            /* wall clock it was received at */
 	bool changed;                   /* differs from the one the previous build used (a round) */
+	bool reuse; /* unchanged since @p prev: take its column (table unused) */
 } gslb_paths_site_t;
 
 /**

@@ -303,6 +303,59 @@ def http_request_seeds():
     }
 
 
+def pathfmt_seeds():
+    """Site tables and demand bodies for pathfmt, packed here from the layout in
+    src/gslb/pathfmt.h (not by the C encoder), plus a few broken ones."""
+    def values(plen, loss, rtt, hops, answered, age):
+        return struct.pack("!BBHBBH", plen, loss, rtt, hops, answered, age)
+
+    def table(name, rows4, rows6, generated=1764660000123):
+        body = b"STPT" + struct.pack("!BBHQIIB7x", 1, 0, 0, generated, len(rows4), len(rows6),
+                                     len(name)) + name
+        for prefix, v in rows4:
+            body += struct.pack("!I", prefix) + v
+        for prefix, v in rows6:
+            body += struct.pack("!Q", prefix) + v
+        return body
+
+    def demand(rows, generated=99):
+        body = b"STPD" + struct.pack("!BBHQII", 1, 0, 0, generated, len(rows), 0)
+        for family, plen, flags, volume, prefix, probe in rows:
+            body += struct.pack("!BBBBI", family, plen, flags, 0, volume) + prefix + probe
+        return body
+
+    def v4(a, b, c, d=0):
+        return bytes([a, b, c, d]) + bytes(12)
+
+    rows4 = [(0x0a000000, values(24, 0, 120, 9, 3, 4)),
+             (0x0a000000, values(25, 5, 100, 9, 3, 2)),
+             (0x0a000100, values(24, 100, 0xffff, 0, 0, 60)),
+             (0xc0000200, values(24, 0, 65534, 255, 3, 65535)),
+             (0xc6336400, values(32, 33, 0, 1, 1, 0))]
+    rows6 = [(0x20010db800000000, values(48, 0, 550, 12, 3, 10)),
+             (0x20010db800010000, values(64, 0, 90, 12, 2, 10)),
+             (0x2a00000000000000, values(16, 0, 900, 3, 3, 1))]
+    seeds = {
+        "table-small": table(b"dc1", rows4, rows6),
+        "table-v4": table(b"eu-west_1.a", rows4, []),
+        "table-empty": table(b"x", [], []),
+        "table-coarse": table(b"dc2", [(0x0a000000, values(8, 0, 5, 1, 1, 1)),
+                                       (0x0a000000, values(16, 0, 6, 1, 1, 1))], []),
+        "table-unsorted": table(b"dc1", list(reversed(rows4)), []),
+        "table-truncated": table(b"dc1", rows4, rows6)[:-3],
+        "demand-small": demand([
+            (4, 24, 0, 1000, v4(10, 0, 0), v4(10, 0, 0, 53)),
+            (4, 24, 1, 7, v4(198, 51, 100), v4(198, 51, 100, 1)),
+            (6, 48, 2, 0, bytes.fromhex("20010db8") + bytes(12),
+             bytes.fromhex("20010db8") + bytes(11) + b"\x53"),
+            (6, 56, 3, 2**32 - 1, bytes.fromhex("20010db8000100") + bytes(9),
+             bytes.fromhex("20010db8000100") + bytes(8) + b"\x01")]),
+        "demand-empty": demand([]),
+        "demand-outside": demand([(4, 24, 0, 1, v4(10, 0, 0), v4(10, 0, 1, 1))]),
+    }
+    return seeds
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -322,6 +375,7 @@ def main():
     write("fwd_cache", fwd_cache_seeds())
     write("bird_reply", bird_reply_seeds())
     write("http_request", http_request_seeds())
+    write("pathfmt", pathfmt_seeds())
 
 
 if __name__ == "__main__":
