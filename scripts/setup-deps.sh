@@ -22,12 +22,15 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # Operations: Prometheus scrapes /metrics, dnstap-read (bind9-dnsutils) and fstrm_capture read
 # the dnstap log, headless Chromium (driven over the DevTools protocol with python3-websocket)
 # loads the status page; bench/ops.py compares the price of dnstap with Knot's dnstap module.
+# Load feedback: prometheus-node-exporter (and nginx's stub_status) are the metrics monitors'
+# real endpoints.
 # Packaging: groff and man-db render the man pages, systemd's systemd-analyze,
 # systemd-sysusers and systemd-tmpfiles check the unit and the entries.
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
 	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
 	unbound nginx-light openssl nftables dnsdist bird2 frr keepalived prometheus fstrm-bin
-	chromium python3-websocket groff-base man-db systemd knot-module-dnstap"
+	chromium python3-websocket groff-base man-db systemd knot-module-dnstap
+	prometheus-node-exporter"
 
 level=${1:-}
 case "$level" in

@@ -153,6 +153,25 @@
  *                        "subject": "service/www.example.test/dc1/192.0.2.10",
  *                        "from": "up", "to": "down", "reason": "HTTP 503"}, ...]}
  *           (oldest first; a poller passes since=<last_seq it saw>)
+ *   paths [PREFIX|ADDRESS]
+ *           {"enabled": true, "agents": [{"datacenter": "dc1", "url": "http://...:8054/",
+ *                                         "state": "up" | "down" | "unknown",
+ *                                         "last_fetch_ms": ..., "last_ok_ms": ... | null,
+ *                                         "error": "HTTP 500" | null, "etag": "\"...\"",
+ *                                         "rows": n | null (no table yet), "generated_ms": ...,
+ *                                         "table_age_s": n, "fetches": {"ok": n,
+ *                                         "not-modified": n, "invalid": n, "http-error": n,
+ *                                         "timeout": n, "error": n}}, ...],
+ *            "table": {"rows4": n, "rows6": n, "cells": n, "sticky_held": n,
+ *                      "built_ms": ..., "build_s": 0.01, "bytes": n, "ipv4_prefix": 24,
+ *                      "ipv6_prefix": 48} | null,
+ *            "demand": {"prefixes": n, "dropped": n}}
+ *           with PREFIX also "query", "row": {"prefix": "192.0.2.0/24", "best": "dc1" | null,
+ *           "challenger": "dc2", "challenger_rounds": 1 (while one is pending),
+ *           "columns": [{"datacenter": "dc1", "empty": false, "rtt_ms": 5.2 | null (no
+ *           reply), "loss": 0, "hops": 0, "age_s": 3}, ...]} | null (not in the table), and
+ *           "prefix_demand": {"volume": n, "probe": "192.0.2.1", "ecs": true, "urgent": false}
+ *           | null
  *
  * Timestamps are UNIX seconds. Human output prints whatever members are present, so adding a
  * member on the daemon side never breaks steerctl; --json prints the whole reply unchanged. A
@@ -993,6 +1012,98 @@ static void print_events(const json_t *d)
 	}
 }
 
+/* ---- paths ------------------------------------------------------------------------------------
+ */
+
+static void print_path_row(const json_t *row)
+{
+	size_t i;
+	const json_t *c;
+	printf("prefix %s  best %s", str_of(row, "prefix", "?"), str_of(row, "best", "none"));
+	if (json_object_get(row, "challenger"))
+		printf("  challenger %s (%lld round(s) won)", str_of(row, "challenger", "?"),
+		       int_of(row, "challenger_rounds"));
+	putchar('\n');
+	const json_t *cols = json_object_get(row, "columns");
+	int wd = column_width(cols, "datacenter", "DATACENTER");
+	printf("  %-*s  %9s  %5s  %4s  %6s\n", wd, "DATACENTER", "RTT", "LOSS", "HOPS", "AGE");
+	json_array_foreach(cols, i, c)
+	{
+		if (json_is_true(json_object_get(c, "empty"))) {
+			printf("  %-*s  %9s  %5s  %4s  %6s\n", wd, str_of(c, "datacenter", "?"),
+			       "-", "-", "-", "-");
+			continue;
+		}
+		char rtt[24], loss[16], hops[16], age[24];
+		const json_t *r = json_object_get(c, "rtt_ms");
+		if (json_is_number(r))
+			snprintf(rtt, sizeof(rtt), "%.1fms", json_number_value(r));
+		else
+			snprintf(rtt, sizeof(rtt), "no reply");
+		snprintf(loss, sizeof(loss), "%lld%%", int_of(c, "loss"));
+		snprintf(hops, sizeof(hops), "%lld", int_of(c, "hops"));
+		snprintf(age, sizeof(age), "%llds", int_of(c, "age_s"));
+		printf("  %-*s  %9s  %5s  %4s  %6s\n", wd, str_of(c, "datacenter", "?"), rtt, loss,
+		       int_of(c, "hops") ? hops : "-", age);
+	}
+}
+
+static void print_paths(const json_t *d)
+{
+	size_t i;
+	const json_t *a;
+	const json_t *agents = json_object_get(d, "agents");
+	if (!json_is_object(d) || !json_is_array(agents)) {
+		print_value(stdout, d ? d : json_null());
+		putchar('\n');
+		return;
+	}
+	if (!json_is_true(json_object_get(d, "enabled")))
+		puts("measured paths are off (no paths: section)");
+	int wd = column_width(agents, "datacenter", "DATACENTER");
+	int wu = column_width(agents, "url", "URL");
+	if (json_array_size(agents) > 0)
+		printf("%-*s  %-*s  %-7s  %8s  %8s  %s\n", wd, "DATACENTER", wu, "URL", "STATE",
+		       "ROWS", "AGE", "ERROR");
+	json_array_foreach(agents, i, a)
+	{
+		char rows[24] = "-", age[24] = "-";
+		if (json_is_integer(json_object_get(a, "rows"))) {
+			snprintf(rows, sizeof(rows), "%lld", int_of(a, "rows"));
+			snprintf(age, sizeof(age), "%llds", int_of(a, "table_age_s"));
+		}
+		printf("%-*s  %-*s  %-7s  %8s  %8s  %s\n", wd, str_of(a, "datacenter", "?"), wu,
+		       str_of(a, "url", "?"), str_of(a, "state", "?"), rows, age,
+		       str_of(a, "error", ""));
+	}
+	const json_t *t = json_object_get(d, "table");
+	if (json_is_object(t))
+		printf("table: %lld IPv4 /%lld and %lld IPv6 /%lld rows, %lld cells, %lld bytes, "
+		       "built in %.3fs, %lld held by hysteresis\n",
+		       int_of(t, "rows4"), int_of(t, "ipv4_prefix"), int_of(t, "rows6"),
+		       int_of(t, "ipv6_prefix"), int_of(t, "cells"), int_of(t, "bytes"),
+		       json_number_value(json_object_get(t, "build_s")), int_of(t, "sticky_held"));
+	else
+		puts("table: none yet");
+	const json_t *dm = json_object_get(d, "demand");
+	printf("demand: %lld prefixes (%lld reports dropped)\n", int_of(dm, "prefixes"),
+	       int_of(dm, "dropped"));
+	if (!json_object_get(d, "query"))
+		return;
+	const json_t *row = json_object_get(d, "row");
+	if (json_is_object(row))
+		print_path_row(row);
+	else
+		printf("%s: not in the table (the fallback policy decides)\n",
+		       str_of(d, "query", "?"));
+	const json_t *pd = json_object_get(d, "prefix_demand");
+	if (json_is_object(pd))
+		printf("demand: volume %lld, probe %s%s%s\n", int_of(pd, "volume"),
+		       str_of(pd, "probe", "?"),
+		       json_is_true(json_object_get(pd, "ecs")) ? ", ECS" : "",
+		       json_is_true(json_object_get(pd, "urgent")) ? ", urgent" : "");
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* How each command's reply is printed; names, arguments and help come from ctl's table. */
@@ -1005,6 +1116,7 @@ static const struct {
     {"monitors", print_monitors},   {"override", print_override}, {"maps", print_maps},
     {"upstreams", print_upstreams}, {"cache", print_cache},       {"cluster", print_cluster},
     {"drain", print_drain},         {"undrain", print_drain},     {"events", print_events},
+    {"paths", print_paths},
 };
 
 /* A command without its own printer (one the daemon has and this steerctl does not know). */

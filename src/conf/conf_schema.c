@@ -1064,6 +1064,15 @@ const conf_key_t conf_keys[] = {
      .doc = "The monitor (see `monitors`) checking every address of the service, unless its "
             "datacenter names another. Unset: addresses are up unless a link monitor, a "
             "dependency or an override says otherwise."},
+    {.section = "services",
+     .name = "metrics",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "monitor name",
+     .doc = "A `metrics` monitor reading the load values (connections, capacity, packet rate, "
+            "kB/s, CPU, link capacity) of every address of the service from the address itself "
+            "(at the monitor's `port` and `path`), unless its datacenter names another; the "
+            "load policies use them. It never takes an address down. Unset: no load values "
+            "(load policies count addresses by their weight)."},
     {.section = "services.qos",
      .name = "packet-rate",
      .type = CONF_TYPE_UINT,
@@ -1127,15 +1136,6 @@ const conf_key_t conf_keys[] = {
      .max = 1000,
      .def = "3",
      .doc = "Kilobytes per second of the datacenter (lower is better)."},
-    {.section = "services",
-     .name = "metrics",
-     .type = CONF_TYPE_NODE,
-     .type_doc = "monitor name",
-     .doc = "A `metrics` monitor reading the load values (connections, capacity, packet rate, "
-            "kB/s, CPU, link capacity) of every address of the service from the address itself "
-            "(at the monitor's `port` and `path`), unless its datacenter names another; the "
-            "load policies use them. It never takes an address down. Unset: no load values "
-            "(load policies count addresses by their weight)."},
     {.section = "services.datacenters",
      .name = "name",
      .type = CONF_TYPE_NODE,

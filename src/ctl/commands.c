@@ -83,6 +83,16 @@ static int cmd_upstreams(const ctl_backend_t *b, const char *const *argv, size_t
 	return b->upstreams(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
 }
 
+static int cmd_paths(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
+                     char *err, size_t errlen)
+{
+	if (!b->paths) {
+		snprintf(err, errlen, "paths: not supported by this server");
+		return STEER_EINVAL;
+	}
+	return b->paths(b->ctx, argc > 0 ? argv[0] : NULL, data, err, errlen);
+}
+
 static int cmd_cache(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
                      char *err, size_t errlen)
 {
@@ -365,6 +375,9 @@ static const ctl_command_t commands[] = {
      1, true, cmd_drain},
     {"undrain", NULL, "", "end a drain: announce again once the self-check is good", 0, 0, true,
      cmd_undrain},
+    {"paths", NULL, "[PREFIX|ADDRESS]",
+     "measured paths: the agents' tables; with a prefix its row (RTT, loss, hops, age, best)", 0, 1,
+     false, cmd_paths},
     {"events", NULL, "[N] [since=SEQ]",
      "the last state changes (targets, services, upstreams, cluster, reloads), oldest first", 0, 2,
      false, cmd_events},

@@ -36,6 +36,10 @@
  *   cluster notify STATE          backend cluster_notify() keepalived's VRRP state (notify hook)
  *   drain [TIMEOUT]               backend drain()      withdraw and wait for queries to stop
  *   undrain                       backend undrain()    announce again after a drain
+ *   paths [PREFIX|ADDRESS]        backend paths()      measured paths: each agent's table
+ *                                                      state; with a prefix its row (RTT,
+ *                                                      loss, hops, age per datacenter, the
+ *                                                      sticky best) and its demand
  *   events [N] [since=SEQ]        backend events()     the last state changes, oldest first:
  *                                                      at most N (default all kept), only
  *                                                      those with a sequence number above
@@ -118,6 +122,8 @@ typedef struct {
 	/* @p since 0 = every kept event; @p max 0 = no limit */
 	int (*events)(void *ctx, uint64_t since, size_t max, json_t **data, char *err,
 	              size_t errlen);
+	/* @p prefix NULL = only the agents and the table's counts */
+	int (*paths)(void *ctx, const char *prefix, json_t **data, char *err, size_t errlen);
 } ctl_backend_t;
 
 /*

@@ -20,6 +20,7 @@
 #include "daemon/alerting.h"
 #include "daemon/server.h"
 #include "daemon/decisions.h"
+#include "daemon/paths.h"
 #include "daemon/tap.h"
 #include "dns/names.h"
 
@@ -803,6 +804,12 @@ static int be_events(void *ctx, uint64_t since, size_t max, json_t **data, char 
 	return 0;
 }
 
+/* paths [PREFIX|ADDRESS]: the agents, the merged table, and a prefix's row and demand. */
+static int be_paths(void *ctx, const char *prefix, json_t **data, char *err, size_t errlen)
+{
+	return paths_json(ctx, prefix, data, err, errlen);
+}
+
 static void be_prepare(void *ctx)
 {
 	server_health_flush(ctx); /* report nothing the query threads do not see yet */
@@ -827,6 +834,7 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .cache = be_cache,
 	    .cache_flush = be_cache_flush,
 	    .events = be_events,
+	    .paths = be_paths,
 	};
 	commands_cluster_fill(&s->backend);
 	return &s->backend;

@@ -20,6 +20,7 @@
 #include "ctl/http.h"
 #include "daemon/alerting.h"
 #include "daemon/decisions.h"
+#include "daemon/paths.h"
 #include "daemon/server.h"
 #include "daemon/tap.h"
 #include "dns/names.h"
@@ -645,6 +646,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	render_cluster(&p, s);
 	render_query_logs(&p, s);
 	render_events(&p, s);
+	paths_metrics(s, &p);
 	gauge1(&p, "steer_metrics_render_seconds",
 	       "How long rendering the previous scrape of /metrics took on the control thread.",
 	       s->metrics.last_render_s);

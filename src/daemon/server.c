@@ -24,6 +24,7 @@
 #include "daemon/alerting.h"
 #include "daemon/commands.h"
 #include "daemon/decisions.h"
+#include "daemon/paths.h"
 #include "daemon/forward.h"
 #include "daemon/notify.h"
 #include "daemon/tap.h"
@@ -297,6 +298,13 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 	s->gslb = gslb;
 	view_free_shell(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
+}
+
+void server_publish_paths(server_t *s, gslb_paths_t *paths)
+{
+	if (s->net == NULL || s->view == NULL)
+		return;
+	publish_gslb(s, gslb_view_with_paths(s->gslb, paths));
 }
 
 /* The planner's part of the layering: monitor states into a GSLB health table. */
@@ -831,6 +839,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		ret = server_tap_start(s, err, sizeof(err));
 	if (ret == 0)
 		ret = decisions_start(s, err, sizeof(err));
+	if (ret == 0)
+		ret = paths_start(s, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
 	err[0] = '\0';
@@ -839,7 +849,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	 * priority; it announces nothing until the query threads answer its checks. */
 	if ((ret = ctl_open(s)) != 0 || (ret = server_http_start(s)) != 0 ||
 	    (ret = metrics_http_register(s)) != 0 || (ret = status_page_register(s)) != 0 ||
-	    (ret = pid_file_write(s)) != 0 ||
+	    (ret = paths_http_register(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = alerting_start(s)) != 0 ||
 	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0)
@@ -900,12 +910,15 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	zone_set_t *set = NULL;
 	gslb_view_t *gslb = NULL;
 	char http_token[CTL_HTTP_TOKEN_MAX + 1] = "";
+	char paths_token[CTL_HTTP_TOKEN_MAX + 1] = "";
 	s->last_reload.at = time(NULL);
 	notify_reloading();
 	s->last_reload.count++;
 	int ret = server_conf_build(&s->opts, &conf, err, errlen);
 	if (ret == 0)
 		ret = server_http_token(conf, http_token, sizeof(http_token), err, errlen);
+	if (ret == 0)
+		ret = paths_reload_token(conf, paths_token, sizeof(paths_token), err, errlen);
 	if (ret == 0)
 		ret = server_zones_build(conf, s->view->auth.zones, &set, report, err, errlen);
 	if (ret == 0) {
@@ -938,6 +951,8 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 		return ret;
 	}
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
+	paths_reload(s, conf, paths_token, &gslb);
+	explicit_bzero(paths_token, sizeof(paths_token));
 	reload_apply(s, conf, set, gslb);
 	overrides_expiry_arm(s);
 	server_http_reconfigure(s, conf, http_token);
@@ -989,6 +1004,7 @@ void server_stop(server_t *s)
 	s->net = NULL;
 	/* With no query thread left; it still explains with the GSLB view. */
 	decisions_stop(s);
+	paths_stop(s); /* the demand rings too: no query thread writes them now */
 	view_free(s->view);
 	s->view = NULL;
 	fwd_engine_free(s->fwd);

@@ -117,7 +117,8 @@ typedef struct server {
 	snapshots_t snapshots; /* stats-snapshots: */
 	tap_t *tap;            /* the dnstap log (daemon/tap.c); NULL when off */
 	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
-	metrics_t metrics; /* what /metrics keeps between scrapes (answers of replaced views) */
+	metrics_t metrics;   /* what /metrics keeps between scrapes (answers of replaced views) */
+	struct paths *paths; /* measured paths: agent tables and demand (daemon/paths.c) */
 } server_t;
 
 /**
@@ -192,6 +193,12 @@ int server_reload(server_t *server, bool force, server_report_t *report, char *e
  */
 int server_override(server_t *server, const gslb_admin_req_t *req, gslb_admin_result_t *res,
                     char *err, size_t errlen) STEER_NONNULL(1, 2, 3, 4);
+
+/**
+ * Serve a GSLB view like the running one but steering by @p paths (a reference is taken;
+ * NULL = none), sharing everything else. Control thread (daemon/paths.c after a merge).
+ */
+void server_publish_paths(server_t *server, gslb_paths_t *paths) STEER_NONNULL(1);
 
 /** The wall clock in ms since the epoch: what timed overrides expire by (they survive a
  *  restart, so they cannot use the monotonic clock). */

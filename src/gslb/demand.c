@@ -35,7 +35,7 @@ typedef struct {
 
 struct gslb_demand_ring {
 	/* producer side */
-	unsigned sample;
+	_Atomic unsigned sample; /* set by the control thread on reload, read relaxed */
 	unsigned countdown;
 	steer_counter_t dropped;
 	_Atomic uint32_t head; /* reports written */
@@ -89,9 +89,14 @@ gslb_demand_ring_t *gslb_demand_ring_new(unsigned sample)
 	gslb_demand_ring_t *r = aligned_alloc(64, sizeof(*r));
 	STEER_ASSERT(r != NULL);
 	memset(r, 0, sizeof(*r));
-	r->sample = sample ? sample : 1;
-	r->countdown = r->sample;
+	atomic_init(&r->sample, sample ? sample : 1);
+	r->countdown = sample ? sample : 1;
 	return r;
+}
+
+void gslb_demand_ring_set_sample(gslb_demand_ring_t *r, unsigned sample)
+{
+	atomic_store_explicit(&r->sample, sample ? sample : 1, memory_order_relaxed);
 }
 
 void gslb_demand_ring_free(gslb_demand_ring_t *r)
@@ -151,8 +156,9 @@ void gslb_demand_record(gslb_demand_ring_t *r, int family, const uint8_t *addr, 
 		return;
 	uint32_t weight = 0;
 	if (r->countdown <= 1) {
-		r->countdown = r->sample;
-		weight = r->sample;
+		unsigned sample = atomic_load_explicit(&r->sample, memory_order_relaxed);
+		r->countdown = sample;
+		weight = sample;
 	} else {
 		r->countdown--;
 	}

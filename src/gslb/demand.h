@@ -40,6 +40,9 @@ typedef struct gslb_demand_map gslb_demand_map_t;
  */
 gslb_demand_ring_t *gslb_demand_ring_new(unsigned sample) STEER_WUR;
 
+/** Keep every @p sample th non-urgent decision from now on (a reload). Control thread. */
+void gslb_demand_ring_set_sample(gslb_demand_ring_t *r, unsigned sample) STEER_NONNULL(1);
+
 /** Free a ring no thread records into any more. NULL is ignored. */
 void gslb_demand_ring_free(gslb_demand_ring_t *r);
 

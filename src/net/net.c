@@ -463,6 +463,16 @@ void net_set_decision_log(net_t *net, gslb_decision_cb record, void *const *args
 	}
 }
 
+void net_set_demand(net_t *net, gslb_demand_ring_t *const *rings)
+{
+	STEER_ASSERT(net->bound && !net->started);
+	for (size_t i = 0; i < net->n_udp + net->n_tcp; i++) {
+		auth_qctx_t *qctx = i < net->n_udp ? udp_worker_qctx(net->udp[i])
+		                                   : tcp_worker_qctx(net->tcp[i - net->n_udp]);
+		qctx->gslb.demand = rings[i];
+	}
+}
+
 size_t net_listen_count(const net_t *net)
 {
 	return net->n_listen;

@@ -202,6 +202,13 @@ void net_set_decision_log(net_t *net, gslb_decision_cb record, void *const *args
     STEER_NONNULL(1, 2, 3);
 
 /**
+ * Give query thread i the demand ring @p rings[i] (net_query_threads() of them) that measured
+ * policies report client prefixes into (gslb/demand.h). After net_bind(), before net_start().
+ * Control thread.
+ */
+void net_set_demand(net_t *net, gslb_demand_ring_t *const *rings) STEER_NONNULL(1, 2);
+
+/**
  * Stop every thread (UDP workers notice within their receive timeout, TCP loops are woken at
  * once), close the TCP connections (ending running transfers) and join. Counters stay
  * readable. Safe to call when the threads never started, and twice.

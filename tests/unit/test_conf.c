@@ -710,13 +710,48 @@ static const struct {
     {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
      "services:\n  - name: www.example.test\n    policy: fialover\n"
      "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
-     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin; got "
+     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin, rtt, "
+     "completion-rate, hops, qos, least-connections, capacity, packet-rate, kbps; got "
      "'fialover' (did you mean 'failover'?)"},
     {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
      "services:\n  - name: www.example.test\n    policy: multi\n"
      "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
-     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin; got "
+     "8: services.policy: expected one of failover, geo, weighted, persist, round-robin, rtt, "
+     "completion-rate, hops, qos, least-connections, capacity, packet-rate, kbps; got "
      "'multi'"},
+    /* measured policies: fallback-policy and qos */
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: rtt\n    fallback-policy: kbps\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.fallback-policy: expected one of failover, geo, weighted, persist, "
+     "round-robin; got 'kbps'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: weighted\n"
+     "    fallback-policy: failover\n    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.fallback-policy: only used by a measured policy (rtt, completion-rate, hops, "
+     "qos, least-connections, capacity, packet-rate, kbps), not 'weighted'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: rtt\n    fallback-policy: geo\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.fallback-policy: geo needs a 'map'"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: qos\n"
+     "    qos: { rtt: 10, packet_rate: 2 }\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: unknown key 'packet_rate' in section 'services.qos' (did you mean 'packet-rate'?)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: qos\n    qos: { rtt: 1001 }\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.qos.rtt: 1001 is out of range (0 to 1000)"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: qos\n    qos: [1, 2]\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.qos: expected a mapping of coefficients, e.g. { rtt: 50, completion-rate: 5 "
+     "}, got a list"},
+    {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
+     "services:\n  - name: www.example.test\n    policy: rtt\n    qos: { rtt: 1 }\n"
+     "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+     "9: services.qos: only used by policy qos, not 'rtt'"},
     {"zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n  - name: dc1\n"
      "services:\n  - name: www.example.test\n    all-down: nxdomain\n"
      "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
@@ -792,6 +827,36 @@ static void test_hints(void)
 		      "hint row %zu -> \"%s\" expected \"%s\"", i, line, hint_rows[i].error);
 		conf_free(c);
 	}
+}
+
+/* qos coefficients: the given ones replace F5's defaults, the others keep them. */
+static void test_qos_keys(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *c = NULL;
+	int ret = load_text("zones:\n  - domain: example.test\n    file: x.zone\ndatacenters:\n"
+	                    "  - name: dc1\nservices:\n  - name: www.example.test\n"
+	                    "    policy: qos\n    fallback-policy: weighted\n"
+	                    "    qos: { rtt: 100, packet-rate: 0, vs-capacity: 7 }\n"
+	                    "    datacenters: { dc1: { addresses: 192.0.2.1 } }\n",
+	                    &c, err, sizeof(err), &msg);
+	CHECK(ret == 0, "qos service loads: %s", err);
+	if (ret == 0) {
+		const conf_service_t *s = &c->services[0];
+		CHECK(s->qos[CONF_QOS_RTT] == 100 && s->qos[CONF_QOS_PACKET_RATE] == 0 &&
+		          s->qos[CONF_QOS_VS_CAPACITY] == 7,
+		      "given coefficients: rtt %u packet-rate %u vs-capacity %u",
+		      s->qos[CONF_QOS_RTT], s->qos[CONF_QOS_PACKET_RATE],
+		      s->qos[CONF_QOS_VS_CAPACITY]);
+		CHECK(s->qos[CONF_QOS_COMPLETION_RATE] == 5 &&
+		          s->qos[CONF_QOS_LINK_CAPACITY] == 30 && s->qos[CONF_QOS_KBPS] == 3 &&
+		          s->qos[CONF_QOS_HOPS] == 0,
+		      "defaults kept");
+		CHECK(s->fallback_policy && strcmp(s->fallback_policy, "weighted") == 0,
+		      "fallback-policy");
+	}
+	conf_free(c);
 }
 
 static void test_alias_and_list_form(void)
@@ -2564,6 +2629,7 @@ int main(void)
 	test_errors();
 	test_durations();
 	test_hints();
+	test_qos_keys();
 	test_alias_and_list_form();
 	test_gslb();
 	test_health();

@@ -714,7 +714,7 @@ static void test_dispatch(void)
 	     0,
 	     STEER_EINVAL,
 	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
-	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain, events)"},
+	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain, paths, events)"},
 	    {"upstreams", {NULL}, 0, 0, "upstreams -"},
 	    {"upstreams", {"link*", NULL}, 0, 0, "upstreams link*"},
 	    {"upstreams", {"a", "b", NULL}, 0, STEER_EINVAL, "usage: upstreams [PATTERN]"},
