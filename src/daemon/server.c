@@ -285,6 +285,31 @@ static void view_free(const net_view_t *view)
 
 /* ---- publishing: admin overrides and monitor states on top of the compiled view --------- */
 
+/*
+ * Load hysteresis counts metric rounds, but the health table is republished only when a value
+ * changes: while a challenger is counting, re-derive the view now and then so a challenger
+ * whose values hold still still wins. Once a second: the rounds come from the monitors'
+ * counters, so this only bounds how late a switch is seen.
+ */
+#define STEER_RECHECK_S 1.0
+
+static void on_steer_recheck(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	server_t *s = w->data;
+	s->health_dirty = true;
+	server_health_flush(s);
+}
+
+static void steer_recheck_arm(server_t *s)
+{
+	if (!gslb_view_steer_pending(s->gslb) || ev_is_active(&s->steer_w))
+		return;
+	ev_timer_set(&s->steer_w, STEER_RECHECK_S, 0.);
+	ev_timer_start(s->loop, &s->steer_w);
+}
+
 /* Serve @p gslb (taken over) with the running zones; the old GSLB view is freed. */
 static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
@@ -298,6 +323,7 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 	s->gslb = gslb;
 	view_free_shell(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
+	steer_recheck_arm(s);
 }
 
 void server_publish_paths(server_t *s, gslb_paths_t *paths)
@@ -824,6 +850,8 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	notify_watchdog_start(s->loop);
 	ev_timer_init(&s->expiry_w, on_override_expiry, 0., 0.);
 	s->expiry_w.data = s;
+	ev_timer_init(&s->steer_w, on_steer_recheck, 0., 0.);
+	s->steer_w.data = s;
 	overrides_expiry_arm(s);
 	ret = monitors_start(s, err, sizeof(err));
 	if (ret != 0) {
@@ -1017,6 +1045,7 @@ void server_stop(server_t *s)
 	if (s->loop != NULL) {
 		ev_prepare_stop(s->loop, &s->publish_w);
 		ev_timer_stop(s->loop, &s->expiry_w);
+		ev_timer_stop(s->loop, &s->steer_w);
 	}
 	health_engine_free(s->engine);
 	s->engine = NULL;

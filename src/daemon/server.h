@@ -104,6 +104,7 @@ typedef struct server {
 	 */
 	gslb_admin_t admin;
 	ev_timer expiry_w;     /* fires when the admin's next timed override lapses */
+	ev_timer steer_w;      /* re-derives the view while load hysteresis counts rounds */
 	ctl_backend_t backend; /* what the control socket serves (daemon/commands.c) */
 	/* Health monitors, on the control loop: the engine runs the checks of @c plan, whose
 	 * results are folded into the GSLB health table once per loop iteration (publish_w). */

@@ -59,10 +59,12 @@ bool gslb_steer_value(gslb_policy_kind_t kind, const gslb_steer_dc_t *l, float *
 	return false;
 }
 
+#define NO_ROUND UINT64_MAX
+
 /*
  * The load of @p dc for @p family: the reported values of its UP addresses plus, for the UP
- * addresses without one, their weight's share of the reported ones. Returns the sum of the
- * targets' rounds, so a new round of any target changes it.
+ * addresses without one, their weight's share of the reported ones. Returns the lowest round
+ * of the targets that report (NO_ROUND when none does): the rounds all of them completed.
  */
 static uint64_t aggregate(const gslb_policy_dc_t *dc, int family, const gslb_health_t *h,
                           gslb_steer_dc_t *out)
@@ -70,7 +72,7 @@ static uint64_t aggregate(const gslb_policy_dc_t *dc, int family, const gslb_hea
 	uint64_t fam = family == AF_INET ? dc->mask4 : dc->mask6;
 	double sum[GSLB_LOAD_KINDS] = {0}, known_w[GSLB_LOAD_KINDS] = {0};
 	double total_w = 0;
-	uint64_t round = 0;
+	uint64_t round = NO_ROUND;
 	memset(out, 0, sizeof(*out));
 	for (uint64_t m = fam; m; m &= m - 1) {
 		const gslb_policy_addr_t *a = &dc->addrs[__builtin_ctzll(m)];
@@ -83,7 +85,8 @@ static uint64_t aggregate(const gslb_policy_dc_t *dc, int family, const gslb_hea
 			out->estimated++;
 			continue;
 		}
-		round += l->round;
+		if (l->round < round)
+			round = l->round;
 		if (l->age_ms > out->age_ms)
 			out->age_ms = l->age_ms;
 		for (unsigned k = 0; k < GSLB_LOAD_KINDS; k++) {
@@ -147,13 +150,17 @@ static void order_entry(const gslb_policy_svc_t *svc, steer_entry_t *e,
 		o->sticky = idx[0]; /* no (usable) sticky best: the best now is one */
 	} else if (sticky_pos == 0 || !beats(val[0], val[sticky_pos], opts->margin_pct)) {
 		o->sticky = prev->sticky;
-	} else if (round == prev->round) {
+	} else if (round <= prev->round && prev->challenger == idx[0]) {
 		/* not a new round: the count stands */
 		o->sticky = prev->sticky;
 		o->challenger = prev->challenger;
 		o->streak = prev->streak;
 	} else {
-		o->streak = prev->challenger == idx[0] ? (uint8_t)(prev->streak + 1) : 1;
+		/* Health is republished when a value changes, so rounds between two builds saw the
+		 * values this one sees: each of them counts for the challenger. */
+		uint64_t rounds = round > prev->round ? round - prev->round : 1;
+		uint64_t streak = prev->challenger == idx[0] ? prev->streak + rounds : 1;
+		o->streak = (uint8_t)(streak < 255 ? streak : 255);
 		o->challenger = idx[0];
 		o->sticky = prev->sticky;
 		if (o->streak >= opts->rounds) {
@@ -199,15 +206,25 @@ gslb_steer_t *gslb_steer_build(const gslb_steer_t *prev, const gslb_policy_svc_t
 			if (!uses_load(svc->policy))
 				continue;
 			int family = f ? AF_INET6 : AF_INET;
-			uint64_t round = 0;
-			for (unsigned d = 0; d < svc->dc_count; d++)
-				round += aggregate(&svc->dcs[d], family, health, &e->dcs[d]);
+			uint64_t round = NO_ROUND;
+			for (unsigned d = 0; d < svc->dc_count; d++) {
+				uint64_t r = aggregate(&svc->dcs[d], family, health, &e->dcs[d]);
+				round = r < round ? r : round;
+			}
 			if (svc->policy != GSLB_POLICY_QOS)
 				order_entry(svc, e, prev ? &prev->entries[i * 2 + f].order : NULL,
 				            round, opts);
 		}
 	}
 	return st;
+}
+
+bool gslb_steer_pending(const gslb_steer_t *st)
+{
+	for (size_t i = 0; i < st->n_svcs * 2; i++)
+		if (st->entries[i].order.challenger != GSLB_POLICY_DC_NONE)
+			return true;
+	return false;
 }
 
 void gslb_steer_free(gslb_steer_t *st)

@@ -17,8 +17,12 @@
  * clients back and forth for nothing): the order starts with a sticky best datacenter. Another
  * replaces it only when it beats the sticky one by @c margin percent (its value is lower by
  * that share of the sticky one's, or its spare capacity higher) in @c rounds consecutive
- * metric rounds, a round being a change of any of the service's targets' gslb_load_t.round.
- * Rebuilding without a new round (an admin override) keeps the state as it is.
+ * metric rounds. The service's round is the lowest gslb_load_t.round of its reporting targets
+ * (the rounds all of them completed); the health table is republished when a value changes,
+ * so the rounds between two builds all saw the values of the later one and each counts.
+ * Rebuilding without a new round (an admin override) keeps the count as it is. While a
+ * challenger is counting (gslb_steer_pending()), whoever publishes must rebuild now and then
+ * even if no value changed, or a challenger that holds still would never win.
  *
  * Threads: gslb_steer_build() on the control thread; the result is immutable and read by query
  * threads inside the published view.
@@ -52,7 +56,7 @@ typedef struct {
 	uint8_t sticky;                /* the sticky best, GSLB_POLICY_DC_NONE when none */
 	uint8_t challenger; /* the datacenter beating it, GSLB_POLICY_DC_NONE when none */
 	uint8_t streak;     /* consecutive rounds the challenger has beaten it */
-	uint64_t round;     /* the round signature this state counted */
+	uint64_t round;     /* the service's metric round this state counted */
 } gslb_steer_order_t;
 
 /* Hysteresis parameters (paths.hysteresis). */
@@ -69,6 +73,9 @@ typedef struct {
 gslb_steer_t *gslb_steer_build(const gslb_steer_t *prev, const gslb_policy_svc_t *const *svcs,
                                size_t n_svcs, const gslb_health_t *health,
                                const gslb_steer_opts_t *opts) STEER_NONNULL(5) STEER_WUR;
+
+/** True when some challenger is counting rounds against a sticky best. Control thread. */
+bool gslb_steer_pending(const gslb_steer_t *st) STEER_NONNULL(1);
 
 /** Free @p st (NULL is ignored), after the RCU grace period of the view holding it. */
 void gslb_steer_free(gslb_steer_t *st);

@@ -135,6 +135,13 @@ gslb_view_t *gslb_view_with_health(const gslb_view_t *view, gslb_health_t *healt
 gslb_view_t *gslb_view_with_paths(const gslb_view_t *view, gslb_paths_t *paths)
     STEER_NONNULL(1) STEER_WUR;
 
+/**
+ * True while a load policy's hysteresis is counting rounds for a challenger (gslb/steer.h): the
+ * caller should then derive the view again after the next metric round even if no load value
+ * changed, so the rounds are seen. Control thread.
+ */
+bool gslb_view_steer_pending(const gslb_view_t *view) STEER_NONNULL(1);
+
 /** The path table @p view steers by, NULL when none. Borrowed. Control thread. */
 const gslb_paths_t *gslb_view_paths(const gslb_view_t *view) STEER_NONNULL(1);
 

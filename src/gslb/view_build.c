@@ -947,6 +947,11 @@ gslb_view_t *gslb_view_with_paths(const gslb_view_t *view, gslb_paths_t *paths)
 	return v;
 }
 
+bool gslb_view_steer_pending(const gslb_view_t *view)
+{
+	return view->steer && gslb_steer_pending(view->steer);
+}
+
 const gslb_paths_t *gslb_view_paths(const gslb_view_t *view)
 {
 	return view->paths;

@@ -188,6 +188,7 @@ static void test_hysteresis(void)
 	const gslb_steer_order_t *o = gslb_steer_order(st, 0, AF_INET);
 	CHECK(first_dc(&f, st) == 'a' && o->challenger == 1 && o->streak == 1,
 	      "a held after one round: challenger %u streak %u", o->challenger, o->streak);
+	CHECK(gslb_steer_pending(st), "a challenger counting is pending");
 	/* the same round again (an override rebuilt the view): no count */
 	n = round_with(&f, st, 100, 50, 3);
 	gslb_steer_free(st);
@@ -200,6 +201,7 @@ static void test_hysteresis(void)
 	gslb_steer_free(st);
 	st = n;
 	CHECK(first_dc(&f, st) == 'b', "b after two rounds");
+	CHECK(!gslb_steer_pending(st), "nothing pending after the switch");
 	/* a back to better by a little: b stays */
 	n = round_with(&f, st, 45, 50, 5);
 	gslb_steer_free(st);
@@ -216,6 +218,13 @@ static void test_hysteresis(void)
 	gslb_steer_free(st);
 	st = n;
 	CHECK(first_dc(&f, st) == 'b', "interrupted streak: b held");
+	/* the health is republished on changes only: rounds between two builds count too */
+	n = round_with(&f, st, 10, 50, 20);
+	gslb_steer_free(st);
+	st = n;
+	CHECK(first_dc(&f, st) == 'a', "a back after rounds 8..20 all saw it 80 %% ahead");
+	CHECK(gslb_steer_order(st, 0, AF_INET)->challenger == GSLB_POLICY_DC_NONE,
+	      "no challenger left");
 	gslb_steer_free(st);
 }
 
