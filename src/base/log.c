@@ -19,6 +19,8 @@ static _Atomic int log_target = LOG_TARGET_STDERR;
 static _Atomic int log_level = LOG_LEVEL_INFO;
 /* 1: stderr is journald's stream (it stamps lines and reads "<N>"); -1: not looked yet. */
 static _Atomic int log_journal = -1;
+/* The program name in every line; set once at start-up, before any thread logs. */
+static const char *log_ident = "steerd";
 
 /* Per window, a call site may emit this many messages before it is muted for the rest of it. */
 #define RATELIMIT_BURST 5
@@ -28,10 +30,15 @@ static const char *const level_names[] = {
     [LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
 };
 
+void log_set_ident(const char *ident)
+{
+	log_ident = ident;
+}
+
 void log_setup(log_target_t target, log_level_t level)
 {
 	if (target == LOG_TARGET_SYSLOG && atomic_load(&log_target) != LOG_TARGET_SYSLOG)
-		openlog("steerd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+		openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	atomic_store(&log_target, target);
 	atomic_store(&log_level, level);
 	atomic_store(&log_journal, getenv("JOURNAL_STREAM") != NULL);
@@ -97,11 +104,12 @@ static void log_vmsg(log_level_t level, const char *fmt, va_list ap)
 	char line[1024], stamp[48];
 	int n;
 	if (under_journal()) {
-		n = snprintf(line, sizeof(line), "<%d>steerd[%s]: ", (int)level,
+		n = snprintf(line, sizeof(line), "<%d>%s[%s]: ", (int)level, log_ident,
 		             level_names[level]);
 	} else {
 		log_timestamp(stamp, sizeof(stamp));
-		n = snprintf(line, sizeof(line), "%s steerd[%s]: ", stamp, level_names[level]);
+		n = snprintf(line, sizeof(line), "%s %s[%s]: ", stamp, log_ident,
+		             level_names[level]);
 	}
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);

@@ -24,6 +24,13 @@ typedef enum {
 } log_target_t;
 
 /**
+ * Name the program in every line and in syslog ("steerd" unless set): another binary of the
+ * project (steer-probe) calls this first, before log_setup() and before any thread exists.
+ * @p ident is borrowed (a string literal).
+ */
+void log_set_ident(const char *ident) STEER_NONNULL(1);
+
+/**
  * Configure the logger and look again whether stderr goes to journald (JOURNAL_STREAM in the
  * environment). Safe to call again on reload; not concurrently with itself.
  */

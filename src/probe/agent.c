@@ -30,9 +30,16 @@
 /* The scheduler never sleeps longer than this, so a merge or a finished measurement that made
  * a row due is noticed soon even without a kick. */
 #define SCHED_MAX_SLEEP_MS 1000u
+/* ... and never shorter than this: measurements due within it start together, so at 2,000
+ * probes/s the loop wakes a hundred times a second instead of once per measurement (the
+ * budget's bucket holds a tenth of a second, so batching never loses budget). */
+#define SCHED_MIN_SLEEP_MS 10u
 /* An unchanged table is still re-encoded this often, so its generated time (which the nodes
  * compare with path-ttl) keeps moving while the agent is alive. */
 #define REPUBLISH_MS 60000u
+/* The nodes of one poll round answer within a few milliseconds of each other on a healthy
+ * network; a merge this long after the first answer takes the others along. */
+#define MERGE_DELAY_MS 100u
 
 static const char *const method_names[CONF_PROBE_METHODS] = {"dns", "tcp", "icmp"};
 
@@ -67,7 +74,8 @@ struct probe_agent {
 	probe_nodes_t *nodes;
 	ctl_http_t *http;
 	ev_timer demand_timer, publish_timer, sched_timer;
-	measure_t *measures; /* in flight, doubly linked */
+	ev_timer merge_timer; /* one merge for every node's answers of a poll round */
+	measure_t *measures;  /* in flight, doubly linked */
 	size_t n_measures;
 	uint64_t measurements, retries, rejected_rows, full_rows;
 	bool full_logged, behind;
@@ -207,7 +215,7 @@ int probe_agent_check(const probe_agent_opts_t *opts, char *err, size_t errlen)
 
 /* ---- measurements --------------------------------------------------------------------- */
 
-static void schedule(probe_agent_t *a);
+static void kick(probe_agent_t *a);
 
 static void measure_free(probe_agent_t *a, measure_t *m)
 {
@@ -257,7 +265,7 @@ static void on_next_sample(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(a->loop, &m->next);
 	} else if (m->done == samples) {
 		measure_finish(a, m);
-		schedule(a);
+		kick(a);
 	}
 }
 
@@ -275,7 +283,7 @@ static void on_sample(void *ctx, uint64_t token, bool answered, uint32_t rtt_us,
 	}
 	if (m->done == a->paths->probe_samples) {
 		measure_finish(a, m);
-		schedule(a);
+		kick(a);
 	}
 }
 
@@ -309,9 +317,22 @@ static void schedule(probe_agent_t *a)
 	uint64_t wait = probe_table_wait(a->table, now);
 	if (wait > SCHED_MAX_SLEEP_MS)
 		wait = SCHED_MAX_SLEEP_MS;
+	if (wait < SCHED_MIN_SLEEP_MS)
+		wait = SCHED_MIN_SLEEP_MS;
 	ev_timer_stop(a->loop, &a->sched_timer);
-	ev_timer_set(&a->sched_timer, (wait ? wait : 1) / 1000.0, 0);
+	ev_timer_set(&a->sched_timer, wait / 1000.0, 0);
 	ev_timer_start(a->loop, &a->sched_timer);
+}
+
+/* Something became due (a measurement ended, a method retry is waiting): let the scheduler
+ * run within its minimum sleep instead of waiting out a longer one. */
+static void kick(probe_agent_t *a)
+{
+	if (ev_timer_remaining(a->loop, &a->sched_timer) > SCHED_MIN_SLEEP_MS / 1000.0) {
+		ev_timer_stop(a->loop, &a->sched_timer);
+		ev_timer_set(&a->sched_timer, SCHED_MIN_SLEEP_MS / 1000.0, 0);
+		ev_timer_start(a->loop, &a->sched_timer);
+	}
 }
 
 static void on_sched(struct ev_loop *loop, ev_timer *w, int revents)
@@ -323,9 +344,8 @@ static void on_sched(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- demand --------------------------------------------------------------------------- */
 
-static void merge_demand(void *ctx)
+static void merge_demand(probe_agent_t *a)
 {
-	probe_agent_t *a = ctx;
 	probe_table_merge_begin(a->table);
 	size_t full = 0;
 	for (size_t i = 0; i < probe_nodes_count(a->nodes); i++) {
@@ -351,6 +371,24 @@ static void merge_demand(void *ctx)
 			log_notice("probe: every demanded prefix fits the table again");
 	}
 	schedule(a);
+}
+
+static void on_merge_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	merge_demand(w->data);
+}
+
+/* A node answered: merge soon, once for all the nodes answering in the same round, so the
+ * cost of a merge (every row of every node) is paid once per demand-interval, not per node. */
+static void on_node_fetched(void *ctx)
+{
+	probe_agent_t *a = ctx;
+	if (!ev_is_active(&a->merge_timer)) {
+		ev_timer_set(&a->merge_timer, MERGE_DELAY_MS / 1000.0, 0);
+		ev_timer_start(a->loop, &a->merge_timer);
+	}
 }
 
 static void on_demand_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -559,6 +597,8 @@ static void start_timers(probe_agent_t *a)
 	ev_timer_init(&a->publish_timer, on_publish_timer, 0, p->publish_interval / 1000.0);
 	a->publish_timer.data = a;
 	ev_timer_start(a->loop, &a->publish_timer);
+	ev_timer_init(&a->merge_timer, on_merge_timer, 0, 0);
+	a->merge_timer.data = a;
 	ev_timer_init(&a->sched_timer, on_sched, SCHED_MAX_SLEEP_MS / 1000.0, 0);
 	a->sched_timer.data = a;
 	ev_timer_start(a->loop, &a->sched_timer);
@@ -622,7 +662,7 @@ int probe_agent_start(struct ev_loop *loop, const probe_agent_opts_t *opts, prob
 	                         .timeout_ms = a->paths->fetch_timeout,
 	                         .max_rows = a->paths->max_prefixes};
 	if (ret == 0)
-		ret = probe_nodes_new(loop, &no, merge_demand, a, &a->nodes, err, errlen);
+		ret = probe_nodes_new(loop, &no, on_node_fetched, a, &a->nodes, err, errlen);
 	if (ret == 0)
 		ret = start_http(a, &listen, token[0] ? token : NULL, err, errlen);
 	if (ret != 0) {
@@ -650,6 +690,7 @@ void probe_agent_stop(probe_agent_t *a)
 	ev_timer_stop(a->loop, &a->demand_timer);
 	ev_timer_stop(a->loop, &a->publish_timer);
 	ev_timer_stop(a->loop, &a->sched_timer);
+	ev_timer_stop(a->loop, &a->merge_timer);
 	ctl_http_stop(a->http);
 	probe_nodes_free(a->nodes);
 	probe_sender_free(a->sender);

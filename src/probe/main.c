@@ -167,6 +167,7 @@ int main(int argc, char **argv)
 	int ret = parse_args(argc, argv, &cli);
 	if (ret != 0)
 		return ret > 0 ? 0 : 2;
+	log_set_ident("steer-probe");
 	log_setup(LOG_TARGET_STDERR, cli.have_level ? cli.level : LOG_LEVEL_NOTICE);
 	conf_t *conf = NULL;
 	char err[1024] = "";

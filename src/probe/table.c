@@ -308,22 +308,29 @@ static uint32_t kth_largest(uint32_t *v, size_t n, size_t k)
 	return v[k];
 }
 
-/* Hot = a volume at or above the volume of the (hot-share percent of the rows)-th busiest row;
- * ties at that volume are all hot, and a row nobody queries (volume 0) never is. */
+/* Hot = among the (hot-share percent of the rows) busiest: every row above the volume of the
+ * k-th busiest, then rows at that volume in table order until there are k; a row nobody
+ * queries (volume 0) never is. */
 static void mark_hot(probe_table_t *t)
 {
 	size_t k = t->n * t->o.hot_share / 100;
 	uint32_t threshold = UINT32_MAX;
+	size_t above = 0;
 	if (k > 0) {
 		uint32_t *v = xmalloc(t->n * sizeof(*v));
 		for (size_t i = 0; i < t->n; i++)
 			v[i] = t->rows[i].volume;
 		threshold = kth_largest(v, t->n, k - 1);
 		free(v);
+		for (size_t i = 0; i < t->n; i++)
+			above += t->rows[i].volume > threshold;
 	}
+	size_t ties = k - above;
 	for (size_t i = 0; i < t->n; i++) {
 		probe_row_t *r = &t->rows[i];
-		r->hot = k > 0 && r->volume > 0 && r->volume >= threshold;
+		bool tie = k > 0 && r->volume == threshold && ties > 0;
+		r->hot = k > 0 && r->volume > 0 && (r->volume > threshold || tie);
+		ties -= tie;
 	}
 }
 
@@ -445,8 +452,7 @@ bool probe_table_done(probe_table_t *t, probe_row_t *row, const probe_result_t *
 	row->in_flight = false;
 	bool measured = true;
 	if (res->answered == 0 && row->trying + 1u < t->o.n_methods) {
-		row->trying++;
-		row->due_ms = now_ms;
+		row->trying++; /* keeps its due time: it goes again at once, in its place */
 		measured = false;
 	} else {
 		if (res->answered > 0 && res->sent > 0)
