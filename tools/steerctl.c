@@ -59,7 +59,11 @@
  *             "ok_run": 5, "fail_run": 0, "flaps": 1, "probes": 42, "ttl_cap": 0,
  *             "ramp_percent": 40 (while slow start ramps),
  *             "last": {"ok": true, "rtt_us": 812, "detail": "HTTP 200", "at": 1700000042}}, ...]
- *           (health rows also carry "monitors": [{"key", "state", "last"}] for their checks)
+ *           (metrics checks, state "metrics", also carry "values": {"connections": {"value": 17,
+ *            "age_ms": 400, "fresh": true}, ...} and "values_at": 1700000042)
+ *           (health rows also carry "monitors": [{"key", "state", "last"}] for their checks,
+ *            and "load": {"values": {"connections": 17, ...}, "age_ms": 400, "round": 12} or
+ *            null: the fresh load values the policies use)
  *   override list
  *           {"state_file": "/var/lib/steer/overrides" | null,
  *            "overrides": [{"pattern": "service/x/dc1/any", "state": "DOWN" (state rules) |

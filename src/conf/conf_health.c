@@ -50,7 +50,8 @@ static const char *const metric_keys[CONF_METRIC_KINDS] = {
 
 #define METRIC_EXPR_MAXLEN 1024
 
-#define T(type) (1u << (type))
+#define T(type)      (1u << (type))
+#define UPDOWN_TYPES ((T(MON_N) - 1) & ~T(MON_METRICS))
 
 /* Keys that only some monitor types use; every other key applies to all of them. */
 static const struct {
@@ -78,6 +79,12 @@ static const struct {
     {"answer", T(MON_DNS)},
     {"command", T(MON_EXEC)},
     {"state", T(MON_STATIC)},
+    /* the up/down state machine: a metrics monitor has none */
+    {"fall", UPDOWN_TYPES},
+    {"rise", UPDOWN_TYPES},
+    {"hold-down", UPDOWN_TYPES},
+    {"slow-start", UPDOWN_TYPES},
+    {"ttl-floor", UPDOWN_TYPES},
 };
 
 typedef struct {

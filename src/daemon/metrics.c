@@ -373,13 +373,34 @@ static void render_checks(prom_t *p, const server_t *s)
 	free(rows);
 }
 
-static void render_targets(prom_t *p, const server_t *s)
+/* The kind of rows render_target_rows() writes for each target. */
+typedef enum { TARGET_UP, TARGET_LOAD, TARGET_LOAD_AGE } target_rows_t;
+
+static void target_row(prom_t *p, const gslb_health_t *h, uint32_t id, const prom_label_t *l,
+                       target_rows_t kind)
 {
-	prom_family(p, "steer_target_up",
-	            "Effective state of each GSLB target (monitors and overrides): 1 up, 0 down.",
-	            PROM_GAUGE);
-	if (s->gslb == NULL)
+	if (kind == TARGET_UP) {
+		prom_gauge(p, l, 3, gslb_sttl_down(gslb_health_sttl(h, id)) ? 0 : 1);
 		return;
+	}
+	const gslb_load_t *load = gslb_health_load(h, id);
+	if (!load)
+		return;
+	if (kind == TARGET_LOAD_AGE) {
+		prom_gauge(p, l, 3, load->age_ms / 1000.0);
+		return;
+	}
+	for (unsigned k = 0; k < GSLB_LOAD_KINDS; k++) {
+		if (!(load->have & (1u << k)))
+			continue;
+		prom_label_t lm[] = {l[0], l[1], l[2], {"metric", health_metric_name(k)}};
+		prom_gauge(p, lm, 4, load->v[k]);
+	}
+}
+
+/* One family's rows: every target with its service, datacenter and address labels. */
+static void render_target_rows(prom_t *p, const server_t *s, target_rows_t kind)
+{
 	size_t n;
 	const gslb_target_t *t = gslb_view_targets(s->gslb, &n);
 	const gslb_health_t *h = gslb_view_health(s->gslb);
@@ -400,8 +421,29 @@ static void render_targets(prom_t *p, const server_t *s)
 		if (!inet_ntop(t[i].family, t[i].addr, addr, sizeof(addr)))
 			snprintf(addr, sizeof(addr), "?");
 		prom_label_t l[] = {{"service", service}, {"datacenter", dc}, {"address", addr}};
-		prom_gauge(p, l, 3, gslb_sttl_down(gslb_health_sttl(h, t[i].id)) ? 0 : 1);
+		target_row(p, h, t[i].id, l, kind);
 	}
+}
+
+static void render_targets(prom_t *p, const server_t *s)
+{
+	prom_family(p, "steer_target_up",
+	            "Effective state of each GSLB target (monitors and overrides): 1 up, 0 down.",
+	            PROM_GAUGE);
+	if (s->gslb)
+		render_target_rows(p, s, TARGET_UP);
+	prom_family(p, "steer_target_load",
+	            "Fresh load values of each GSLB target, as its metrics monitor read them (the "
+	            "values the load policies use).",
+	            PROM_GAUGE);
+	if (s->gslb)
+		render_target_rows(p, s, TARGET_LOAD);
+	prom_family(p, "steer_target_load_age_seconds",
+	            "Age of the oldest fresh load value of each GSLB target when the health table "
+	            "was last published.",
+	            PROM_GAUGE);
+	if (s->gslb)
+		render_target_rows(p, s, TARGET_LOAD_AGE);
 }
 
 /* ---- the forwarder ---------------------------------------------------------------------- */

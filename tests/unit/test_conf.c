@@ -1142,6 +1142,8 @@ static const struct {
                                          "metrics)"},
     {H "err-metrics-format.yaml", H "err-metrics-format.yaml:5: monitors.format: expected one of "
                                     "prometheus, json, nginx-stub-status; got 'xml'"},
+    {H "err-metrics-fall.yaml", H "err-metrics-fall.yaml:5: monitors.load: 'fall' does not apply "
+                                  "to metrics monitors (only tcp, http, https, dns, exec, static)"},
     {H "err-metrics-negative.yaml",
      H "err-metrics-negative.yaml:7: monitors.capacity: -5 is not a number of 0 or more"},
     {H "err-metrics-as-monitor.yaml",

@@ -1,7 +1,9 @@
 /*
  * The monitor engine's state machine against a real TCP listener on 127.0.0.1: first result
  * decides, fall/rise, TTL caps, flapping, the state file and check identity across
- * health_engine_set_checks(). Runs the engine on its own libev loop.
+ * health_engine_set_checks(). Runs the engine on its own libev loop. Metrics checks scrape a
+ * small HTTP responder on the same loop: values, rates, counter resets, values kept over a
+ * failed scrape until they go stale, and a change callback only when a fresh value changed.
  */
 #include <arpa/inet.h>
 #include <ev.h>
@@ -223,6 +225,145 @@ static void test_static_and_start_errors(void)
 	health_engine_free(e);
 }
 
+/* ---- metrics checks against an HTTP responder on the loop ---- */
+
+static const char *http_body; /* what the responder serves now */
+
+typedef struct {
+	ev_io w;
+	char req[2048];
+	size_t len;
+} http_client_t;
+
+static void on_client(struct ev_loop *l, ev_io *w, int revents)
+{
+	(void)revents;
+	http_client_t *c = (http_client_t *)w;
+	ssize_t n = read(w->fd, c->req + c->len, sizeof(c->req) - 1 - c->len);
+	if (n > 0) {
+		c->len += (size_t)n;
+		c->req[c->len] = '\0';
+		if (!strstr(c->req, "\r\n\r\n"))
+			return;
+		char head[128];
+		int hl =
+		    snprintf(head, sizeof(head),
+		             "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+		             strlen(http_body));
+		CHECK(write(w->fd, head, (size_t)hl) == hl, "response head");
+		CHECK(write(w->fd, http_body, strlen(http_body)) == (ssize_t)strlen(http_body),
+		      "response body");
+	}
+	ev_io_stop(l, w);
+	close(w->fd);
+	free(c);
+}
+
+static void on_accept(struct ev_loop *l, ev_io *w, int revents)
+{
+	(void)revents;
+	int fd = accept(w->fd, NULL, NULL);
+	if (fd < 0)
+		return;
+	http_client_t *c = calloc(1, sizeof(*c));
+	ev_io_init(&c->w, on_client, fd, EV_READ);
+	ev_io_start(l, &c->w);
+}
+
+/* Run the loop until check @p i has @p probes results (or 3 s). */
+static bool run_results(health_engine_t *e, size_t i, uint64_t probes)
+{
+	bool late = false;
+	ev_timer t;
+	ev_timer_init(&t, timeout_cb, 3., 0.);
+	t.data = &late;
+	ev_timer_start(loop, &t);
+	health_check_status_t st;
+	for (health_engine_status(e, i, &st); st.probes < probes && !late;
+	     health_engine_status(e, i, &st))
+		ev_run(loop, EVRUN_ONCE);
+	ev_timer_stop(loop, &t);
+	return !late;
+}
+
+enum { C = HEALTH_METRIC_CONNECTIONS, CAP = HEALTH_METRIC_CAPACITY, K = HEALTH_METRIC_KBPS };
+
+static void test_metrics_check(void)
+{
+	uint16_t port = 0;
+	int lfd = listener(&port);
+	ev_io acc;
+	ev_io_init(&acc, on_accept, lfd, EV_READ);
+	ev_io_start(loop, &acc);
+	health_engine_t *e;
+	char err[256];
+	CHECK(health_engine_new(loop, NULL, on_change, NULL, &e, err, sizeof(err)) == 0, "new");
+	health_check_def_t d = tcp_def("load@127.0.0.1", port, 1, 1);
+	d.spec.type = HEALTH_PROBE_METRICS;
+	d.spec.format = METRICS_PROMETHEUS;
+	d.spec.path = "/metrics";
+	d.spec.metric_expr[C] = "conn{pool=\"a\"}";
+	d.spec.metric_expr[K] = "rate(bytes_total) / 1000";
+	d.metric_const[CAP] = 500;
+	d.metric_const_mask = 1u << CAP;
+	d.stale_after_ms = 400;
+	d.interval_ms = 100;
+	http_body = "conn{pool=\"a\"} 10\nconn{pool=\"b\"} 99\nbytes_total 1000\n";
+	health_engine_set_checks(e, &d, 1, NULL);
+	health_check_status_t st;
+	health_engine_status(e, 0, &st);
+	CHECK(st.is_metrics && st.have == 1u << CAP && st.fresh == 1u << CAP,
+	      "before a scrape: only the configured number");
+
+	int before = changes;
+	CHECK(run_results(e, 0, 1), "first scrape");
+	health_engine_status(e, 0, &st);
+	CHECK(st.known && !st.down && st.last_ok && st.values[C] == 10 &&
+	          st.fresh == (1u << C | 1u << CAP),
+	      "first scrape: the gauge, no rate yet (fresh %x, %s)", st.fresh, st.last_detail);
+	CHECK(strcmp(health_check_state_str(&st), "metrics") == 0, "state text");
+	CHECK(changes == before + 1, "first values: one change (%d)", changes - before);
+
+	http_body = "conn{pool=\"a\"} 10\nbytes_total 3000\n";
+	CHECK(run_results(e, 0, 2), "second scrape");
+	health_engine_status(e, 0, &st);
+	CHECK((st.fresh & 1u << K) && st.values[K] > 2 && st.values[K] < 40,
+	      "rate: 2000 bytes over about 100 ms, in KB/s: %g", st.values[K]);
+
+	/* The same numbers: the rate becomes 0 once, then nothing changes, and no callback. */
+	http_body = "conn{pool=\"a\"} 10\nbytes_total 3000\n";
+	CHECK(run_results(e, 0, 3), "third scrape");
+	before = changes;
+	CHECK(run_results(e, 0, 6), "three more");
+	health_engine_status(e, 0, &st);
+	CHECK(st.values[K] == 0 && changes == before, "unchanged values: no callback (%d)",
+	      changes - before);
+
+	/* A counter reset: no rate this round, the last one stays. */
+	http_body = "conn{pool=\"a\"} 12\nbytes_total 5\n";
+	CHECK(run_results(e, 0, 7), "reset scrape");
+	health_engine_status(e, 0, &st);
+	CHECK(st.values[C] == 12 && st.values[K] == 0 && (st.fresh & 1u << K),
+	      "after a reset the gauge moves and the rate is kept");
+
+	/* Garbage: the scrape fails, the values stay until stale-after, then go (a callback). */
+	http_body = "<html>oops</html>\n";
+	CHECK(run_results(e, 0, 8), "garbage scrape");
+	health_engine_status(e, 0, &st);
+	CHECK(!st.last_ok && strncmp(st.last_detail, "prometheus body: line 1", 23) == 0 &&
+	          (st.fresh & 1u << C) && st.values[C] == 12,
+	      "failed scrape keeps the values: %s", st.last_detail);
+	before = changes;
+	run_for(0.6);
+	health_engine_status(e, 0, &st);
+	CHECK(st.fresh == 1u << CAP && (st.have & 1u << C) && st.age_ms[C] >= 400 && !st.down,
+	      "stale after 400 ms (fresh %x, age %u)", st.fresh, st.age_ms[C]);
+	CHECK(changes > before, "going stale calls back");
+	health_engine_free(e);
+	ev_io_stop(loop, &acc);
+	close(lfd);
+}
+
 int main(void)
 {
 	loop = ev_loop_new(EVFLAG_AUTO);
@@ -230,6 +371,7 @@ int main(void)
 	test_flapping();
 	test_state_file_and_identity();
 	test_static_and_start_errors();
+	test_metrics_check();
 	CHECK(changes > 0, "change callback called");
 	ev_loop_destroy(loop);
 	return unit_finish("test_engine");
