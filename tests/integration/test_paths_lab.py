@@ -1,16 +1,35 @@
 """Measured steering end to end (tests/integration/lab_delay.py): three sites whose probes to
 the resolvers cross a userspace delay line with 5, 20 and 60 ms, a real steer-probe in each,
-steerd in the node namespace fetching their tables with `policy: rtt`.
+steerd in the node namespace fetching their tables for a service with `policy: rtt` and
+`fallback-policy: failover` (failover order s60, s5, s20, so the fallback never answers what
+the measurements would).
 
 First the delay line on its own (packet code without root; the line in its namespaces with
 root): each site's delay, TTL, jitter and swaps as configured, for ICMP, TCP and DNS over IPv4
 and IPv6, and nothing answered that is not addressed to the resolver prefixes from a site.
-"""
 
+Then the scenarios, in order, on one lab (module fixture `steering`):
+  - every client prefix (ECS from the test, IPv4 and IPv6; resolvers querying from their own
+    address in the client namespace) ends on the 5 ms site, with the table's scope; the
+    agents' tables and `steerctl paths` hold each site's delay, hops and the sticky best;
+  - an unprobed prefix is answered at once by the fallback with the table's scope, then
+    probed (urgent demand) and steered;
+  - the delays swapped (5 <-> 60 ms) move every answer within the bound the intervals give,
+    and back;
+  - s5 and s20 within 5 % of each other under +-15 % jitter: the agents' raw RTTs cross,
+    the answers never move;
+  - the delay line saw no DNS probe for another name than dns-name, nor to a prefix no node
+    reported;
+  - s5's agent killed: its last table steers until path-ttl, then the best measured site left
+    takes over; every agent killed: the fallback decides.
+The intervals are short (probe 1 s, publish, fetch and demand 500 ms, path-ttl 5 s), so the
+whole module takes about 45 s.
+"""
 from __future__ import annotations
 
 import http.client
 import ipaddress
+import json
 import os
 import signal
 import socket
@@ -290,7 +309,7 @@ NODE_HTTP = 8053
 # The intervals of CONFIG, in seconds: the bounds below are computed from them.
 PROBE_INTERVAL, PUBLISH, FETCH, DEMAND, PATH_TTL = 1.0, 0.5, 0.5, 0.5, 5.0
 # What the machine may add to a bound: two cores shared with builds and other tests.
-MARGIN_S = 1.5
+MARGIN_S = 1.0
 SITE_OF = {"192.0.2.5": "s5", "192.0.2.20": "s20", "192.0.2.60": "s60"}
 # Failover order s60, s5, s20: the fallback's answer (s60) is never the measured best (s5),
 # and with s5's agent gone the best measured site (s20) is not the fallback's either.
@@ -446,6 +465,16 @@ class Steering:
                             f"{now}\n{self.explain(clients[0])}")
             time.sleep(0.05)
 
+    def ctl_json(self, *args: str):
+        """`steerctl --json ARGS` against the node: its "data", after checking it is ok."""
+        res = subprocess.run(["ip", "netns", "exec", self.lab.node, STEERCTL, "-s",
+                              str(self.dir / "ctl.sock"), "--json", *args],
+                             capture_output=True, text=True, timeout=10)
+        assert res.returncode == 0, res.stdout + res.stderr
+        reply = json.loads(res.stdout)
+        assert reply.get("ok") is True, reply
+        return reply["data"]
+
     def explain(self, client: str) -> str:
         """`steerctl explain` for @client (an ECS prefix or a resolver address)."""
         if "/" in client:
@@ -517,10 +546,11 @@ class Answer:
 
 
 ALL_CLIENTS = ECS_PREFIXES + SOURCES
-# One round of probes for every prefix, the agent's publish and the node's fetch; a swap needs
-# two rounds of it (hysteresis), the first measurement of a new prefix one plus the demand poll.
+# A round: every prefix measured once (probe interval). After a change of the delays the
+# measurement in flight may still straddle it (one round), then two rounds of new values pass
+# the hysteresis (rounds: 2), then the agent publishes and the node fetches once more.
 ROUND_S = PROBE_INTERVAL
-SWAP_BOUND = 2 * ROUND_S + PUBLISH + FETCH
+SWAP_BOUND = ROUND_S + 2 * ROUND_S + PUBLISH + FETCH
 
 
 @pytest.fixture(scope="module")
@@ -566,6 +596,23 @@ def test_every_prefix_steers_to_the_5ms_site(steering):
             assert cell["loss"] == 0 and cell["answered"] >= 1, (name, row, cell)
             hops.setdefault(name, set()).add(cell["hops"])
     assert max(hops["s5"]) < min(hops["s20"]) and max(hops["s20"]) < min(hops["s60"]), hops
+    # What the node merged, as `steerctl paths` shows it: the same RTTs, s5 the sticky best,
+    # the prefix's demand with the address the agents probe.
+    state = steering.ctl_json("paths")
+    assert {a["datacenter"]: a["state"] for a in state["agents"]} == \
+        {name: "up" for name in steering.lab.site_names}
+    for client in ALL_CLIENTS:
+        addr = str(ipaddress_network(client).network_address + 1) if "/" in client else client
+        data = steering.ctl_json("paths", addr)
+        assert data["row"]["prefix"] == row_of(client)[1] and data["row"]["best"] == "s5", data
+        for col in data["row"]["columns"]:
+            delay = steering.lab.delays[col["datacenter"]]
+            assert not col["empty"] and delay <= col["rtt_ms"] <= delay + SLACK_MS, col
+        assert data["prefix_demand"]["ecs"] == ("/" in client), data["prefix_demand"]
+        if "/" not in client:
+            assert data["prefix_demand"]["probe"] == client, data["prefix_demand"]
+    text = steering.explain("198.18.10.0/24")
+    assert "row 198.18.10.0/24 from ECS" in text and "sticky best: s5" in text, text
 
 
 @in_lab
@@ -651,6 +698,10 @@ def test_killed_agent_keeps_its_table_until_path_ttl_then_falls_back(steering):
     moved = time.monotonic() - killed
     print(f"s5's agent killed: answers left s5 after {moved:.2f} s (path-ttl {PATH_TTL} s)")
     assert moved >= PATH_TTL - PUBLISH - FETCH - 0.5
+    agents = {a["datacenter"]: a["state"] for a in steering.ctl_json("paths")["agents"]}
+    assert agents["s5"] != "up" and agents["s20"] == agents["s60"] == "up", agents
+    row = steering.ctl_json("paths", "198.18.10.1")["row"]
+    assert [c["datacenter"] for c in row["columns"] if not c["empty"]] == ["s20", "s60"], row
     # Every agent gone: no measurement at all, the fallback (failover) decides.
     for name in ("s20", "s60"):
         steering.agents[name].kill()
