@@ -159,8 +159,10 @@ class Agents:
         self.tables = tables  # version -> [body per datacenter]
         self.version = None
         self.bodies, self.etag = [], ""
-        self.served = {}  # dc -> monotonic time its current body was last sent
+        self.served = {}  # dc -> when a body of the current version was first sent
         self.requests = 0
+        self.aborted = 0  # transfers the node gave up (its fetch-timeout)
+        self.serving = False  # 503 until then: steerd's RSS without any table
         agents = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -174,8 +176,11 @@ class Agents:
                     self.send_error(404)
                     return
                 k = int(parts[0][2:])
+                if not agents.serving:
+                    self.send_error(503)
+                    return
                 with agents.lock:
-                    body, etag = agents.bodies[k], agents.etag
+                    body, etag, version = agents.bodies[k], agents.etag, agents.version
                 if self.headers.get("If-None-Match") == etag:
                     self.send_response(304)
                     self.send_header("ETag", etag)
@@ -189,14 +194,19 @@ class Agents:
                 self.end_headers()
                 self.wfile.write(body)
                 with agents.lock:
-                    if etag == agents.etag:
-                        agents.served[k] = time.monotonic()
+                    if version == agents.version:
+                        agents.served.setdefault(k, time.monotonic())
 
             def log_message(self, *a):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                agents.aborted += 1
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -208,10 +218,18 @@ class Agents:
         gen = generated_ms.to_bytes(8, "big")
         bodies = [b[:8] + gen + b[16:] for b in bodies]
         with self.lock:
+            if version != self.version:
+                self.served = {}
             self.version, self.bodies, self.etag = version, bodies, '"%d"' % generated_ms
-            self.served = {}
+
+    def republish(self, interval, stop):
+        """Like a real agent, publish the current version as a new generation every
+        @interval s until @stop is set (the node's hysteresis counts changed tables)."""
+        while not stop.wait(interval):
+            self.set_version(self.version, int(time.time() * 1000))
 
     def all_served(self):
+        """When the last agent first sent its table of the current version, or None."""
         with self.lock:
             return max(self.served.values()) if len(self.served) == NDC else None
 
@@ -241,7 +259,7 @@ def steerd_argv(binary, data, agents, fetch_interval):
                  for k in range(NDC)]
         conf += ["    default: [%s]" % ", ".join(dc_list(0)), "paths:", "  agents:"]
         conf += ['    - { datacenter: dc%d, url: "%s" }' % (k, agents.url(k)) for k in range(NDC)]
-        conf += ["  fetch-interval: %s" % fetch_interval, "  fetch-timeout: 10s",
+        conf += ["  fetch-interval: %s" % fetch_interval, "  fetch-timeout: %s" % fetch_interval,
                  "  max-prefixes: 2000000", "  hysteresis: { rounds: 1 }", "services:"]
         for name, policy in (("geo", "policy: geo"),
                              ("rtt", "policy: rtt\n    fallback-policy: geo")):
@@ -443,16 +461,22 @@ def swap_under_load(args, srv, agents, sample, ecs_file):
 
     watcher = threading.Thread(target=watch_rss, daemon=True)
     sw = threading.Thread(target=switcher, daemon=True)
+    publisher = threading.Thread(target=agents.republish, args=(args.publish_interval, done),
+                                 daemon=True)
     rss_before = rss_mib(srv)
+    aborted = agents.aborted
     watcher.start()
+    publisher.start()
     sw.start()
     res = measure(args, row, duration=args.swap_duration)
     sw.join()
     done.set()
     watcher.join()
+    publisher.join()
     out = {"qps": res["qps"], "sent": res.get("sent"), "lost": res["lost"], "bad": res["bad"],
            "switches": switches, "rss_before_mib": rss_before, "rss_peak_mib": rss_peak[0],
-           "hwm_mib": rss_mib(srv, "VmHWM"), "paths": steerctl_paths(args, srv)}
+           "hwm_mib": rss_mib(srv, "VmHWM"), "paths": steerctl_paths(args, srv),
+           "aborted_transfers": agents.aborted - aborted}
     times = [s["served_to_answers_s"] for s in switches if s.get("served_to_answers_s")]
     print("\nswap under load: %d switch(es) of the %s-row x %d-site table during %g s of "
           "rtt queries" % (len(switches), format(args.rows, ","), NDC, args.swap_duration))
@@ -464,6 +488,8 @@ def swap_under_load(args, srv, agents, sample, ecs_file):
               % (statistics.median(times), max(times), "met" if max(times) <= 1 else "MISSED"))
     print("  RSS: %.1f MiB before, %.1f MiB peak during, VmHWM %.1f MiB (goal <= 64 MiB)"
           % (rss_before, rss_peak[0], out["hwm_mib"]))
+    print("  table transfers the node abandoned (fetch-timeout): %d"
+          % out["aborted_transfers"])
     if any("error" in s for s in switches):
         print("  ERROR: %s" % [s["error"] for s in switches if "error" in s][0])
     return out
@@ -489,7 +515,9 @@ def parse_args():
     ap.add_argument("--loadgen-args", default="")
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--loadgen-cpu", type=int, default=1)
-    ap.add_argument("--fetch-interval", default="1s")
+    ap.add_argument("--fetch-interval", default="2s", help="the node's (and its fetch-timeout)")
+    ap.add_argument("--publish-interval", type=float, default=2.0,
+                    help="s between the made-up agents' new generations during the swap")
     ap.add_argument("--swaps", type=int, default=4)
     ap.add_argument("--swap-duration", type=float, default=20)
     ap.add_argument("--quiet-wait", type=float, default=0,
@@ -539,15 +567,27 @@ def main():
         run.RUNNING.append(srv)
         srv.start()
         answers = run.wait_answering(srv, "static." + ZONE, "A", 60)
-        loaded = wait_table(srv, sample, "A", 120) + answers
+        time.sleep(1.0)
+        rss_empty = rss_mib(srv)  # the agents answer 503 so far: no table
+        agents.serving = True
+        t_serve = time.monotonic()
+        loaded = wait_table(srv, sample, "A", 120)
+        served = agents.all_served()
         rss = rss_mib(srv)
         verify_geo(srv.port, prefixes, sample)
-        record["load"] = {"answers_s": answers, "table_s": loaded, "rss_mib": rss,
+        record["load"] = {"answers_s": answers, "table_s": loaded,
+                          "served_to_answers_s": t_serve + loaded - served,
+                          "rss_empty_mib": rss_empty, "rss_mib": rss,
                           "hwm_mib": rss_mib(srv, "VmHWM"), "paths": steerctl_paths(args, srv)}
-        print("load: steerd answers after %.2f s; rtt answers follow the %s-row x %d-site table "
-              "after %.2f s; RSS %.1f MiB (peak %.1f MiB)"
-              % (answers, format(args.rows, ","), NDC, loaded, rss,
-                 record["load"]["hwm_mib"]))
+        print("load: steerd answers after %.2f s with RSS %.1f MiB and no table; the agents "
+              "then serve the %s-row x %d-site table: rtt answers follow it %.2f s later, "
+              "%.2f s after the last agent's table was sent; RSS %.1f MiB (peak %.1f MiB)"
+              % (answers, rss_empty, format(args.rows, ","), NDC, loaded,
+                 record["load"]["served_to_answers_s"], rss, record["load"]["hwm_mib"]))
+        paths = record["load"]["paths"]
+        if paths and "table" in paths:
+            print("  steerctl paths: %(rows4)d + %(rows6)d rows, %(cells)d cells, %(bytes)d "
+                  "bytes, built in %(build_s).3f s" % paths["table"])
         if not args.no_qps:
             record["qps"], record["ratios"] = throughput(args, srv, ecs_file)
         if not args.no_swap:
