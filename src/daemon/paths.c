@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,21 @@ static const char *const result_names[FETCH_RESULTS] = {
 
 typedef enum { AGENT_UNKNOWN, AGENT_UP, AGENT_DOWN } agent_state_t;
 
+/* An agent's decoded table. A build on the worker thread reads it while the agent may already
+ * have a newer one: both hold a reference (counted on the control thread only). */
+struct site_table {
+	gslb_path_table_t t;
+	unsigned refs;
+};
+
+static void site_unref(struct site_table *st)
+{
+	if (!st || --st->refs > 0)
+		return;
+	gslb_pathfmt_table_free(&st->t);
+	free(st);
+}
+
 typedef struct {
 	struct paths *owner;
 	char *datacenter; /* name, owned */
@@ -70,9 +86,13 @@ typedef struct {
 	char new_etag[ETAG_MAX];
 	char errbuf[CURL_ERROR_SIZE];
 	/* the last good table */
-	gslb_path_table_t table;
-	bool have_table;
-	bool changed; /* a new table since the last build */
+	struct site_table *site; /* a table no build has merged yet (NULL = none); shared with a
+	                          * running build. Freed once merged: the merged table keeps the
+	                          * column and the next builds reuse it (in_table). */
+	bool in_table;           /* the served merged table holds this agent's last table */
+	size_t rows;             /* of the last good table */
+	uint64_t generated_ms;   /* ditto */
+	bool changed;            /* a new table since the last build */
 	char etag[ETAG_MAX];
 	uint64_t table_wall_ms; /* when it arrived */
 	/* state */
@@ -95,7 +115,10 @@ struct paths {
 	size_t in_flight;
 	bool dirty; /* an agent's table changed, or one was dropped */
 	/* the merged table */
-	gslb_paths_t *table; /* our reference; the served view holds its own */
+	gslb_paths_t *table;   /* our reference; the served view holds its own */
+	struct build_job *job; /* the build running on its thread, NULL = none */
+	uint64_t generation;   /* a reload discards the result of a build started before it */
+	ev_async built_w;
 	uint64_t built_mono_ms;
 	double build_s;
 	uint64_t builds, build_errors;
@@ -139,8 +162,7 @@ static void agent_cancel(agent_t *a)
 static void agent_free(agent_t *a)
 {
 	agent_cancel(a);
-	if (a->have_table)
-		gslb_pathfmt_table_free(&a->table);
+	site_unref(a->site);
 	free(a->body);
 	free(a->datacenter);
 	free(a->url);
@@ -222,7 +244,7 @@ static void agent_fetch_start(struct paths *p, agent_t *a)
 	a->easy = curl_easy_init();
 	char line[ETAG_MAX + CTL_HTTP_TOKEN_MAX + 64];
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: " PATHS_CONTENT_TYPE);
-	if (h && a->have_table && a->etag[0]) {
+	if (h && (a->site || a->in_table) && a->etag[0]) {
 		snprintf(line, sizeof(line), "If-None-Match: %s", a->etag);
 		h = curl_slist_append(h, line);
 	}
@@ -271,11 +293,10 @@ static void agent_set_state(agent_t *a, agent_state_t state, const char *error)
 	if (was == state)
 		return;
 	if (state == AGENT_UP)
-		log_info("paths: agent %s (%s) up: %zu rows", a->datacenter, a->url,
-		         a->have_table ? a->table.n4 + a->table.n6 : 0);
+		log_info("paths: agent %s (%s) up: %zu rows", a->datacenter, a->url, a->rows);
 	else
 		log_warn("paths: agent %s (%s) down: %s%s", a->datacenter, a->url, a->error,
-		         a->have_table ? " (keeping its last table until path-ttl)" : "");
+		         a->generated_ms ? " (keeping its last table until path-ttl)" : "");
 }
 
 /* A 200: decode, check it is this datacenter's table, keep it. */
@@ -294,10 +315,12 @@ static fetch_result_t agent_take_body(agent_t *a, char *why, size_t whylen)
 		gslb_pathfmt_table_free(&t);
 		return FETCH_INVALID;
 	}
-	if (a->have_table)
-		gslb_pathfmt_table_free(&a->table);
-	a->table = t;
-	a->have_table = true;
+	site_unref(a->site);
+	a->site = xcalloc(1, sizeof(*a->site));
+	a->site->t = t;
+	a->site->refs = 1;
+	a->rows = t.n4 + t.n6;
+	a->generated_ms = t.generated_ms;
 	a->changed = true;
 	a->table_wall_ms = wall_ms();
 	snprintf(a->etag, sizeof(a->etag), "%s", a->new_etag);
@@ -368,38 +391,65 @@ static void build_opts(const struct paths *p, size_t *column_dc, gslb_paths_opts
 	};
 }
 
-/* Merge the agents' tables; NULL (logged) only when the merge refuses its input. */
-static gslb_paths_t *table_build(struct paths *p, const gslb_paths_t *prev, size_t n_datacenters)
-{
-	gslb_paths_site_t *sites = xcalloc(p->n_agents + 1, sizeof(*sites));
-	size_t *column_dc = xcalloc(p->n_agents + 1, sizeof(*column_dc));
-	for (size_t i = 0; i < p->n_agents; i++) {
-		const agent_t *a = &p->agents[i];
-		sites[i] = (gslb_paths_site_t){.table = a->have_table ? &a->table : NULL,
-		                               .fetched_ms = a->table_wall_ms,
-		                               .changed = a->changed};
-	}
+/*
+ * One merge of the agents' tables. A million rows from eight agents take most of a second, so
+ * merges after fetch rounds run on a thread of their own and the control loop keeps serving
+ * probes and commands meanwhile; the job holds references to everything it reads.
+ */
+typedef struct build_job {
+	struct paths *p;
+	uint64_t generation;
+	gslb_paths_t *prev; /* a reference; read only */
+	struct site_table **sites_held;
+	gslb_paths_site_t *sites;
+	size_t *column_dc;
+	size_t n;
 	gslb_paths_opts_t opts;
-	build_opts(p, column_dc, &opts, n_datacenters);
-	char err[256] = "";
+	uint64_t now_ms;
+	/* results */
+	gslb_paths_t *result;
+	char err[256];
+	double secs;
+	pthread_t thread;
+} build_job_t;
+
+/* Snapshot what a merge needs; the round's changes now belong to this build. */
+static build_job_t *job_new(struct paths *p, gslb_paths_t *prev, size_t n_datacenters)
+{
+	build_job_t *j = xcalloc(1, sizeof(*j));
+	j->p = p;
+	j->generation = p->generation;
+	j->prev = prev ? gslb_paths_ref(prev) : NULL;
+	j->n = p->n_agents;
+	j->sites_held = xcalloc(j->n + 1, sizeof(*j->sites_held));
+	j->sites = xcalloc(j->n + 1, sizeof(*j->sites));
+	j->column_dc = xcalloc(j->n + 1, sizeof(*j->column_dc));
+	for (size_t i = 0; i < j->n; i++) {
+		agent_t *a = &p->agents[i];
+		if (a->site)
+			a->site->refs++;
+		j->sites_held[i] = a->site;
+		j->sites[i] = (gslb_paths_site_t){.table = a->site ? &a->site->t : NULL,
+		                                  .fetched_ms = a->table_wall_ms,
+		                                  .changed = a->changed,
+		                                  .reuse = !a->site && a->in_table && prev};
+		a->changed = false;
+	}
+	build_opts(p, j->column_dc, &j->opts, n_datacenters);
+	j->now_ms = wall_ms();
+	p->dirty = false;
+	return j;
+}
+
+/* Any thread: touches nothing but the job. */
+static void job_run(build_job_t *j)
+{
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	gslb_paths_t *t = gslb_paths_build(prev, sites, &opts, wall_ms(), err, sizeof(err));
+	j->result =
+	    gslb_paths_build(j->prev, j->sites, &j->opts, j->now_ms, j->err, sizeof(j->err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	free(sites);
-	free(column_dc);
-	if (!t) {
-		p->build_errors++;
-		log_err("paths: cannot merge the agents' tables: %s", err);
-		return NULL;
-	}
-	p->build_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	p->builds++;
-	p->built_mono_ms = mono_ms();
-	for (size_t i = 0; i < p->n_agents; i++)
-		p->agents[i].changed = false;
-	p->dirty = false;
-	return t;
+	j->secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 }
 
 static void table_replace(struct paths *p, gslb_paths_t *t)
@@ -408,19 +458,115 @@ static void table_replace(struct paths *p, gslb_paths_t *t)
 	p->table = t;
 }
 
+/*
+ * Serve @p j's table from now on (the job is of the current generation, so its columns are
+ * the agents in order). The decoded tables it merged are no longer needed: the table holds
+ * their columns, and the next builds reuse them.
+ */
+static void job_install(struct paths *p, const build_job_t *j)
+{
+	table_replace(p, gslb_paths_ref(j->result));
+	for (size_t i = 0; i < j->n && i < p->n_agents; i++) {
+		agent_t *a = &p->agents[i];
+		if (j->sites_held[i] && a->site == j->sites_held[i]) {
+			site_unref(a->site);
+			a->site = NULL;
+		}
+		a->in_table = j->sites_held[i] || j->sites[i].reuse;
+	}
+}
+
+/* Control thread: drop the job's references; returns its table (NULL: failed, logged). */
+static gslb_paths_t *job_finish(build_job_t *j)
+{
+	struct paths *p = j->p;
+	gslb_paths_t *t = j->result;
+	if (t) {
+		p->builds++;
+		p->build_s = j->secs;
+		p->built_mono_ms = mono_ms();
+	} else {
+		p->build_errors++;
+		log_err("paths: cannot merge the agents' tables: %s", j->err);
+	}
+	for (size_t i = 0; i < j->n; i++)
+		site_unref(j->sites_held[i]);
+	gslb_paths_unref(j->prev);
+	free(j->sites_held);
+	free(j->sites);
+	free(j->column_dc);
+	free(j);
+	return t;
+}
+
+/*
+ * Merge on the control thread (reload: the new view needs its table before it is served) and
+ * serve the result from now on; false when the merge failed (logged, nothing changes).
+ */
+static bool table_build(struct paths *p, gslb_paths_t *prev, size_t n_datacenters)
+{
+	build_job_t *j = job_new(p, prev, n_datacenters);
+	job_run(j);
+	if (j->result)
+		job_install(p, j);
+	gslb_paths_t *t = job_finish(j);
+	gslb_paths_unref(t); /* job_install() took the table's reference */
+	return t != NULL;
+}
+
+static void *job_thread(void *arg)
+{
+	build_job_t *j = arg;
+	job_run(j);
+	ev_async_send(j->p->s->loop, &j->p->built_w);
+	return NULL;
+}
+
+static void maybe_publish(struct paths *p);
+
+/* The build thread is done: publish its table unless a reload came in between. */
+static void on_built(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct paths *p = w->data;
+	build_job_t *j = p->job;
+	if (!j)
+		return;
+	pthread_join(j->thread, NULL);
+	p->job = NULL;
+	bool current = j->generation == p->generation && j->result;
+	if (current)
+		job_install(p, j);
+	gslb_paths_unref(job_finish(j));
+	if (current)
+		server_publish_paths(p->s, p->table);
+	if (p->dirty)
+		maybe_publish(p); /* a table came in while this one was merged */
+}
+
 /* After a round of fetches: merge and publish when something changed or cells aged. */
 static void maybe_publish(struct paths *p)
 {
 	uint64_t every = (uint64_t)p->cfg.path_ttl * 1000 / REBUILD_SHARE;
 	if (every < p->cfg.fetch_interval)
 		every = p->cfg.fetch_interval;
-	if (!p->dirty && p->table && mono_ms() - p->built_mono_ms < every)
-		return;
-	gslb_paths_t *t = table_build(p, p->table, p->s->conf->n_datacenters);
-	if (!t)
-		return;
-	table_replace(p, t);
-	server_publish_paths(p->s, t);
+	if (p->job || (!p->dirty && p->table && mono_ms() - p->built_mono_ms < every))
+		return; /* a running build: on_built() looks at dirty again */
+	build_job_t *j = job_new(p, p->table, p->s->conf->n_datacenters);
+	p->job = j;
+	if (pthread_create(&j->thread, NULL, job_thread, j) != 0) {
+		log_warn("paths: cannot start a build thread (%s): merging on the control thread",
+		         strerror(errno));
+		p->job = NULL;
+		job_run(j);
+		bool ok = j->result != NULL;
+		if (ok)
+			job_install(p, j);
+		gslb_paths_unref(job_finish(j));
+		if (ok)
+			server_publish_paths(p->s, p->table);
+	}
 }
 
 static void transfers_done(void *ctx)
@@ -577,6 +723,9 @@ int paths_start(server_t *s, char *err, size_t errlen)
 	s->paths = p;
 	ev_timer_init(&p->fetch_w, on_fetch_timer, 0., 0.);
 	p->fetch_w.data = p;
+	ev_async_init(&p->built_w, on_built);
+	p->built_w.data = p;
+	ev_async_start(s->loop, &p->built_w);
 	int ret = curl_loop_new(s->loop, transfers_done, p, &p->curl, err, errlen);
 	if (ret == 0)
 		ret = rings_start(s, p);
@@ -609,16 +758,34 @@ static agent_t *find_agent(agent_t *old, size_t n, const conf_t *conf, const con
 	return NULL;
 }
 
-/* Hysteresis state is per column: carry it only when the columns mean the same. */
-static bool same_columns(const struct paths *p, const agent_t *old, size_t n_old)
+/*
+ * The previous table's columns are known by conf_t.datacenters index: they still mean the
+ * same datacenters when every old agent's index names its datacenter in @p conf. Then the
+ * new table reuses the columns of the agents that stay and carries the hysteresis state.
+ */
+static bool same_columns(const conf_t *conf, const agent_t *old, size_t n_old)
 {
-	if (p->n_agents != n_old)
-		return false;
 	for (size_t i = 0; i < n_old; i++) {
-		if (strcmp(p->agents[i].datacenter, old[i].datacenter) != 0)
+		if (old[i].dc >= conf->n_datacenters ||
+		    strcmp(conf->datacenters[old[i].dc].name, old[i].datacenter) != 0)
 			return false;
 	}
 	return true;
+}
+
+/* The previous table cannot be reused: what only it held must be fetched again in full. */
+static void forget_columns(struct paths *p)
+{
+	for (size_t i = 0; i < p->n_agents; i++) {
+		agent_t *a = &p->agents[i];
+		if (a->in_table && !a->site) {
+			a->etag[0] =
+			    '\0'; /* no If-None-Match: a 304 would leave the column empty */
+			a->generated_ms = 0;
+			a->rows = 0;
+		}
+		a->in_table = false;
+	}
 }
 
 void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_t **gslb)
@@ -626,6 +793,10 @@ void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_
 	struct paths *p = s->paths;
 	agent_t *old = p->agents;
 	size_t n_old = p->n_agents;
+	/* before the agents move; a new granularity cannot reuse the old rows either */
+	bool columns = same_columns(conf, old, n_old) &&
+	               p->cfg.ipv4_prefix == conf->paths.ipv4_prefix &&
+	               p->cfg.ipv6_prefix == conf->paths.ipv6_prefix;
 	bool was_enabled = p->enabled;
 	p->enabled = conf->paths.enabled;
 	p->cfg = settings_of(conf);
@@ -644,20 +815,18 @@ void paths_reload(server_t *s, const conf_t *conf, const char *token, gslb_view_
 			agent_init(p, &p->agents[i], conf, c);
 		}
 	}
-	bool columns = same_columns(p, old, n_old);
 	for (size_t i = 0; i < n_old; i++)
 		agent_free(&old[i]);
 	free(old);
 	for (unsigned i = 0; i < p->n_rings; i++)
 		gslb_demand_ring_set_sample(p->rings[i], p->enabled ? p->cfg.demand_sample : 16);
-	gslb_paths_t *t = NULL;
-	if (p->enabled) {
-		t = table_build(p, columns ? p->table : NULL, conf->n_datacenters);
-		if (!t)
-			t = NULL; /* logged; measured policies fall back until the next round */
-	}
-	table_replace(p, t);
-	gslb_view_t *next = gslb_view_with_paths(*gslb, t);
+	p->generation++; /* a build still running merges the old agents: not served */
+	if (!columns)
+		forget_columns(p);
+	/* a failed merge (logged) serves no table: measured policies fall back until the next */
+	if (!p->enabled || !table_build(p, columns ? p->table : NULL, conf->n_datacenters))
+		table_replace(p, NULL);
+	gslb_view_t *next = gslb_view_with_paths(*gslb, p->table);
 	gslb_view_free(*gslb);
 	*gslb = next;
 	if (p->enabled != was_enabled)
@@ -675,6 +844,12 @@ void paths_stop(server_t *s)
 	if (s->loop) {
 		ev_timer_stop(s->loop, &p->fetch_w);
 		ev_timer_stop(s->loop, &p->drain_w);
+		ev_async_stop(s->loop, &p->built_w);
+	}
+	if (p->job) {
+		pthread_join(p->job->thread, NULL);
+		gslb_paths_unref(job_finish(p->job));
+		p->job = NULL;
 	}
 	for (size_t i = 0; i < p->n_agents; i++)
 		agent_free(&p->agents[i]);
@@ -714,17 +889,14 @@ static json_t *agent_json(const agent_t *a, uint64_t now)
 	                      ms_or_null(a->last_fetch_wall_ms), "last_ok_ms",
 	                      ms_or_null(a->last_ok_wall_ms), "fetches", results, "error",
 	                      a->error[0] ? json_string(a->error) : json_null());
-	if (a->have_table) {
+	if (a->generated_ms) {
 		json_object_set_new(o, "etag", a->etag[0] ? json_string(a->etag) : json_null());
-		json_object_set_new(o, "rows",
-		                    json_integer((json_int_t)(a->table.n4 + a->table.n6)));
-		json_object_set_new(o, "generated_ms",
-		                    json_integer((json_int_t)a->table.generated_ms));
-		json_object_set_new(
-		    o, "table_age_s",
-		    json_integer(now > a->table.generated_ms
-		                     ? (json_int_t)((now - a->table.generated_ms) / 1000)
-		                     : 0));
+		json_object_set_new(o, "rows", json_integer((json_int_t)a->rows));
+		json_object_set_new(o, "generated_ms", json_integer((json_int_t)a->generated_ms));
+		json_object_set_new(o, "table_age_s",
+		                    json_integer(now > a->generated_ms
+		                                     ? (json_int_t)((now - a->generated_ms) / 1000)
+		                                     : 0));
 	} else {
 		json_object_set_new(o, "rows", json_null());
 	}
@@ -903,10 +1075,9 @@ void paths_metrics(const server_t *s, prom_t *pm)
 		const agent_t *a = &p->agents[i];
 		prom_label_t l = {"datacenter", a->datacenter};
 		double age = NAN;
-		if (a->have_table)
-			age = now > a->table.generated_ms
-			          ? (double)(now - a->table.generated_ms) / 1000.0
-			          : 0.0;
+		if (a->generated_ms)
+			age =
+			    now > a->generated_ms ? (double)(now - a->generated_ms) / 1000.0 : 0.0;
 		prom_gauge(pm, &l, 1, age);
 	}
 	prom_family(pm, "steer_paths_build_seconds", "How long the last merge of the tables took.",

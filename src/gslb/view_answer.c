@@ -165,7 +165,15 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 	d->order_len = 0;
 	d->paths = PATHS_NOT_USED;
 	uint8_t scope = 0;
-	if (s->map) {
+	bool use_map = s->map != NULL;
+	if (gslb_policy_kind_measured(s->p.policy)) {
+		/* The map only orders what the measurements leave out: with every datacenter
+		 * measured it would not change the answer, so it is not looked up. */
+		scope = view_measured_order(v, s, family, d, 0);
+		use_map = use_map && d->q.measured_len < s->p.dc_count;
+	}
+	d->map_used = use_map;
+	if (use_map) {
 		const view_map_t *m = s->map;
 		d->list =
 		    gslb_nettree_lookup_prefix(m->tree, d->family, d->addr, d->len, &d->scope);
@@ -177,7 +185,8 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 		}
 		d->q.order = d->order_len ? d->order : NULL;
 		d->q.order_len = d->order_len;
-		scope = d->scope;
+		if (d->scope > scope)
+			scope = d->scope;
 	}
 	/* Everything the policy needs is in d->q now, so it is called once and writes the answer
 	 * where the caller reads it. The persist key is hashed only for services that use it. */
@@ -190,8 +199,6 @@ uint8_t view_decide(const gslb_view_t *v, const view_svc_t *s, sa_family_t famil
 		if (plen > scope)
 			scope = (uint8_t)plen;
 	}
-	if (gslb_policy_kind_measured(s->p.policy))
-		scope = view_measured_order(v, s, family, d, scope);
 	gslb_policy_select(&s->p, v->health, &d->q, rng, ans, trace);
 	if (d->how != CLIENT_ECS)
 		scope = 0;

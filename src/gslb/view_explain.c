@@ -474,8 +474,11 @@ int gslb_view_explain(const gslb_view_t *view, const char *name, const char *cli
 		else
 			snprintf(a, sizeof(a), "unknown");
 		outf(&o, "client: %s/%u, %s\n", a, d.len, how_str(d.how));
-		if (s->map)
+		if (s->map && d.map_used)
 			explain_map(view, s, &d, &o);
+		else if (s->map)
+			outf(&o, "map: %s not consulted: every datacenter is measured\n",
+			     s->map->name);
 		if (gslb_policy_kind_measured(s->p.policy))
 			explain_measured(view, s, &d, &o);
 		if (o.pos < o.len) {

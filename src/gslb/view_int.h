@@ -130,6 +130,7 @@ typedef struct {
 	uint8_t order[GSLB_POLICY_DC_MAX];
 	uint8_t order_len;
 	gslb_policy_query_t q;
+	bool map_used; /* the map was looked up (d->list, d->scope valid) */
 	/* measured policies: */
 	uint8_t paths; /* paths_how_t */
 	uint8_t plen;  /* the rows' prefix length for d->family */
@@ -169,8 +170,8 @@ void view_pick_client(const view_map_t *map, const gslb_client_t *c, decide_t *d
 
 /**
  * For a measured policy of @p s: the order of its datacenters for the client in @p d (filled
- * by view_pick_client() and the map) into d->q.measured, and d->paths, d->row, d->plen. Returns
- * the ECS scope given the map's (or persist's) @p scope. Query threads; no allocation.
+ * by view_pick_client()) into d->q.measured, and d->paths, d->row, d->plen. Returns the ECS
+ * scope the measurement needs, at least @p scope. Query threads; no allocation.
  */
 uint8_t view_measured_order(const gslb_view_t *v, const view_svc_t *s, sa_family_t family,
                             decide_t *d, uint8_t scope) STEER_NONNULL(1, 2, 4);

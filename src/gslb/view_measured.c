@@ -9,14 +9,66 @@
 
 #include "gslb/view_int.h"
 
-/* Insert @p key into the ascending @p keys[0..n) (a service has a handful of datacenters:
- * insertion beats any sort here). */
+/* Insert @p key into the ascending @p keys[0..n). */
 static void insert_key(uint32_t *keys, unsigned n, uint32_t key)
 {
 	unsigned j = n;
 	for (; j > 0 && keys[j - 1] > key; j--)
 		keys[j] = keys[j - 1];
 	keys[j] = key;
+}
+
+/* One comparator of a sorting network on locals, so the whole network stays in registers. */
+#define CMP_SWAP(a, b)                                                                             \
+	do {                                                                                       \
+		uint32_t lo_ = a < b ? a : b, hi_ = a < b ? b : a;                                 \
+		a = lo_;                                                                           \
+		b = hi_;                                                                           \
+	} while (0)
+
+/*
+ * Sort @p keys[0..n) ascending. Measured values are noise to the branch predictor, so an
+ * insertion sort mispredicts about once per key; up to 8 keys (most services) go through
+ * Batcher's 19-comparator network instead, which compiles to conditional moves.
+ */
+static void sort_keys(uint32_t *keys, unsigned n)
+{
+	if (n > 8) {
+		for (unsigned i = 1; i < n; i++)
+			insert_key(keys, i, keys[i]);
+		return;
+	}
+	for (unsigned i = n; i < 8; i++)
+		keys[i] = UINT32_MAX;
+	uint32_t k0 = keys[0], k1 = keys[1], k2 = keys[2], k3 = keys[3], k4 = keys[4], k5 = keys[5],
+	         k6 = keys[6], k7 = keys[7];
+	CMP_SWAP(k0, k1);
+	CMP_SWAP(k2, k3);
+	CMP_SWAP(k4, k5);
+	CMP_SWAP(k6, k7);
+	CMP_SWAP(k0, k2);
+	CMP_SWAP(k1, k3);
+	CMP_SWAP(k4, k6);
+	CMP_SWAP(k5, k7);
+	CMP_SWAP(k1, k2);
+	CMP_SWAP(k5, k6);
+	CMP_SWAP(k0, k4);
+	CMP_SWAP(k1, k5);
+	CMP_SWAP(k2, k6);
+	CMP_SWAP(k3, k7);
+	CMP_SWAP(k2, k4);
+	CMP_SWAP(k3, k5);
+	CMP_SWAP(k1, k2);
+	CMP_SWAP(k3, k4);
+	CMP_SWAP(k5, k6);
+	keys[0] = k0;
+	keys[1] = k1;
+	keys[2] = k2;
+	keys[3] = k3;
+	keys[4] = k4;
+	keys[5] = k5;
+	keys[6] = k6;
+	keys[7] = k7;
 }
 
 /*
@@ -46,8 +98,9 @@ static unsigned order_by_cells(const gslb_view_t *v, const view_svc_t *s, decide
 			k = c.loss;
 		else
 			k = c.hops ? c.hops : 0x100; /* unknown hops last */
-		insert_key(keys, n++, k << 8 | i);
+		keys[n++] = k << 8 | i;
 	}
+	sort_keys(keys, n);
 	for (unsigned j = 0; j < n; j++)
 		d->measured[j] = (uint8_t)(keys[j] & 0xff);
 	return n;

@@ -309,6 +309,12 @@ def test_bad_agents_keep_their_last_table(steerd, agents, tmp_path):
                                 ("slow", "timeout", "no answer within 300ms"),
                                 ("error", "http-error", "HTTP 503")):
         a1.mode = mode
+        if mode == "slow":
+            # a slow agent never stalls the control thread: commands answer meanwhile
+            t0 = time.monotonic()
+            for _ in range(5):
+                srv.ctl_json("status")
+            assert time.monotonic() - t0 < 2.0
         st = wait_for(lambda: (s := dc1_state())["state"] == "down" and words in
                       (s["error"] or "") and s, 5, what=f"dc1 down after {mode}")
         assert st["fetches"][result] >= 1, st
@@ -478,6 +484,39 @@ def test_paths_can_be_turned_on_by_reload(steerd, agents, tmp_path):
         with urllib.request.urlopen(req, timeout=5) as r:
             return decode_demand(r.read())[1]
 
-    rows = wait_for(lambda: (d := demand_rows()) and d, 5, what="a demand row")
-    assert any(r["prefix"] == "192.0.2.0" and r["flags"] == 1 and r["volume"] >= 16
-               for r in rows), rows
+    # decisions before the first merge were urgent; a thread's cache reports a prefix about
+    # once a second, so the measured state shows within a second or two
+    def measured_row():
+        for _ in range(20):
+            answer(srv, "192.0.2.0/24")
+        rows = demand_rows()
+        return [r for r in rows if r["prefix"] == "192.0.2.0" and r["flags"] == 1]
+
+    rows = wait_for(measured_row, 5, interval=0.3, what="a measured demand row")
+    assert rows[0]["volume"] >= 16, rows
+
+
+def test_reload_that_renumbers_datacenters_fetches_again(steerd, agents, tmp_path):
+    a1, a2 = agents("dc1"), agents("dc2")
+    a1.publish([("192.0.2.0/24", 20.0, 0, 0, 0)])
+    a2.publish([("192.0.2.0/24", 30.0, 0, 0, 0)])
+    srv = steerd(zones={ZONE: ZONE_TEXT}, config=config(tmp_path, [a1, a2]))
+    wait_for(lambda: (r := paths(srv, "192.0.2.1")["row"]) and not columns(r)["dc2"]["empty"],
+             5, what="both cells")
+    wait_for(lambda: a2.count(inm=a2.etag) >= 1, 5, what="a conditional GET")
+    # dc2 moves to the front: the old table's columns no longer mean the same datacenters
+    text = srv.config_path.read_text()
+    old_order = "  - { name: dc1 }\n  - { name: dc2 }\n"
+    assert old_order in text
+    text = text.replace(old_order, "  - { name: dc2 }\n  - { name: dc1 }\n")
+    srv.config_path.write_text(text)
+    before = a2.count(inm=None)
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    wait_for(lambda: a2.count(inm=None) > before, 5, what="a full fetch after the reload")
+    row = wait_for(lambda: (r := paths(srv, "192.0.2.1")["row"]) and
+                   not columns(r)["dc1"]["empty"] and not columns(r)["dc2"]["empty"] and r, 5,
+                   what="both cells again")
+    assert columns(row)["dc2"]["rtt_ms"] == pytest.approx(30.0)
+    assert columns(row)["dc1"]["rtt_ms"] == pytest.approx(20.0)
+    assert answer(srv, "192.0.2.0/24")[0] == ["198.51.100.1"]

@@ -394,6 +394,113 @@ static void test_explain(const gslb_view_t *v)
 	      "explain qos: %s", buf);
 }
 
+/* Eleven datacenters (beyond the sorting network's eight): the whole RTT order is right. */
+static void test_many_datacenters(void)
+{
+	enum { N = 11 };
+	static conf_datacenter_t mdcs[N];
+	static char names[N][8];
+	static conf_address_t maddrs[N];
+	static conf_service_dc_t msdcs[N];
+	static conf_path_agent_t magents[N];
+	static const uint16_t rtts[N] = {700, 300, 1100, 50, 900, 200, 650, 400, 1000, 120, 800};
+	conf_t c;
+	memset(&c, 0, sizeof(c));
+	for (unsigned d = 0; d < N; d++) {
+		snprintf(names[d], sizeof(names[d]), "m%u", d);
+		mdcs[d] = (conf_datacenter_t){.name = names[d]};
+		maddrs[d] = (conf_address_t){.family = AF_INET, .weight = 1};
+		char text[32];
+		snprintf(text, sizeof(text), "192.0.2.%u", d + 1);
+		inet_pton(AF_INET, text, maddrs[d].addr);
+		msdcs[d] = (conf_service_dc_t){.datacenter = d,
+		                               .addresses = &maddrs[d],
+		                               .n_addresses = 1,
+		                               .monitor = CONF_MONITOR_NONE,
+		                               .metrics = CONF_MONITOR_NONE};
+		magents[d] = (conf_path_agent_t){.datacenter = d, .url = "http://127.0.0.1:1/"};
+	}
+	conf_service_t svc = {.name = "many.example.test.",
+	                      .policy = "rtt",
+	                      .map = SIZE_MAX,
+	                      .ttl = 30,
+	                      .dcs = msdcs,
+	                      .n_dcs = N,
+	                      .monitor = CONF_MONITOR_NONE,
+	                      .metrics = CONF_MONITOR_NONE,
+	                      .line = 1};
+	c.path = "many.yaml";
+	c.datacenters = mdcs;
+	c.n_datacenters = N;
+	c.services = &svc;
+	c.n_services = 1;
+	c.paths = (conf_paths_t){.enabled = true,
+	                         .agents = magents,
+	                         .n_agents = N,
+	                         .ipv4_prefix = 24,
+	                         .ipv6_prefix = 48,
+	                         .hyst_margin = 20,
+	                         .hyst_rounds = 2};
+	gslb_view_t *v0 = build(&c);
+	gslb_path_row_t rows[N];
+	gslb_path_table_t tables[N];
+	gslb_paths_site_t sites[N];
+	size_t column_dc[N];
+	uint8_t a[4];
+	inet_pton(AF_INET, "198.51.100.0", a);
+	for (unsigned d = 0; d < N; d++) {
+		rows[d] = (gslb_path_row_t){.prefix = gslb_pathfmt_key(AF_INET, a, 24),
+		                            .plen = 24,
+		                            .rtt = rtts[d],
+		                            .answered = 3};
+		tables[d] = (gslb_path_table_t){
+		    .generated_ms = 1700000000000ull, .rows4 = &rows[d], .n4 = 1};
+		snprintf(tables[d].name, sizeof(tables[d].name), "%s", names[d]);
+		sites[d] = (gslb_paths_site_t){
+		    .table = &tables[d], .fetched_ms = 1700000000000ull, .changed = true};
+		column_dc[d] = d;
+	}
+	gslb_paths_opts_t o = {.ipv4_prefix = 24,
+	                       .ipv6_prefix = 48,
+	                       .path_ttl_s = 2400,
+	                       .max_rows = 10,
+	                       .margin_pct = 20,
+	                       .min_difference_100us = 100,
+	                       .rounds = 2,
+	                       .column_dc = column_dc,
+	                       .n_columns = N,
+	                       .n_datacenters = N};
+	char err[256] = "";
+	gslb_paths_t *p = gslb_paths_build(NULL, sites, &o, 1700000000000ull, err, sizeof(err));
+	CHECK(p != NULL, "many: paths build: %s", err);
+	if (!p)
+		return;
+	gslb_view_t *v = gslb_view_with_paths(v0, p);
+	gslb_paths_unref(p);
+	gslb_view_free(v0);
+	/* every datacenter DOWN but the slowest: the explain lists the whole order */
+	gslb_health_t *h = gslb_health_dup(gslb_view_health(v), gslb_view_health(v)->count);
+	for (uint32_t t = 0; t < N; t++)
+		if (t != 2)
+			CHECK(gslb_health_set_monitor(h, t, gslb_sttl_make(true, 0)) == 0, "down");
+	gslb_view_t *d = gslb_view_with_health(v, h);
+	char buf[16384];
+	CHECK(gslb_view_explain(d, "many.example.test", "192.0.2.200", "198.51.100.0/24", buf,
+	                        sizeof(buf)) == 0,
+	      "explain many");
+	static const unsigned want[N] = {3, 9, 5, 1, 7, 6, 0, 10, 4, 8, 2};
+	const char *at = buf;
+	for (unsigned i = 0; i < N && at; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "  %u. m%u: %s", i + 1, want[i],
+		         i + 1 < N ? "all DOWN" : "chosen");
+		at = strstr(at, line);
+		CHECK(at != NULL, "many: position %u is m%u: %s", i + 1, want[i], buf);
+	}
+	gslb_view_free(d);
+	gslb_view_free(v);
+}
+
 int main(void)
 {
 	conf_t c;
@@ -421,5 +528,6 @@ int main(void)
 	CHECK(a.dc == 0, "table removed: fallback, dc%d", a.dc + 1);
 	gslb_view_free(none);
 	gslb_view_free(d);
+	test_many_datacenters();
 	return unit_finish("gslb_policy_paths");
 }
