@@ -342,14 +342,41 @@ static void explain_sticky_row(const gslb_view_t *v, const view_svc_t *s, const 
 		     name, s->p.policy == GSLB_POLICY_QOS ? "score" : "RTT");
 		return;
 	}
-	if (s->p.policy == GSLB_POLICY_QOS)
+	if (s->p.policy == GSLB_POLICY_QOS) {
 		outf(o, "sticky best: %s, its score counts %u %% more (hysteresis)\n", name,
 		     v->paths_margin_pct);
+		return;
+	}
+	/* The service's lowest RTT: when it is not the sticky best, hysteresis holds it back. */
+	unsigned low = GSLB_PATHS_NO_COLUMN, sticky_rtt = GSLB_PATHFMT_RTT_NONE;
+	unsigned low_rtt = GSLB_PATHFMT_RTT_NONE;
+	for (unsigned i = 0; i < s->p.dc_count; i++) {
+		uint8_t col = v->path_cols[s->first_dc + i];
+		if (col == GSLB_PATHS_NO_COLUMN)
+			continue;
+		gslb_path_cell_t c = gslb_paths_cell(v->paths, d->row, col);
+		if (c.empty)
+			continue;
+		if (col == best)
+			sticky_rtt = c.rtt;
+		if (c.rtt < low_rtt) {
+			low_rtt = c.rtt;
+			low = i;
+		}
+	}
+	outf(o, "sticky best: %s, first", name);
+	if (low != GSLB_PATHS_NO_COLUMN && low_rtt < sticky_rtt)
+		outf(o,
+		     ", held by hysteresis: %s is faster (%u.%u ms) but not yet %u %% and %u ms "
+		     "faster for %u rounds",
+		     s->p.dcs[low].name, low_rtt / 10, low_rtt % 10, v->paths_margin_pct,
+		     v->paths_min_diff_ms, v->steer_opts.rounds);
 	else
 		outf(o,
-		     "sticky best: %s, first: another datacenter replaces it only when its RTT is "
-		     "%u %% and %u ms lower for %u rounds (hysteresis)\n",
-		     name, v->paths_margin_pct, v->paths_min_diff_ms, v->steer_opts.rounds);
+		     " (also the lowest RTT; another must be %u %% and %u ms faster for %u rounds "
+		     "to replace it)",
+		     v->paths_margin_pct, v->paths_min_diff_ms, v->steer_opts.rounds);
+	outf(o, "\n");
 }
 
 static void explain_by_path(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)
@@ -380,7 +407,8 @@ static void explain_by_path(const gslb_view_t *v, const view_svc_t *s, const dec
 		}
 		outf(o, "\n");
 	}
-	explain_sticky_row(v, s, d, o);
+	if (s->p.policy == GSLB_POLICY_RTT || s->p.policy == GSLB_POLICY_QOS)
+		explain_sticky_row(v, s, d, o);
 }
 
 static void explain_by_load(const gslb_view_t *v, const view_svc_t *s, const decide_t *d, out_t *o)

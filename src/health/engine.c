@@ -37,7 +37,8 @@ struct check {
 	uint64_t prev_raw_ms[HEALTH_METRIC_KINDS];
 	uint8_t prev_have;
 	uint64_t value_ms[HEALTH_METRIC_KINDS]; /* monotonic ms each value was read */
-	ev_timer stale_timer;                   /* when the next fresh value goes stale */
+	uint8_t fresh_told;   /* the fresh mask as of the last change callback (or scrape) */
+	ev_timer stale_timer; /* when the next fresh value goes stale */
 };
 
 struct health_engine {
@@ -467,8 +468,13 @@ static void on_stale(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	check_t *c = w->data;
-	stale_arm(c, now_ms(c->engine));
-	notify(c->engine);
+	uint64_t now = now_ms(c->engine);
+	uint8_t fresh = fresh_mask(c, now);
+	stale_arm(c, now);
+	if (fresh != c->fresh_told) {
+		c->fresh_told = fresh;
+		notify(c->engine);
+	}
 }
 
 /* Take the numbers of one scrape; true when the fresh values changed. */
@@ -476,7 +482,6 @@ static bool apply_metrics(check_t *c, const health_probe_result_t *res)
 {
 	health_check_status_t *st = &c->st;
 	uint64_t now = now_ms(c->engine);
-	uint8_t fresh_before = fresh_mask(c, now);
 	double before[HEALTH_METRIC_KINDS];
 	memcpy(before, st->values, sizeof(before));
 	bool first = !st->known;
@@ -501,8 +506,11 @@ static bool apply_metrics(check_t *c, const health_probe_result_t *res)
 		c->value_ms[k] = now;
 		st->values_at = time(NULL);
 	}
+	/* Against what was last told, not the mask just before this scrape: a value may have gone
+	 * stale since, in the same loop iteration as its (now cancelled) stale timer. */
 	uint8_t fresh = fresh_mask(c, now);
-	bool changed = first || fresh != fresh_before;
+	bool changed = first || fresh != c->fresh_told;
+	c->fresh_told = fresh;
 	for (unsigned k = 0; k < HEALTH_METRIC_KINDS && !changed; k++)
 		changed = (fresh & (1u << k)) && before[k] != st->values[k];
 	stale_arm(c, now);
@@ -517,6 +525,7 @@ static void metrics_init(check_t *c)
 		if (c->def.metric_const_mask & (1u << k)) {
 			st->values[k] = c->def.metric_const[k];
 			st->have |= (uint8_t)(1u << k);
+			c->fresh_told |= (uint8_t)(1u << k);
 		}
 		const char *text = c->def.spec.metric_expr[k];
 		if (!text)

@@ -448,7 +448,8 @@ static int keep_sample(const metrics_sample_t *s, void *ctx)
 			d->cap_labels = d->cap_labels ? d->cap_labels * 2 : 512;
 		d->labels = xrealloc(d->labels, d->cap_labels * sizeof(*d->labels));
 	}
-	memcpy(d->labels + d->n_labels, s->labels, s->n_labels * sizeof(*s->labels));
+	if (s->n_labels) /* labels is NULL until the first labelled sample */
+		memcpy(d->labels + d->n_labels, s->labels, s->n_labels * sizeof(*s->labels));
 	d->samples[d->n_samples++] = (stored_sample_t){s->name, d->n_labels, s->n_labels, s->value};
 	d->n_labels += s->n_labels;
 	return 0;

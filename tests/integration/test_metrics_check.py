@@ -360,11 +360,7 @@ def test_bad_endpoint_keeps_target_up_and_values_go_stale(steerd, fake):
     fake.mode = "good"
     wait_for(lambda: load_values(srv) == {"connections": 42, "cpu": 20}, 2, 0.02, "fresh again")
 
-    # Too big a body, hanging past the timeout, a 500, and nobody listening: each shown, the
-    # target stays UP.
-    fake.mode = "huge"
-    wait_for(lambda: last_detail(srv) == "HTTP 200 but the body is larger than 4194304 bytes",
-             3, 0.02, "oversized body refused")
+    # Hanging past the timeout, a 500, and nobody listening: each shown, the target stays UP.
     fake.mode = "hang"
     wait_for(lambda: last_detail(srv) == "timeout after 150 ms", 2, 0.02, "timeout shown")
     fake.release.set()
@@ -426,3 +422,16 @@ def test_json_body(steerd, fake):
     fake.mode = "good"  # prometheus text is not JSON
     wait_for(lambda: last_detail(srv).startswith("json body: line 1 column 1: "), 2, 0.02,
              "json parse error shown")
+
+
+def test_oversized_body_is_refused(steerd, fake):
+    fake.mode = "huge"
+    monitor = f"""    type: metrics
+    port: {fake.port}
+    interval: 1500ms
+    timeout: 1200ms
+    connections: app_connections"""
+    srv = start(steerd, config("127.0.0.51", monitor))
+    wait_for(lambda: last_detail(srv) == "HTTP 200 but the body is larger than 4194304 bytes",
+             4, 0.05, "oversized body refused")
+    assert load_values(srv) == {} and target_row(srv)["state"] == "UP"

@@ -102,7 +102,7 @@ typedef struct {
 static const cell_t row_a[3] = {{600, 0, 3}, {200, 10, 0}, {50, 30, 9}};
 static const cell_t row_v6[3] = {{300, 0, 4}, {100, 0, 4}, {900, 0, 4}};
 
-static gslb_paths_t *make_paths(const gslb_paths_t *prev, uint64_t now_ms)
+static gslb_paths_t *make_paths(const gslb_paths_t *prev, uint64_t now_ms, uint16_t dc2_rtt)
 {
 	gslb_path_row_t rows4[3][2], rows6[3][1];
 	gslb_path_table_t tables[3];
@@ -115,7 +115,7 @@ static gslb_paths_t *make_paths(const gslb_paths_t *prev, uint64_t now_ms)
 		size_t n4 = 0;
 		rows4[d][n4++] = (gslb_path_row_t){.prefix = gslb_pathfmt_key(AF_INET, a, 24),
 		                                   .plen = 24,
-		                                   .rtt = row_a[d].rtt,
+		                                   .rtt = d == 1 ? dc2_rtt : row_a[d].rtt,
 		                                   .loss = row_a[d].loss,
 		                                   .hops = row_a[d].hops,
 		                                   .answered = 3,
@@ -501,6 +501,25 @@ static void test_many_datacenters(void)
 	gslb_view_free(v);
 }
 
+/* A new table where dc2 is a little faster than the sticky dc3: the answer stays, and explain
+ * says hysteresis holds it. */
+static void test_rtt_held(const gslb_view_t *v)
+{
+	gslb_paths_t *p = make_paths(gslb_view_paths(v), 1700000002000ull, 45);
+	gslb_view_t *n = gslb_view_with_paths(v, p);
+	gslb_paths_unref(p);
+	ans_t a = ask(n, SVC_RTT, DNS_TYPE_A, "192.0.2.200", "198.51.100.0/24");
+	CHECK(a.dc == 2, "dc2 4.5 ms against the sticky dc3 5 ms: dc3 held, got dc%d", a.dc + 1);
+	char buf[8192];
+	CHECK(gslb_view_explain(n, "rtt.example.test", "192.0.2.200", "198.51.100.0/24", buf,
+	                        sizeof(buf)) == 0,
+	      "explain held");
+	CHECK(strstr(buf, "sticky best: dc3, first, held by hysteresis: dc2 is faster (4.5 ms) but "
+	                  "not yet 20 % and 10 ms faster for 2 rounds"),
+	      "explain held: %s", buf);
+	gslb_view_free(n);
+}
+
 int main(void)
 {
 	conf_t c;
@@ -509,7 +528,7 @@ int main(void)
 	ans_t a = ask(v0, SVC_RTT, DNS_TYPE_A, "192.0.2.200", "198.51.100.0/24");
 	CHECK(a.dc == 0 && a.scope == 24, "no table yet: fallback, scope of the rows: dc%d /%u",
 	      a.dc + 1, a.scope);
-	gslb_paths_t *p = make_paths(NULL, 1700000000000ull);
+	gslb_paths_t *p = make_paths(NULL, 1700000000000ull, row_a[1].rtt);
 	gslb_view_t *v = gslb_view_with_paths(v0, p);
 	gslb_paths_unref(p); /* the view holds its own reference */
 	gslb_view_free(v0);
@@ -518,6 +537,7 @@ int main(void)
 	test_demand(v);
 	test_load(v);
 	test_explain(v);
+	test_rtt_held(v);
 	/* a view derived for health keeps the table after the one it came from is gone */
 	gslb_view_t *d = with_down(v, UINT32_MAX);
 	gslb_view_free(v);
