@@ -85,6 +85,7 @@ struct probe_agent {
 	size_t published4, published6;
 	uint64_t rate_window_ms, rate_window_sent; /* budget use over the last publish interval */
 	double rate_used;
+	uint64_t merge_pace_ms, publish_pace_ms; /* not before then (mono ms) */
 };
 
 static uint64_t mono_ms(void)
@@ -344,9 +345,26 @@ static void on_sched(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- demand --------------------------------------------------------------------------- */
 
+/* The work of a merge or a publish grows with the rows (about half a second each for a
+ * million): the next one waits this many times as long as the last took, so together they
+ * never take more than a few percent of the loop however large the table. */
+#define PACE_FACTOR 40u
+
+static uint64_t paced(uint64_t start_ms, uint64_t end_ms)
+{
+	return end_ms + (end_ms - start_ms) * PACE_FACTOR;
+}
+
 static void merge_demand(probe_agent_t *a)
 {
-	probe_table_merge_begin(a->table);
+	uint64_t start = mono_ms();
+	size_t expect = 0;
+	for (size_t i = 0; i < probe_nodes_count(a->nodes); i++) {
+		uint64_t ok_ms = 0;
+		const gslb_demand_t *d = probe_nodes_demand(a->nodes, i, &ok_ms);
+		expect = d != NULL && d->n > expect ? d->n : expect;
+	}
+	probe_table_merge_begin(a->table, expect);
 	size_t full = 0;
 	for (size_t i = 0; i < probe_nodes_count(a->nodes); i++) {
 		uint64_t ok_ms = 0;
@@ -358,6 +376,7 @@ static void merge_demand(probe_agent_t *a)
 		}
 	}
 	size_t dropped = probe_table_merge_end(a->table, mono_ms());
+	a->merge_pace_ms = paced(start, mono_ms());
 	if (dropped > 0)
 		log_info("probe: %zu prefixes no node reported for forget-after dropped", dropped);
 	a->full_rows = full;
@@ -386,7 +405,10 @@ static void on_node_fetched(void *ctx)
 {
 	probe_agent_t *a = ctx;
 	if (!ev_is_active(&a->merge_timer)) {
-		ev_timer_set(&a->merge_timer, MERGE_DELAY_MS / 1000.0, 0);
+		uint64_t now = mono_ms(), delay = MERGE_DELAY_MS;
+		if (a->merge_pace_ms > now + delay)
+			delay = a->merge_pace_ms - now;
+		ev_timer_set(&a->merge_timer, delay / 1000.0, 0);
 		ev_timer_start(a->loop, &a->merge_timer);
 	}
 }
@@ -472,9 +494,11 @@ static void on_publish_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	probe_agent_t *a = w->data;
 	uint64_t mono = mono_ms();
-	if (a->body == NULL || probe_table_dirty(a->table) ||
-	    mono - a->published_mono_ms >= REPUBLISH_MS)
+	bool due = probe_table_dirty(a->table) || mono - a->published_mono_ms >= REPUBLISH_MS;
+	if (a->body == NULL || (due && mono >= a->publish_pace_ms)) {
 		publish(a);
+		a->publish_pace_ms = paced(mono, mono_ms());
+	}
 	uint64_t sent = probes_sent(a);
 	if (mono > a->rate_window_ms)
 		a->rate_used = (double)(sent - a->rate_window_sent) * 1000.0 /
@@ -571,6 +595,15 @@ static int status_page(const char *path, ctl_http_page_t *page, char *err, size_
 
 /* ---- start and stop ------------------------------------------------------------------- */
 
+/* A node still calling a prefix urgent this long after we measured it has not seen our table
+ * yet (publish, fetch and demand intervals); re-measuring it sooner than a hot prefix would
+ * spend the budget on a node that cannot reach us. */
+static uint64_t urgent_stale(const conf_paths_t *p)
+{
+	uint64_t seen = (uint64_t)p->publish_interval + p->fetch_interval + p->demand_interval;
+	return seen > p->hot_interval ? seen : p->hot_interval;
+}
+
 static probe_table_opts_t table_opts(const conf_paths_t *p)
 {
 	return (probe_table_opts_t){
@@ -583,8 +616,7 @@ static probe_table_opts_t table_opts(const conf_paths_t *p)
 	    .n_methods = (unsigned)p->n_methods,
 	    .max_rows = p->max_prefixes,
 	    .forget_after = (uint64_t)p->forget_after * 1000u,
-	    /* a node still calling a prefix urgent after this long has not seen our table */
-	    .urgent_stale = (uint64_t)p->publish_interval + p->fetch_interval + p->demand_interval,
+	    .urgent_stale = urgent_stale(p),
 	};
 }
 

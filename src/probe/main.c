@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -128,6 +129,29 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* A dns or tcp sample holds a socket until its reply or its timeout, so rate x timeout of
+ * them may be open at once (2,000 at 2,000 probes/s and 1 s): lift the soft limit to the hard
+ * one, which is what the service manager or the shell allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* No reload: the table lives in memory only and a restart rebuilds it within one demand
+ * round, so SIGHUP (an operator's habit) says so instead of ending the process. */
+static void on_hangup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	log_notice("probe: SIGHUP: steer-probe does not reload; restart it to apply a changed "
+	           "configuration");
+}
+
 static int run(const cli_t *cli, const conf_t *conf)
 {
 	probe_agent_opts_t opts = {
@@ -141,6 +165,7 @@ static int run(const cli_t *cli, const conf_t *conf)
 		printf("steer-probe: configuration for datacenter %s is valid\n", cli->datacenter);
 		return 0;
 	}
+	raise_nofile();
 	struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
 	signal(SIGPIPE, SIG_IGN);
 	probe_agent_t *agent = NULL;
@@ -148,15 +173,18 @@ static int run(const cli_t *cli, const conf_t *conf)
 		log_err("probe: %s", err);
 		return 1;
 	}
-	ev_signal term, intr;
+	ev_signal term, intr, hup;
 	ev_signal_init(&term, on_signal, SIGTERM);
 	ev_signal_init(&intr, on_signal, SIGINT);
+	ev_signal_init(&hup, on_hangup, SIGHUP);
 	ev_signal_start(loop, &term);
 	ev_signal_start(loop, &intr);
+	ev_signal_start(loop, &hup);
 	ev_run(loop, 0);
 	probe_agent_stop(agent);
 	ev_signal_stop(loop, &term);
 	ev_signal_stop(loop, &intr);
+	ev_signal_stop(loop, &hup);
 	ev_loop_destroy(loop);
 	return 0;
 }

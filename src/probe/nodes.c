@@ -78,7 +78,8 @@ static void node_state(node_t *nd, bool up, const char *why)
 	if (up)
 		log_notice("probe: node %s: demand fetched", nd->url);
 	else
-		log_warn("probe: node %s: %s (keeping its last demand)", nd->url, why);
+		log_warn("probe: node %s: %s%s", nd->url, why,
+		         nd->have_demand ? " (keeping its last demand)" : "");
 }
 
 static void take_body(probe_nodes_t *ns, node_t *nd)

@@ -35,13 +35,14 @@ struct probe_table {
 
 /* ---- the index ------------------------------------------------------------------------ */
 
+/* splitmix64's finaliser: every key bit reaches the low bits the index uses (IPv4 keys
+ * have their 32 low bits zero). */
 static uint64_t row_hash(uint8_t family, uint8_t plen, uint64_t key)
 {
-	uint64_t h = key ^ ((uint64_t)family << 8 | plen) * 0x9e3779b97f4a7c15ull;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
+	uint64_t h = key + ((uint64_t)family << 8 | plen) + 0x9e3779b97f4a7c15ull;
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
 }
 
 static size_t index_slot(const probe_table_t *t, uint8_t family, uint8_t plen, uint64_t key)
@@ -58,11 +59,11 @@ static size_t index_slot(const probe_table_t *t, uint8_t family, uint8_t plen, u
 	}
 }
 
-/* Rebuild the index for the current rows, at most half full. */
-static void index_rebuild(probe_table_t *t)
+/* Rebuild the index for @p rows rows (at least the current ones), at most half full. */
+static void index_resize(probe_table_t *t, size_t rows)
 {
 	size_t size = 1024;
-	while (size < 2 * (t->n + 1))
+	while (size < 2 * ((rows > t->n ? rows : t->n) + 1))
 		size *= 2;
 	free(t->index);
 	t->index = xcalloc(size, sizeof(*t->index));
@@ -71,6 +72,11 @@ static void index_rebuild(probe_table_t *t)
 		const probe_row_t *r = &t->rows[i];
 		t->index[index_slot(t, r->family, r->plen, r->key)] = (uint32_t)i + 1;
 	}
+}
+
+static void index_rebuild(probe_table_t *t)
+{
+	index_resize(t, t->n);
 }
 
 /* ---- the heap ------------------------------------------------------------------------- */
@@ -196,8 +202,16 @@ bool probe_table_dirty(const probe_table_t *t)
 
 /* ---- demand --------------------------------------------------------------------------- */
 
-void probe_table_merge_begin(probe_table_t *t)
+void probe_table_merge_begin(probe_table_t *t, size_t expect)
 {
+	if (expect > t->o.max_rows)
+		expect = t->o.max_rows;
+	if (expect > t->cap) {
+		t->cap = expect;
+		t->rows = xrealloc(t->rows, t->cap * sizeof(*t->rows));
+	}
+	if (2 * (expect + 1) > t->index_mask + 1)
+		index_resize(t, expect);
 	for (size_t i = 0; i < t->n; i++) {
 		t->rows[i].volume = 0;
 		t->rows[i].urgent = false;

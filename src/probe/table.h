@@ -88,8 +88,12 @@ probe_row_t *probe_table_find(probe_table_t *t, uint8_t family, uint8_t plen, ui
 
 /* ---- demand: what the nodes asked for ----------------------------------------------------- */
 
-/** Start a merge round: every row's volume and urgent flag are recomputed by the adds. */
-void probe_table_merge_begin(probe_table_t *t) STEER_NONNULL(1);
+/**
+ * Start a merge round: every row's volume and urgent flag are recomputed by the adds. @p expect
+ * is how many rows the round may bring (the nodes' rows added up; 0 = unknown): room for them
+ * is made once, instead of growing the table row by row.
+ */
+void probe_table_merge_begin(probe_table_t *t, size_t expect) STEER_NONNULL(1);
 
 /**
  * Add one node's demand row @p r as reported at @p reported_ms: volume summed across the

@@ -7,6 +7,7 @@ Inside the namespace (every packet stays there):
   127.0.0.4        nft drops UDP and TCP to port 53: only ICMP echo answers
   198.51.100.77    behind a veth to nowhere: everything is dropped (loss 100, no RTT)
   ::1              nothing on port 53 (tcp answers over IPv6)
+  fd00::4          nft drops UDP and TCP to port 53: only ICMPv6 echo answers
   127.0.0.1:8053   the DNS node's /paths/demand, a Python HTTP server of the test encoding
                    demand bodies from the layout in src/gslb/pathfmt.h
   127.0.0.1:8054   the agent's /paths/table and /paths/status
@@ -198,6 +199,7 @@ class Site:
 
     def _build(self):
         self.ip("link", "set", "lo", "up")
+        self.ip("addr", "add", "fd00::4/128", "dev", "lo")
         # The black hole: a veth pair with both ends here, the far end without an address,
         # and a static neighbour nobody owns: frames leave and are dropped, nothing answers.
         self.ip("link", "add", "hole0", "type", "veth", "peer", "name", "hole1")
@@ -223,6 +225,8 @@ table inet probe {
     icmpv6 type echo-request counter name icmp_probes
     ip daddr 127.0.0.4 udp dport 53 drop
     ip daddr 127.0.0.4 tcp dport 53 drop
+    ip6 daddr fd00::4 udp dport 53 drop
+    ip6 daddr fd00::4 tcp dport 53 drop
   }
   counter dns_probes {}
   counter tcp_probes {}
@@ -403,7 +407,8 @@ TARGETS = [("127.0.0.2/32", "127.0.0.2"),          # Unbound: dns
            ("127.0.0.3/32", "127.0.0.3"),          # closed port: tcp RST
            ("127.0.0.4/32", "127.0.0.4"),          # port 53 dropped: icmp
            ("198.51.100.0/24", "198.51.100.77"),   # black hole
-           ("::/64", "::1")]                       # IPv6, closed port: tcp
+           ("::/64", "::1"),                       # IPv6, closed port: tcp
+           ("fd00::/64", "fd00::4")]               # IPv6, port 53 dropped: icmp
 
 
 def test_measures_by_the_first_method_that_answers(site, tmp_path):
@@ -419,21 +424,22 @@ def test_measures_by_the_first_method_that_answers(site, tmp_path):
         rows = wait_for(complete, 15, what="every prefix measured")
         t = agent.table()
         assert t["name"] == "dc1"
-        for prefix in ("127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32", "::/64"):
+        for prefix in ("127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32", "::/64", "fd00::/64"):
             r = rows[prefix]
             assert r["loss"] == 0 and r["answered"] == 3, (prefix, r)
             assert 0 <= r["rtt"] < 200, (prefix, r)  # under 20 ms on loopback
         # dns and icmp replies carry a TTL: a neighbour is one hop; tcp gives none
         assert rows["127.0.0.2/32"]["hops"] == 1
         assert rows["127.0.0.4/32"]["hops"] == 1
+        assert rows["fd00::/64"]["hops"] == 1, "the ICMPv6 reply's hop limit"
         assert rows["127.0.0.3/32"]["hops"] == 0
         hole = rows["198.51.100.0/24"]
         assert hole == {**hole, "loss": 100, "rtt": 0xffff, "answered": 0}, hole
         st = agent.status()
         assert st["probes"]["dns"]["answered"] >= 3
         assert st["probes"]["tcp"]["answered"] >= 6
-        assert st["probes"]["icmp"]["answered"] >= 3
-        assert st["icmp_raw4"], "root in a namespace without ping_group_range: raw ICMP"
+        assert st["probes"]["icmp"]["answered"] >= 6
+        assert st["icmp_raw4"] and st["icmp_raw6"], "root without ping_group_range: raw ICMP"
         assert st["rows"]["total"] == len(TARGETS) and st["rows"]["silent"] == 1
         assert st["nodes"][0]["up"] and st["nodes"][0]["rows"] == len(TARGETS)
         # only our own name was ever asked, and it was asked
@@ -634,3 +640,24 @@ def test_with_a_real_node(site, tmp_path):
         node.send_signal(signal.SIGTERM)
         assert node.wait(10) == 0
         node_log.close()
+
+
+def test_icmp_without_privilege(site, tmp_path):
+    """Where ping_group_range allows it, ICMP goes through the unprivileged datagram socket
+    (no raw socket), and its replies still carry the TTL."""
+    run("ip", "netns", "exec", site.ns, "sysctl", "-q", "-w",
+        "net.ipv4.ping_group_range=0 2147483647")
+    node = DemandNode(site.ns, NODE_PORT)
+    node.set_rows([("127.0.0.4/32", "127.0.0.4", 5, 0), ("fd00::/64", "fd00::4", 5, 0)], 1)
+    agent = Agent(site, config(tmp_path))
+    try:
+        wait_up(site, agent)
+        rows = wait_for(lambda: (r := agent.table()["rows"]) and len(r) == 2 and r, 10,
+                        what="both measured")
+        for prefix in ("127.0.0.4/32", "fd00::/64"):
+            assert rows[prefix]["answered"] == 3 and rows[prefix]["hops"] == 1, rows[prefix]
+        st = agent.status()
+        assert not st["icmp_raw4"] and not st["icmp_raw6"], st
+        agent.stop()
+    finally:
+        node.close()

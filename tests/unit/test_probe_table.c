@@ -41,7 +41,7 @@ static gslb_demand_row_t row4(unsigned i, uint32_t volume, uint8_t flags)
 
 static void add_rows(probe_table_t *t, unsigned n, uint64_t now)
 {
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	for (unsigned i = 0; i < n; i++) {
 		gslb_demand_row_t r = row4(i, 1, 0);
 		CHECK(probe_table_merge_add(t, &r, now) == 0, "row %u added", i);
@@ -92,7 +92,7 @@ static void test_order_and_hot(void)
 	probe_table_opts_t o = opts();
 	o.rate = 100000; /* budget out of the way */
 	probe_table_t *t = probe_table_new(&o, 0);
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	for (unsigned i = 0; i < 10; i++) {
 		gslb_demand_row_t r = row4(i, i == 9 ? 1000 : 1, i >= 8 ? GSLB_DEMAND_URGENT : 0);
 		CHECK(probe_table_merge_add(t, &r, 0) == 0, "row %u", i);
@@ -107,7 +107,7 @@ static void test_order_and_hot(void)
 	while ((r = probe_table_next(t, 1000)) != NULL)
 		CHECK(probe_table_done(t, r, &answered3, 1000), "done");
 	/* 10 rows with distinct volumes, hot-share 20 %: the two busiest are hot */
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	for (unsigned i = 0; i < 10; i++) {
 		gslb_demand_row_t d = row4(i, 10 + i, 0);
 		CHECK(probe_table_merge_add(t, &d, 2000) == 0, "row %u", i);
@@ -225,7 +225,7 @@ static void test_merge(void)
 	o.max_rows = 3;
 	o.forget_after = 10000;
 	probe_table_t *t = probe_table_new(&o, 0);
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	gslb_demand_row_t a = row4(1, 5, 0), b = row4(1, 7, GSLB_DEMAND_URGENT);
 	CHECK(probe_table_merge_add(t, &a, 100) == 0, "node 1");
 	CHECK(probe_table_merge_add(t, &b, 200) == 0, "node 2");
@@ -244,13 +244,13 @@ static void test_merge(void)
 	probe_row_t *r = probe_table_row(t, 0);
 	CHECK(r->volume == 12 && r->urgent && r->first, "summed %u, urgent from node 2", r->volume);
 	/* node 2 goes quiet: only node 1's view of the row is left after the next round */
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	CHECK(probe_table_merge_add(t, &a, 5000) == 0, "node 1 again");
 	probe_table_merge_end(t, 5000);
 	r = probe_table_row(t, 0);
 	CHECK(r->volume == 5 && !r->urgent, "volume %u, not urgent", r->volume);
 	/* 10 s after their last report, the rows nobody reports are forgotten */
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	CHECK(probe_table_merge_add(t, &a, 12000) == 0, "node 1 again");
 	size_t dropped = probe_table_merge_end(t, 12000);
 	CHECK(dropped == 2 && probe_table_rows(t) == 1, "dropped %zu, left %zu", dropped,
@@ -264,7 +264,7 @@ static void test_snapshot(void)
 	probe_table_opts_t o = opts();
 	o.rate = 100000;
 	probe_table_t *t = probe_table_new(&o, 0);
-	probe_table_merge_begin(t);
+	probe_table_merge_begin(t, 0);
 	for (unsigned i = 300; i-- > 0;) {
 		gslb_demand_row_t r = row4(i * 7 % 300, 1, 0);
 		CHECK(probe_table_merge_add(t, &r, 0) == 0, "row");
