@@ -455,6 +455,21 @@ static int keep_sample(const metrics_sample_t *s, void *ctx)
 	return 0;
 }
 
+/* Room for every sample (at most one a line) and label (each has an '='), so a big body is
+ * not copied over and over by growing arrays. */
+static void doc_presize(metrics_doc_t *d, const char *body, size_t len)
+{
+	size_t lines = 1, eqs = 0;
+	for (const char *p = body, *end = body + len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		lines++;
+	for (const char *p = body, *end = body + len; (p = memchr(p, '=', (size_t)(end - p))); p++)
+		eqs++;
+	d->cap_samples = lines;
+	d->samples = xmalloc(lines * sizeof(*d->samples));
+	d->cap_labels = eqs ? eqs : 1;
+	d->labels = xmalloc(d->cap_labels * sizeof(*d->labels));
+}
+
 /* The stub_status page: fixed words with the numbers between them. */
 static int stub_parse(metrics_doc_t *d, const char *body, size_t len, char *err, size_t errlen)
 {
@@ -509,6 +524,7 @@ int metrics_doc_parse(metrics_format_t format, const char *body, size_t len, met
 	int ret = 0;
 	switch (format) {
 	case METRICS_PROMETHEUS:
+		doc_presize(d, body ? body : "", len);
 		d->strings = xmalloc(len + 1);
 		ret = prom_walk(body ? body : "", len, d->strings, keep_sample, d, err, errlen);
 		break;

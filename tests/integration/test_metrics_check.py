@@ -435,3 +435,26 @@ def test_oversized_body_is_refused(steerd, fake):
     wait_for(lambda: last_detail(srv) == "HTTP 200 but the body is larger than 4194304 bytes",
              4, 0.05, "oversized body refused")
     assert load_values(srv) == {} and target_row(srv)["state"] == "UP"
+
+
+def test_reload_keeps_values_and_dropping_metrics_clears_them(steerd, fake):
+    monitor = f"""    type: metrics
+    port: {fake.port}
+    interval: 200ms
+    timeout: 150ms
+    connections: app_connections"""
+    srv = start(steerd, config("127.0.0.51", monitor))
+    wait_for(lambda: load_values(srv) == {"connections": 42}, 3, 0.05, "values")
+    probes = check_row(srv)["probes"]
+    # The same check after a reload: its values and counters carry on.
+    assert srv.ctl("reload").returncode == 0
+    row = check_row(srv)
+    assert row["probes"] >= probes and row["values"]["connections"]["fresh"], row
+    assert load_values(srv) == {"connections": 42}
+    # Without `metrics:` the check goes and so do the target's load values.
+    text = srv.config_path.read_text().replace("    metrics: load\n", "")
+    srv.config_path.write_text(text)
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert srv.ctl_json("monitors") == []
+    assert target_row(srv)["load"] is None
