@@ -63,6 +63,10 @@ def in_lab(test):
 
 # How much later than its configured delay a reply may arrive on this shared 2-core machine.
 SLACK_MS = 25.0
+# How much shorter than the path an agent's RTT may be: steer-probe takes a sample's send time
+# just after sendto()/connect(), so a preemption in between shortens it (seen: 18.9 ms for the
+# 20 ms site under ASan on a busy machine).
+AGENT_EARLY_MS = 2.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -592,7 +596,8 @@ def test_every_prefix_steers_to_the_5ms_site(steering):
             family, row = row_of(client)
             cell = table[f"rows{family}"].get(row)
             assert cell is not None, f"{name} has no row {row}: {sorted(table['rows4'])}"
-            assert delay * 10 <= cell["rtt"] <= (delay + SLACK_MS) * 10, (name, row, cell)
+            assert (delay - AGENT_EARLY_MS) * 10 <= cell["rtt"] <= (delay + SLACK_MS) * 10, \
+                (name, row, cell)
             assert cell["loss"] == 0 and cell["answered"] >= 1, (name, row, cell)
             hops.setdefault(name, set()).add(cell["hops"])
     assert max(hops["s5"]) < min(hops["s20"]) and max(hops["s20"]) < min(hops["s60"]), hops
@@ -607,7 +612,8 @@ def test_every_prefix_steers_to_the_5ms_site(steering):
         assert data["row"]["prefix"] == row_of(client)[1] and data["row"]["best"] == "s5", data
         for col in data["row"]["columns"]:
             delay = steering.lab.delays[col["datacenter"]]
-            assert not col["empty"] and delay <= col["rtt_ms"] <= delay + SLACK_MS, col
+            assert not col["empty"], col
+            assert delay - AGENT_EARLY_MS <= col["rtt_ms"] <= delay + SLACK_MS, col
         assert data["prefix_demand"]["ecs"] == ("/" in client), data["prefix_demand"]
         if "/" not in client:
             assert data["prefix_demand"]["probe"] == client, data["prefix_demand"]
