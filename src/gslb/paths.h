@@ -6,8 +6,9 @@
  * Columns are the configured datacenters that have an agent (gslb_paths_column() maps a
  * conf_t.datacenters index to one); rows are the union of the agents' prefixes, IPv4 at the
  * node's ipv4-prefix granularity and IPv6 at ipv6-prefix. The lookup is two sorted key arrays
- * (IPv4 u32, IPv6 u64 top bits) each with a 65,536-entry index on the top 16 bits, so a query
- * costs about two cache misses, no allocation and no lock.
+ * (IPv4 u32, IPv6 u64 top bits) each with a 65,536-entry index on 16 bits (the first 16 in
+ * which the family's keys differ, so IPv6 keys inside 2000::/3 still spread), then the row's
+ * sticky best and cells in one block: about three cache misses, no allocation and no lock.
  *
  * Hysteresis (F5 switches on measured metrics; answers that flip with every probe round are
  * worse than slightly suboptimal ones): each row keeps a sticky best column. A challenger
