@@ -16,6 +16,8 @@
 
 static void check_refs(const conf_t *c)
 {
+	for (size_t i = 0; i < c->paths.n_agents; i++)
+		FUZZ_CHECK(c->paths.agents[i].datacenter < c->n_datacenters);
 	for (size_t i = 0; i < c->n_datacenters; i++)
 		FUZZ_CHECK(c->datacenters[i].monitor == CONF_MONITOR_NONE ||
 		           c->datacenters[i].monitor < c->n_monitors);
