@@ -140,8 +140,17 @@ static void order_entry(const gslb_policy_svc_t *svc, steer_entry_t *e,
 	                          .sticky = GSLB_POLICY_DC_NONE,
 	                          .challenger = GSLB_POLICY_DC_NONE,
 	                          .round = round};
-	if (n == 0)
+	if (n == 0) {
+		/* No values this round (stale, a reload's first table): keep the state, so the
+		 * answers do not jump when they come back. */
+		if (prev) {
+			o->sticky = prev->sticky;
+			o->challenger = prev->challenger;
+			o->streak = prev->streak;
+			o->round = prev->round;
+		}
 		return;
+	}
 	int sticky_pos = -1;
 	for (unsigned i = 0; prev && i < n; i++)
 		if (idx[i] == prev->sticky)
@@ -150,7 +159,7 @@ static void order_entry(const gslb_policy_svc_t *svc, steer_entry_t *e,
 		o->sticky = idx[0]; /* no (usable) sticky best: the best now is one */
 	} else if (sticky_pos == 0 || !beats(val[0], val[sticky_pos], opts->margin_pct)) {
 		o->sticky = prev->sticky;
-	} else if (round <= prev->round && prev->challenger == idx[0]) {
+	} else if (round == prev->round && prev->challenger == idx[0]) {
 		/* not a new round: the count stands */
 		o->sticky = prev->sticky;
 		o->challenger = prev->challenger;
@@ -158,7 +167,10 @@ static void order_entry(const gslb_policy_svc_t *svc, steer_entry_t *e,
 	} else {
 		/* Health is republished when a value changes, so rounds between two builds saw the
 		 * values this one sees: each of them counts for the challenger. */
-		uint64_t rounds = round > prev->round ? round - prev->round : 1;
+		/* A round counter that went back (a monitor restarted, a target joined) or an
+		 * unknown one (a reload) counts this build as one round. */
+		uint64_t rounds =
+		    prev->round != NO_ROUND && round > prev->round ? round - prev->round : 1;
 		uint64_t streak = prev->challenger == idx[0] ? prev->streak + rounds : 1;
 		o->streak = (uint8_t)(streak < 255 ? streak : 255);
 		o->challenger = idx[0];
@@ -214,6 +226,37 @@ gslb_steer_t *gslb_steer_build(const gslb_steer_t *prev, const gslb_policy_svc_t
 			if (svc->policy != GSLB_POLICY_QOS)
 				order_entry(svc, e, prev ? &prev->entries[i * 2 + f].order : NULL,
 				            round, opts);
+		}
+	}
+	return st;
+}
+
+/* Datacenter @p dc of @p from as an index of @p to (by name), GSLB_POLICY_DC_NONE if gone. */
+static uint8_t dc_renumber(const gslb_policy_svc_t *from, const gslb_policy_svc_t *to, uint8_t dc)
+{
+	if (dc >= from->dc_count)
+		return GSLB_POLICY_DC_NONE;
+	for (unsigned i = 0; i < to->dc_count; i++)
+		if (strcmp(to->dcs[i].name, from->dcs[dc].name) == 0)
+			return (uint8_t)i;
+	return GSLB_POLICY_DC_NONE;
+}
+
+gslb_steer_t *gslb_steer_remap(const gslb_steer_t *prev, const gslb_policy_svc_t *const *svcs,
+                               size_t n_svcs, const gslb_policy_svc_t *const *old_svcs,
+                               const size_t *from)
+{
+	gslb_steer_t *st = gslb_steer_build(NULL, svcs, n_svcs, NULL, &(gslb_steer_opts_t){0});
+	for (size_t i = 0; i < n_svcs; i++) {
+		if (from[i] >= prev->n_svcs)
+			continue;
+		const gslb_policy_svc_t *old = old_svcs[from[i]];
+		for (unsigned f = 0; f < 2; f++) {
+			const gslb_steer_order_t *po = &prev->entries[from[i] * 2 + f].order;
+			gslb_steer_order_t *o = &st->entries[i * 2 + f].order;
+			/* Only who is sticky: the new monitors count rounds afresh. */
+			o->sticky = dc_renumber(old, svcs[i], po->sticky);
+			o->round = NO_ROUND;
 		}
 	}
 	return st;

@@ -74,6 +74,16 @@ gslb_steer_t *gslb_steer_build(const gslb_steer_t *prev, const gslb_policy_svc_t
                                size_t n_svcs, const gslb_health_t *health,
                                const gslb_steer_opts_t *opts) STEER_NONNULL(5) STEER_WUR;
 
+/**
+ * A state for @p svcs (as gslb_steer_build() takes them) carrying the hysteresis of @p prev,
+ * built for @p old_svcs: service i takes that of old service @p from[i] (SIZE_MAX = none, a
+ * new service), datacenters matched by name. For a reload, so it does not reset who is sticky.
+ * Build the real state from it with gslb_steer_build(). Control thread; aborts on OOM.
+ */
+gslb_steer_t *gslb_steer_remap(const gslb_steer_t *prev, const gslb_policy_svc_t *const *svcs,
+                               size_t n_svcs, const gslb_policy_svc_t *const *old_svcs,
+                               const size_t *from) STEER_NONNULL(1, 4, 5) STEER_WUR;
+
 /** True when some challenger is counting rounds against a sticky best. Control thread. */
 bool gslb_steer_pending(const gslb_steer_t *st) STEER_NONNULL(1);
 

@@ -797,16 +797,46 @@ out:
 
 /* ---- build ---- */
 
+/* The policy services of @p v, for gslb/steer.h. Caller frees. */
+static const gslb_policy_svc_t **svc_list(const gslb_view_t *v)
+{
+	const gslb_policy_svc_t **svcs = xcalloc(v->n_svcs + 1, sizeof(*svcs));
+	for (size_t i = 0; i < v->n_svcs; i++)
+		svcs[i] = &v->svcs[i].p;
+	return svcs;
+}
+
 /* The load orders of @p v under its health table, carrying @p prev's hysteresis. */
 static void rebuild_steer(gslb_view_t *v, const gslb_steer_t *prev)
 {
 	v->steer = NULL;
 	if (!v->any_load)
 		return;
-	const gslb_policy_svc_t **svcs = xcalloc(v->n_svcs + 1, sizeof(*svcs));
-	for (size_t i = 0; i < v->n_svcs; i++)
-		svcs[i] = &v->svcs[i].p;
+	const gslb_policy_svc_t **svcs = svc_list(v);
 	v->steer = gslb_steer_build(prev, svcs, v->n_svcs, v->health, &v->steer_opts);
+	free(svcs);
+}
+
+/* A reload: the load hysteresis of the running view's services of the same names. */
+static void carry_steer(gslb_view_t *v, const gslb_view_t *running)
+{
+	if (!v->any_load || !running || !running->steer) {
+		rebuild_steer(v, NULL);
+		return;
+	}
+	const gslb_policy_svc_t **svcs = svc_list(v), **old = svc_list(running);
+	size_t *from = xcalloc(v->n_svcs + 1, sizeof(*from));
+	for (size_t i = 0; i < v->n_svcs; i++) {
+		from[i] = SIZE_MAX;
+		for (size_t j = 0; j < running->n_svcs; j++)
+			if (strcmp(svcs[i]->name, old[j]->name) == 0)
+				from[i] = j;
+	}
+	gslb_steer_t *prev = gslb_steer_remap(running->steer, svcs, v->n_svcs, old, from);
+	rebuild_steer(v, prev);
+	gslb_steer_free(prev);
+	free(from);
+	free(old);
 	free(svcs);
 }
 
@@ -913,7 +943,7 @@ int gslb_view_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gslb
 	 * configuration's datacenters. Whoever owns the tables derives one with
 	 * gslb_view_with_paths(). */
 	attach_paths(v, NULL);
-	rebuild_steer(v, NULL);
+	carry_steer(v, opts ? opts->running : NULL);
 	*out = v;
 	return 0;
 fail:

@@ -146,9 +146,9 @@ static void qos_values(const gslb_view_t *v, const view_svc_t *s, int family, un
 			q->have |= 1u << direct[k].term;
 		}
 	}
-	float spare;
-	if (gslb_steer_value(GSLB_POLICY_CAPACITY, l, &spare)) {
-		q->v[CONF_QOS_VS_CAPACITY] = -spare > 0 ? -spare : 0;
+	float used; /* connections - capacity: the capacity policy's lower-is-better value */
+	if (gslb_steer_value(GSLB_POLICY_CAPACITY, l, &used)) {
+		q->v[CONF_QOS_VS_CAPACITY] = used < 0 ? -used : 0; /* spare, never negative */
 		q->have |= 1u << CONF_QOS_VS_CAPACITY;
 	}
 }

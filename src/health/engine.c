@@ -437,8 +437,9 @@ static uint8_t fresh_mask(const check_t *c, uint64_t now)
 	uint8_t fresh = c->def.metric_const_mask;
 	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
 		uint8_t bit = (uint8_t)(1u << k);
+		/* now < value_ms: the loop's clock stepped back (stale_arm() rebases it) */
 		if ((c->st.have & bit) && !(fresh & bit) &&
-		    now - c->value_ms[k] <= c->def.stale_after_ms)
+		    (now < c->value_ms[k] || now - c->value_ms[k] <= c->def.stale_after_ms))
 			fresh |= bit;
 	}
 	return fresh;
@@ -451,6 +452,10 @@ static void stale_arm(check_t *c, uint64_t now)
 	uint64_t next = 0;
 	uint8_t fresh = fresh_mask(c, now) & (uint8_t)~c->def.metric_const_mask;
 	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
+		/* The loop's clock stepped back past a read: age the value from now, or it would
+		 * stay fresh for as long as the step. */
+		if (c->value_ms[k] > now)
+			c->value_ms[k] = now;
 		uint64_t at = c->value_ms[k] + c->def.stale_after_ms;
 		if ((fresh & (1u << k)) && (next == 0 || at < next))
 			next = at;
@@ -727,9 +732,8 @@ void health_engine_status(const health_engine_t *e, size_t i, health_check_statu
 	uint64_t now = now_ms(e);
 	out->fresh = fresh_mask(c, now);
 	for (unsigned k = 0; k < HEALTH_METRIC_KINDS; k++) {
-		uint64_t age = (c->st.have & (1u << k)) && !(c->def.metric_const_mask & (1u << k))
-		                   ? now - c->value_ms[k]
-		                   : 0;
+		bool read = (c->st.have & (1u << k)) && !(c->def.metric_const_mask & (1u << k));
+		uint64_t age = read && now > c->value_ms[k] ? now - c->value_ms[k] : 0;
 		out->age_ms[k] = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
 	}
 }

@@ -1,9 +1,9 @@
 /*
- * HTTP and HTTPS probes, and the transfer part of the metrics probe (probe_metrics.c hands
- * the body to its parsers through a reply callback): one libcurl easy handle per probe, all of them
+ * HTTP and HTTPS probes, and the transfer part of the metrics probe (probe_metrics.c hands the
+ * body to its parsers through a reply callback): one libcurl easy handle per probe, all of them
  * in one multi handle per probe context, driven by the context's event loop through libcurl's
- * "multi socket" interface (CURLMOPT_SOCKETFUNCTION -> ev_io, CURLMOPT_TIMERFUNCTION -> ev_timer).
- * Only the thread that runs the loop touches any of it.
+ * "multi socket" interface (CURLMOPT_SOCKETFUNCTION -> ev_io, CURLMOPT_TIMERFUNCTION ->
+ * ev_timer). Only the thread that runs the loop touches any of it.
  *
  * Every probe opens a new connection and closes it afterwards (CURLOPT_FRESH_CONNECT +
  * CURLOPT_FORBID_REUSE), and TLS sessions are never resumed. A health check answers "would a
@@ -132,8 +132,6 @@ static bool body_found(const http_probe_t *p)
 	return memmem(p->body, p->body_len, want, strlen(want)) != NULL;
 }
 
-/* Keeps the first HEALTH_HTTP_BODY_MAX bytes and stops the transfer as soon as nothing more
- * can change the result: the status is known before the first body byte arrives. */
 /* The whole body for a reply callback, growing up to body_max. */
 static size_t on_whole_body(http_probe_t *p, const char *data, size_t len)
 {
@@ -153,6 +151,9 @@ static size_t on_whole_body(http_probe_t *p, const char *data, size_t len)
 	return len;
 }
 
+/* Keeps the first HEALTH_HTTP_BODY_MAX bytes and stops the transfer as soon as nothing more
+ * can change the result: the status is known before the first body byte arrives. (A reply
+ * callback gets the whole body instead.) */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
 	http_probe_t *p = userp;

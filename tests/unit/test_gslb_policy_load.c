@@ -267,11 +267,48 @@ static void test_jitter(void)
 	CHECK(flips <= 10, "equal loads with ±15 %% jitter: %u switches in 500 rounds", flips);
 }
 
+/* A reload keeps who is sticky (datacenters matched by name, in a new order) and counts the
+ * new monitors' rounds afresh. */
+static void test_reload(void)
+{
+	fix_t f;
+	fix_init(&f, GSLB_POLICY_LEAST_CONNECTIONS);
+	gslb_steer_t *st = round_with(&f, NULL, 100, 50, 1);
+	CHECK(first_dc(&f, st) == 'b', "b sticky before the reload");
+	/* the reloaded service lists c, a, b */
+	fix_t g;
+	fix_init(&g, GSLB_POLICY_LEAST_CONNECTIONS);
+	gslb_policy_dc_t a = g.dcs[0], b = g.dcs[1], c = g.dcs[2];
+	g.dcs[0] = c;
+	g.dcs[1] = a;
+	g.dcs[2] = b;
+	size_t from[1] = {0};
+	gslb_steer_t *carried = gslb_steer_remap(st, g.list, 1, f.list, from);
+	CHECK(gslb_steer_order(carried, 0, AF_INET)->sticky == 2, "b is index 2 now");
+	/* a (index 1) is far ahead, with round counters that restarted low */
+	gslb_health_t *h = gslb_health_new(TARGETS);
+	set_load(h, 0, GSLB_LOAD_CONNECTIONS, 10, 1);
+	set_load(h, 1, GSLB_LOAD_CONNECTIONS, 10, 1);
+	set_load(h, 2, GSLB_LOAD_CONNECTIONS, 50, 1);
+	set_load(h, 3, GSLB_LOAD_CONNECTIONS, 50, 1);
+	set_load(h, 4, GSLB_LOAD_CONNECTIONS, 90, 1);
+	gslb_steer_t *n = gslb_steer_build(carried, g.list, 1, h, &opts);
+	const gslb_steer_order_t *o = gslb_steer_order(n, 0, AF_INET);
+	CHECK(o->order[0] == 2 && o->challenger == 1 && o->streak == 1,
+	      "after the reload: b held, a counts one round (first %u, challenger %u, streak %u)",
+	      o->order[0], o->challenger, o->streak);
+	gslb_health_free(h);
+	gslb_steer_free(n);
+	gslb_steer_free(carried);
+	gslb_steer_free(st);
+}
+
 int main(void)
 {
 	test_aggregate();
 	test_kinds();
 	test_hysteresis();
 	test_jitter();
+	test_reload();
 	return unit_finish("test_gslb_policy_load");
 }

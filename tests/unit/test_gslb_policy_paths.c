@@ -368,6 +368,30 @@ static void test_load(const gslb_view_t *v)
 	gslb_view_free(d);
 }
 
+/* qos counts the load terms: spare link capacity moves a completion-rate-only score. */
+static void test_qos_load(const gslb_view_t *v)
+{
+	gslb_health_t *h = gslb_health_dup(gslb_view_health(v), gslb_view_health(v)->count);
+	static const float link[3] = {10, 1000, 10};
+	for (unsigned d = 0; d < 3; d++) {
+		gslb_load_t l = {.have = 1u << GSLB_LOAD_LINK_CAPACITY, .round = 1, .age_ms = 100};
+		l.v[GSLB_LOAD_LINK_CAPACITY] = link[d];
+		CHECK(gslb_health_set_load(h, target(v, SVC_QOS_CR, d, 0), &l) == 0, "load");
+	}
+	gslb_view_t *d = gslb_view_with_health(v, h);
+	/* dc1 100 + 0.3, dc2 90 + 30, dc3 (70 + 0.3) x 1.2 */
+	ans_t a = ask(d, SVC_QOS_CR, DNS_TYPE_A, "192.0.2.200", "198.51.100.0/24");
+	CHECK(a.dc == 1, "qos with link capacity: dc2, got dc%d", a.dc + 1);
+	char buf[8192];
+	CHECK(gslb_view_explain(d, "qoscr.example.test", "192.0.2.200", "198.51.100.0/24", buf,
+	                        sizeof(buf)) == 0,
+	      "explain qos load");
+	CHECK(strstr(buf, "link-capacity 1000.0, age 0.1 s; score 120.0") &&
+	          strstr(buf, "score 100.3"),
+	      "explain qos load: %s", buf);
+	gslb_view_free(d);
+}
+
 static void test_explain(const gslb_view_t *v)
 {
 	char buf[8192];
@@ -537,6 +561,7 @@ int main(void)
 	test_demand(v);
 	test_load(v);
 	test_explain(v);
+	test_qos_load(v);
 	test_rtt_held(v);
 	/* a view derived for health keeps the table after the one it came from is gone */
 	gslb_view_t *d = with_down(v, UINT32_MAX);
