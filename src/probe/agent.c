@@ -6,6 +6,7 @@
  */
 #include "probe/agent.h"
 
+#include <errno.h>
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,11 @@
 /* The nodes of one poll round answer within a few milliseconds of each other on a healthy
  * network; a merge this long after the first answer takes the others along. */
 #define MERGE_DELAY_MS 100u
+/* A measurement none of whose probes could leave this host is tried again after this. */
+#define LOCAL_RETRY_MS 1000u
 
 static const char *const method_names[CONF_PROBE_METHODS] = {"dns", "tcp", "icmp"};
+static log_ratelimit_t send_log;
 
 /* A published table body, shared by the responses in flight (refcounted). */
 typedef struct {
@@ -59,6 +63,7 @@ typedef struct measure {
 	uint8_t addr[16];
 	conf_probe_method_t method;
 	unsigned sent, done;
+	unsigned local_errors; /* samples this host could not send (no path errors excluded) */
 	probe_result_t res;
 	ev_timer next; /* the next sample */
 	struct measure *prev, *nextm;
@@ -77,7 +82,7 @@ struct probe_agent {
 	ev_timer merge_timer; /* one merge for every node's answers of a poll round */
 	measure_t *measures;  /* in flight, doubly linked */
 	size_t n_measures;
-	uint64_t measurements, retries, rejected_rows, full_rows;
+	uint64_t measurements, retries, rejected_rows, full_rows, local_failures;
 	bool full_logged, behind;
 	table_body_t *body; /* the current table; NULL before the first publish */
 	char etag[32];
@@ -234,7 +239,10 @@ static void measure_free(probe_agent_t *a, measure_t *m)
 static void measure_finish(probe_agent_t *a, measure_t *m)
 {
 	probe_row_t *row = probe_table_find(a->table, m->family, m->plen, m->key);
-	if (row != NULL) {
+	if (row != NULL && m->local_errors == m->sent) {
+		a->local_failures++;
+		probe_table_abort(a->table, row, mono_ms() + LOCAL_RETRY_MS);
+	} else if (row != NULL) {
 		if (probe_table_done(a->table, row, &m->res, mono_ms()))
 			a->measurements++;
 		else
@@ -243,14 +251,30 @@ static void measure_finish(probe_agent_t *a, measure_t *m)
 	measure_free(a, m);
 }
 
+/* Errors that are the path's answer (no route, refused by a filter on the way) rather than
+ * this host's trouble (out of descriptors, buffers or memory). */
+static bool path_error(int ret)
+{
+	return ret == -ENETUNREACH || ret == -EHOSTUNREACH || ret == -EPERM || ret == -EACCES ||
+	       ret == -ECONNREFUSED || ret == -EADDRNOTAVAIL;
+}
+
 /* One sample more; when it could not be sent it counts as lost at once. */
 static void measure_send(probe_agent_t *a, measure_t *m)
 {
 	m->sent++;
 	m->res.sent++;
 	int family = m->family == 4 ? AF_INET : AF_INET6;
-	if (probe_sender_send(a->sender, m->method, family, m->addr, (uint64_t)(uintptr_t)m) != 0)
+	int ret = probe_sender_send(a->sender, m->method, family, m->addr, (uint64_t)(uintptr_t)m);
+	if (ret != 0) {
 		m->done++;
+		if (!path_error(ret)) {
+			m->local_errors++;
+			log_ratelimited(&send_log, LOG_LEVEL_WARNING,
+			                "probe: cannot send a %s probe: %s",
+			                method_names[m->method], steer_strerror(ret));
+		}
+	}
 }
 
 static void on_next_sample(struct ev_loop *loop, ev_timer *w, int revents)

@@ -483,6 +483,13 @@ bool probe_table_done(probe_table_t *t, probe_row_t *row, const probe_result_t *
 	return measured;
 }
 
+void probe_table_abort(probe_table_t *t, probe_row_t *row, uint64_t retry_ms)
+{
+	row->in_flight = false;
+	row->due_ms = retry_ms;
+	heap_push(t, (uint32_t)(row - t->rows));
+}
+
 size_t probe_table_backlog(const probe_table_t *t, uint64_t now_ms)
 {
 	size_t n = 0;

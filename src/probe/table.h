@@ -138,6 +138,12 @@ typedef struct {
 bool probe_table_done(probe_table_t *t, probe_row_t *row, const probe_result_t *res,
                       uint64_t now_ms) STEER_NONNULL(1, 2, 3);
 
+/**
+ * Put @p row back unmeasured, due at @p retry_ms: its probes could not leave this host (out of
+ * sockets or buffers), which says nothing about the path, so nothing is folded in.
+ */
+void probe_table_abort(probe_table_t *t, probe_row_t *row, uint64_t retry_ms) STEER_NONNULL(1, 2);
+
 /** Rows due more than a second ago and not yet measured: what the budget is behind by. */
 size_t probe_table_backlog(const probe_table_t *t, uint64_t now_ms) STEER_NONNULL(1);
 

@@ -176,6 +176,22 @@ static void test_methods(void)
 	probe_table_free(t);
 }
 
+/* A measurement whose probes could not leave the host folds nothing in and comes back. */
+static void test_abort(void)
+{
+	probe_table_opts_t o = opts();
+	o.rate = 100000;
+	probe_table_t *t = probe_table_new(&o, 0);
+	add_rows(t, 1, 0);
+	probe_row_t *r = probe_table_next(t, 10);
+	CHECK(r != NULL, "due");
+	probe_table_abort(t, r, 1010);
+	CHECK(!r->measured && !r->in_flight && r->rtt == GSLB_PATHFMT_RTT_NONE, "nothing folded");
+	CHECK(probe_table_next(t, 1000) == NULL, "not before the retry time");
+	CHECK(probe_table_next(t, 1010) == r, "again at the retry time");
+	probe_table_free(t);
+}
+
 /* Minimum of the samples, EWMA across measurements, loss, and hops from the reply's TTL. */
 static void test_arithmetic(void)
 {
@@ -307,6 +323,7 @@ int main(void)
 	test_budget();
 	test_order_and_hot();
 	test_methods();
+	test_abort();
 	test_arithmetic();
 	test_merge();
 	test_snapshot();
