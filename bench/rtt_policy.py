@@ -155,7 +155,8 @@ class Agents:
     """The made-up agents: GET /dcK/paths/table with ETag / If-None-Match, in a thread."""
 
     def __init__(self, tables):
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # what the handler threads read
+        self.publishing = threading.Lock()  # held while a new generation is made
         self.tables = tables  # version -> [body per datacenter]
         self.version = None
         self.bodies, self.etag = [], ""
@@ -213,10 +214,13 @@ class Agents:
 
     def set_version(self, version, generated_ms):
         """Serve @version from now on, as a new table generation (a new ETag)."""
-        bodies = self.tables[version]
+        with self.publishing:  # one new generation at a time, with the version it was for
+            self._publish(version, generated_ms)
+
+    def _publish(self, version, generated_ms):
         # The generation is in the body: patch it in (header bytes 8..16).
         gen = generated_ms.to_bytes(8, "big")
-        bodies = [b[:8] + gen + b[16:] for b in bodies]
+        bodies = [b[:8] + gen + b[16:] for b in self.tables[version]]
         with self.lock:
             if version != self.version:
                 self.served = {}
@@ -226,7 +230,8 @@ class Agents:
         """Like a real agent, publish the current version as a new generation every
         @interval s until @stop is set (the node's hysteresis counts changed tables)."""
         while not stop.wait(interval):
-            self.set_version(self.version, int(time.time() * 1000))
+            with self.publishing:
+                self._publish(self.version, int(time.time() * 1000))
 
     def all_served(self):
         """When the last agent first sent its table of the current version, or None."""
@@ -522,8 +527,8 @@ def parse_args():
     ap.add_argument("--fetch-interval", default="2s", help="the node's (and its fetch-timeout)")
     ap.add_argument("--publish-interval", type=float, default=2.0,
                     help="s between the made-up agents' new generations during the swap")
-    ap.add_argument("--swaps", type=int, default=4)
-    ap.add_argument("--swap-duration", type=float, default=20)
+    ap.add_argument("--swaps", type=int, default=3)
+    ap.add_argument("--swap-duration", type=float, default=30)
     ap.add_argument("--quiet-wait", type=float, default=0,
                     help="wait up to this many s before each run for CPUs 0 and 1 to be idle")
     ap.add_argument("--retries", type=int, default=0,
