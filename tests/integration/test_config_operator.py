@@ -274,7 +274,8 @@ def test_zone_name_alias(steerd):
     (f"datacenters:\n  - name: dc1\nservices:\n  - name: www.{ZONE}\n    policy: fail-over\n"
      "    datacenters: [{ name: dc1, addresses: [192.0.2.1] }]\n",
      "steer.yaml:8: services.policy: expected one of failover, geo, weighted, persist, "
-     "round-robin; got 'fail-over' (did you mean 'failover'?)"),
+     "round-robin, rtt, completion-rate, hops, qos, least-connections, capacity, packet-rate, "
+     "kbps; got 'fail-over' (did you mean 'failover'?)"),
     (f"datacenters:\n  - name: dc1\nservices:\n  - name: www.{ZONE}\n    datacenters:\n"
      "      - { name: dc1, addresses: [192.0.2.1], policy: randomly }\n",
      "steer.yaml:9: services.datacenters.policy: expected one of all, failover, weighted, "
