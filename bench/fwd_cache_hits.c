@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	int ret = zone_load("bench.test", path, &zone, err, sizeof(err));
 	unlink(path);
 	zone_set_t *zones = zone_set_new();
-	if (ret != 0 || !zones || zone_set_add(zones, zone, NULL, 0) != 0) {
+	if (ret != 0 || !zones || zone_set_add(zones, zone, &(zone_set_entry_t){0}) != 0) {
 		fprintf(stderr, "zone: %s\n", err);
 		return 1;
 	}

@@ -11,7 +11,7 @@ set -eu
 
 RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev libyaml-dev
 	libev-dev libjansson-dev libmaxminddb-dev libcurl4-openssl-dev knot-dnsutils
-	libmicrohttpd-dev libfstrm-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev"
+	libmicrohttpd-dev libfstrm-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libssl-dev"
 # The tests: clang for the libFuzzer targets, the reference server and clients of the
 # differential and integration tests, unbound (the ECS resolver of the GSLB test) and iproute2
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).
@@ -24,13 +24,14 @@ RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev l
 # loads the status page; bench/ops.py compares the price of dnstap with Knot's dnstap module.
 # Load feedback: prometheus-node-exporter (and nginx's stub_status) are the metrics monitors'
 # real endpoints.
+# Zone transfers and TSIG: BIND's named is a primary and a secondary of Steer (with Knot).
 # Packaging: groff and man-db render the man pages, systemd's systemd-analyze,
 # systemd-sysusers and systemd-tmpfiles check the unit and the entries.
 TEST_PKGS="clang libclang-rt-14-dev clang-format knot bind9-dnsutils python3 python3-pytest
 	python3-dnspython python3-yaml iproute2 nsd gdnsd dnsperf libmaxmind-db-writer-perl mmdb-bin
 	unbound nginx-light openssl nftables dnsdist bird2 frr keepalived prometheus fstrm-bin
 	chromium python3-websocket groff-base man-db systemd knot-module-dnstap
-	prometheus-node-exporter"
+	prometheus-node-exporter bind9"
 
 level=${1:-}
 case "$level" in

@@ -101,7 +101,7 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 		return DNS_RCODE_NOTAUTH;
 	if (!client->tcp && q->qtype == DNS_TYPE_AXFR)
 		return DNS_RCODE_NOTIMP; /* RFC 5936 4.2: AXFR over UDP is not defined */
-	if (!steer_prefix_list_match(entry->xfr_allow, entry->n_xfr_allow, client->remote)) {
+	if (!dns_acl_match(entry->xfr_allow, entry->n_xfr_allow, client->remote, NULL)) {
 		STEER_COUNTER_INC(stats->axfr_refused);
 		return DNS_RCODE_REFUSED;
 	}

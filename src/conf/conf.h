@@ -14,12 +14,88 @@
 #include "base/log.h"
 #include "base/sockaddr.h"
 
+/*
+ * One entry of an access list (`xfr-allow`, `notify-allow`): a client address range, a TSIG
+ * key, or both, and then both must match. A plain prefix in the YAML list is an entry without
+ * a key; a mapping `{ address: PREFIX, key: NAME }` names the key (address optional).
+ */
+typedef struct {
+	bool any_address;      /* no `address`: any client that signs with @c key */
+	steer_prefix_t prefix; /* when !any_address */
+	char *key;             /* TSIG key name as configured, NULL = no key required */
+} conf_acl_t;
+
+/* A remote server of a zone: a primary we pull from, or a secondary we NOTIFY. */
+typedef struct {
+	steer_sockaddr_t addr; /* port 53 unless given ("192.0.2.1@5300" or "[2001:db8::1]:5300") */
+	char *key;             /* TSIG key name as configured, NULL = unsigned */
+	steer_sockaddr_t source; /* local address to send from; family 0 = the kernel's choice */
+	unsigned line;
+} conf_remote_t;
+
 typedef struct {
 	char *domain;              /* presentation form as configured (`domain:` or `name:`) */
-	char *file;                /* zone file path, resolved against the config file's folder */
-	steer_prefix_t *xfr_allow; /* who may AXFR; empty means nobody */
+	char *file;                /* zone file path, resolved against the config file's folder;
+	                            * for a secondary zone, where the transferred zone is kept
+	                            * (default <server.storage>/<domain>.zone) */
+	steer_prefix_t *xfr_allow; /* who may AXFR/IXFR; empty means nobody (becomes a
+	                            * conf_acl_t list with keys) */
 	size_t n_xfr_allow;
+
+	/* Primary side: */
+	conf_remote_t *notify; /* secondaries sent a NOTIFY when the zone changes */
+	size_t n_notify;
+	unsigned ixfr_history; /* reload versions kept for IXFR out; 0 = AXFR only */
+
+	/* Secondary side (a zone with `primaries` is a secondary zone): */
+	conf_remote_t *primaries; /* tried in order */
+	size_t n_primaries;
+	conf_acl_t *notify_allow; /* who may NOTIFY besides the primaries (which always may) */
+	size_t n_notify_allow;
+	bool ixfr;                  /* ask IXFR first when we have a version (default true) */
+	unsigned refresh_min;       /* ms: bounds on the SOA's refresh and retry (default 2s) */
+	unsigned refresh_max;       /* ms (default 1d) */
+	uint64_t max_transfer_size; /* bytes of one transfer (default 256M) */
+	uint64_t max_records;       /* records of one zone version (default 5,000,000) */
+	unsigned line;
 } conf_zone_t;
+
+/* A TSIG key (RFC 8945), from `keys:` or a key file. */
+typedef struct {
+	char *name;      /* key name, presentation form as configured */
+	char *algorithm; /* hmac-sha1 | hmac-sha224 | hmac-sha256 | hmac-sha384 | hmac-sha512 */
+	uint8_t *secret; /* decoded from base64 */
+	size_t secret_len;
+	unsigned line;
+} conf_tsig_key_t;
+
+/* Response Rate Limiting (`rrl:`). */
+typedef struct {
+	unsigned rate;          /* responses per second per prefix and class; 0 = off (default) */
+	unsigned nxdomain_rate; /* for NXDOMAIN answers; 0 = same as rate */
+	unsigned error_rate;    /* for error answers (REFUSED, FORMERR, SERVFAIL); 0 = rate */
+	unsigned slip;          /* every Nth dropped answer goes out truncated (TC=1); 0 = never */
+	unsigned window;        /* ms over which the rate is averaged (default 15s) */
+	uint8_t ipv4_prefix;    /* default 24 */
+	uint8_t ipv6_prefix;    /* default 56 */
+	unsigned table_size;    /* buckets (default 393241) */
+	steer_prefix_t *exempt; /* never limited */
+	size_t n_exempt;
+	bool exempt_cookies; /* a valid server cookie exempts the client (default true) */
+	bool log_only;       /* count and log, do not limit (default false) */
+} conf_rrl_t;
+
+/* DNS Cookies (`cookies:`, RFC 7873, RFC 9018). */
+typedef struct {
+	bool enable;          /* default true */
+	uint8_t secret[16];   /* SipHash-2-4 key; random at start when none is configured */
+	bool secret_set;      /* `secret` or `secret-file` given: cluster nodes share it */
+	uint8_t previous[16]; /* still accepted during a rollover */
+	bool previous_set;
+	char *secret_file; /* 32 hex digits (the secret), optional second line (previous) */
+	bool require;      /* UDP queries without a valid server cookie get BADCOOKIE
+	                    * (with our cookie) instead of an answer (default false) */
+} conf_cookies_t;
 
 /* ---- GSLB: datacenters, maps, services. Names are resolved to indices by the
  * parser; semantic checks that need gslb/ knowledge (policy names, all-down names, address
@@ -414,6 +490,11 @@ typedef struct {
 	char *pid_file;            /* NULL = none */
 	char *identity;            /* server.identity as configured, NULL = unset: see
 	                            * conf_identity() for the value in force */
+	char *version;             /* CH TXT version.bind / version.server; NULL = "Steer
+	                            * <version>"; "" = hidden (REFUSED) */
+	char *storage;             /* folder for secondary zones (default /var/lib/steer) */
+	unsigned tcp_max_per_address; /* open TCP connections one client address may hold */
+	unsigned tcp_max_per_prefix;  /* ... one /24 (IPv4) or /56 (IPv6) may hold */
 
 	/* log: */
 	log_target_t log_target;
@@ -421,6 +502,10 @@ typedef struct {
 
 	conf_zone_t *zones;
 	size_t n_zones;
+	conf_tsig_key_t *keys; /* TSIG keys, `keys:` then key files, names unique */
+	size_t n_keys;
+	conf_rrl_t rrl;
+	conf_cookies_t cookies;
 
 	/* GSLB: */
 	conf_datacenter_t *datacenters;

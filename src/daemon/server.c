@@ -143,6 +143,16 @@ static zone_t *zone_reusable(const zone_set_t *old, const conf_zone_t *cz)
 	return e->zone;
 }
 
+/* The serving data of @p cz for the zone set: its access lists (owned by the caller). */
+static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
+{
+	*e = (zone_set_entry_t){0};
+	e->n_xfr_allow = cz->n_xfr_allow;
+	e->xfr_allow = xcalloc(cz->n_xfr_allow ? cz->n_xfr_allow : 1, sizeof(*e->xfr_allow));
+	for (size_t i = 0; i < cz->n_xfr_allow; i++)
+		e->xfr_allow[i].prefix = cz->xfr_allow[i];
+}
+
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
 static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set_t *set,
                           server_report_t *report, char *err, size_t errlen)
@@ -163,7 +173,10 @@ static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set
 			return ret;
 		}
 	}
-	int ret = zone_set_add(set, zone, cz->xfr_allow, cz->n_xfr_allow);
+	zone_set_entry_t tmpl;
+	zone_entry_from_conf(cz, &tmpl);
+	int ret = zone_set_add(set, zone, &tmpl);
+	free(tmpl.xfr_allow);
 	if (ret != 0) {
 		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
 		err_append(err, errlen, msg);

@@ -99,7 +99,12 @@ static void index_add(zone_set_t *set, size_t idx)
 	zone_index_put(set->index, set->index_bits, (h & 0xffffffff00000000ULL) | (idx + 1));
 }
 
-int zone_set_add(zone_set_t *set, zone_t *zone, const steer_prefix_t *xfr_allow, size_t n)
+static dns_acl_entry_t *acl_copy(const dns_acl_entry_t *acl, size_t n)
+{
+	return n > 0 ? xmemdup(acl, n * sizeof(*acl)) : NULL;
+}
+
+int zone_set_add(zone_set_t *set, zone_t *zone, const zone_set_entry_t *tmpl)
 {
 	if (lookup(set, zone->apex, zone->apex_len) != NULL)
 		return STEER_EEXIST;
@@ -109,11 +114,11 @@ int zone_set_add(zone_set_t *set, zone_t *zone, const steer_prefix_t *xfr_allow,
 		set->sorted = xrealloc(set->sorted, set->cap * sizeof(*set->sorted));
 	}
 	size_t idx = set->n;
-	set->entries[idx] = (zone_set_entry_t){
-	    .zone = zone,
-	    .xfr_allow = n > 0 ? xmemdup(xfr_allow, n * sizeof(*xfr_allow)) : NULL,
-	    .n_xfr_allow = n,
-	};
+	zone_set_entry_t *e = &set->entries[idx];
+	*e = *tmpl;
+	e->zone = zone;
+	e->xfr_allow = acl_copy(tmpl->xfr_allow, tmpl->n_xfr_allow);
+	e->notify_allow = acl_copy(tmpl->notify_allow, tmpl->n_notify_allow);
 	index_add(set, idx);
 	size_t pos = 0;
 	while (pos < set->n && strcmp(set->entries[set->sorted[pos]].zone->name, zone->name) < 0)
@@ -174,6 +179,7 @@ void zone_set_free(zone_set_t *set)
 	for (size_t i = 0; i < set->n; i++) {
 		zone_unref(set->entries[i].zone);
 		free(set->entries[i].xfr_allow);
+		free(set->entries[i].notify_allow);
 	}
 	free(set->entries);
 	free(set->sorted);

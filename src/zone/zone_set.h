@@ -4,17 +4,23 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "dns/acl.h"
 #include "zone/zone.h"
 
+/* A zone as one configuration snapshot serves it: the zone and its per-zone serving data. */
 typedef struct {
-	zone_t *zone;              /* one reference held by the set */
-	steer_prefix_t *xfr_allow; /* owned; who may AXFR this zone */
+	zone_t *zone;               /* one reference held by the set */
+	dns_acl_entry_t *xfr_allow; /* owned; who may AXFR/IXFR this zone */
 	size_t n_xfr_allow;
+	dns_acl_entry_t *notify_allow; /* owned; who may NOTIFY this zone (a secondary zone) */
+	size_t n_notify_allow;
+	bool secondary; /* transferred from a primary rather than loaded */
 } zone_set_entry_t;
 
 typedef struct zone_set zone_set_t;
@@ -23,11 +29,12 @@ typedef struct zone_set zone_set_t;
 zone_set_t *zone_set_new(void);
 
 /**
- * Add @p zone (the set takes over the caller's reference) with a copy of the AXFR ACL.
- * Returns 0, or STEER_EEXIST when a zone with the same apex is already in the set.
+ * Add @p zone (the set takes over the caller's reference) with the serving data of @p tmpl
+ * (its access lists are copied; its @c zone is ignored). Returns 0, or STEER_EEXIST when a
+ * zone with the same apex is already in the set.
  */
-int zone_set_add(zone_set_t *set, zone_t *zone, const steer_prefix_t *xfr_allow, size_t n)
-    STEER_NONNULL(1, 2) STEER_WUR;
+int zone_set_add(zone_set_t *set, zone_t *zone, const zone_set_entry_t *tmpl)
+    STEER_NONNULL(1, 2, 3) STEER_WUR;
 
 /**
  * The zone that @p qname (lowercase wire) falls in: the one with the longest matching apex, or

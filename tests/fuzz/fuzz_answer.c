@@ -31,7 +31,7 @@ static uint8_t *small_buf, *big_buf; /* exactly their capacity, so ASan sees any
 static void setup(void)
 {
 	char path[4096], err[512];
-	steer_prefix_t allow;
+	dns_acl_entry_t allow = {0};
 	log_setup(LOG_TARGET_STDERR, LOG_LEVEL_ERR);
 	zone_set_t *set = zone_set_new();
 	for (size_t i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
@@ -43,9 +43,11 @@ static void setup(void)
 		}
 		/* AXFR allowed for the first zone only, so both the transfer and the refusal run.
 		 */
-		FUZZ_CHECK(steer_prefix_parse(i == 0 ? "127.0.0.0/8" : "192.0.2.0/24", &allow) ==
-		           0);
-		FUZZ_CHECK(zone_set_add(set, zone, &allow, 1) == 0);
+		FUZZ_CHECK(steer_prefix_parse(i == 0 ? "127.0.0.0/8" : "192.0.2.0/24",
+		                              &allow.prefix) == 0);
+		FUZZ_CHECK(
+		    zone_set_add(set, zone,
+		                 &(zone_set_entry_t){.xfr_allow = &allow, .n_xfr_allow = 1}) == 0);
 	}
 	FUZZ_CHECK(steer_sockaddr_parse("127.0.0.1:53000", 53, &remote) == 0);
 	view.zones = set;

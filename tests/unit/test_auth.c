@@ -129,9 +129,10 @@ static void test_axfr(void)
 	char err[256];
 	CHECK(zone_load("auth.test", "zones/auth/auth.test.zone", &zone, err, sizeof(err)) == 0,
 	      "load: %s", err);
-	steer_prefix_t acl;
-	CHECK(steer_prefix_parse("127.0.0.0/8", &acl) == 0, "acl");
-	CHECK(zone_set_add(set, zone, &acl, 1) == 0, "add");
+	dns_acl_entry_t acl = {0};
+	CHECK(steer_prefix_parse("127.0.0.0/8", &acl.prefix) == 0, "acl");
+	zone_set_entry_t tmpl = {.xfr_allow = &acl, .n_xfr_allow = 1};
+	CHECK(zone_set_add(set, zone, &tmpl) == 0, "add");
 	auth_view_t view = {.zones = set, .udp_max_payload = 1232};
 	steer_sockaddr_t remote;
 	CHECK(steer_sockaddr_parse("127.0.0.1", 0, &remote) == 0, "addr");
@@ -266,7 +267,7 @@ int main(void)
 	CHECK(ret == 0, "zone loads: %s", err);
 	if (ret != 0)
 		return unit_finish("test_auth");
-	CHECK(zone_set_add(zones, zone, NULL, 0) == 0, "zone added");
+	CHECK(zone_set_add(zones, zone, &(zone_set_entry_t){0}) == 0, "zone added");
 	test_answers();
 	test_tcp();
 	test_axfr();

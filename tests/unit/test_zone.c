@@ -441,7 +441,7 @@ static void test_refcount(void)
 	zone_unref(z);
 	CHECK(z->refcount == 2, "two references");
 	zone_set_t *set = zone_set_new();
-	CHECK(zone_set_add(set, z, NULL, 0) == 0, "add takes one reference");
+	CHECK(zone_set_add(set, z, &(zone_set_entry_t){0}) == 0, "add takes one reference");
 	CHECK(z->refcount == 2, "still two");
 	zone_set_free(set);
 	CHECK(z->refcount == 1, "set dropped its reference");
@@ -460,18 +460,21 @@ static void test_zone_set(void)
 	    {"example.test", DIR "example.test.zone"},
 	};
 	zone_set_t *set = zone_set_new();
-	steer_prefix_t acl[2];
-	CHECK(steer_prefix_parse("192.0.2.0/24", &acl[0]) == 0, "acl 0");
-	CHECK(steer_prefix_parse("2001:db8::/32", &acl[1]) == 0, "acl 1");
+	dns_acl_entry_t acl[2] = {0};
+	CHECK(steer_prefix_parse("192.0.2.0/24", &acl[0].prefix) == 0, "acl 0");
+	CHECK(steer_prefix_parse("2001:db8::/32", &acl[1].prefix) == 0, "acl 1");
 	for (size_t i = 0; i < STEER_ARRAY_LEN(zones); i++) {
 		char err[512];
 		int ret;
 		zone_t *z = load(zones[i].origin, zones[i].file, &ret, err, sizeof(err));
 		CHECK(z != NULL, "%s loads: %s", zones[i].file, err);
 		if (z != NULL)
-			CHECK(zone_set_add(set, z, acl, i) == 0, "add %s", zones[i].origin);
+			CHECK(zone_set_add(
+			          set, z,
+			          &(zone_set_entry_t){.xfr_allow = acl, .n_xfr_allow = i}) == 0,
+			      "add %s", zones[i].origin);
 	}
-	acl[0].len = 8; /* the set keeps its own copy */
+	acl[0].prefix.len = 8; /* the set keeps its own copy */
 
 	static const struct {
 		const char *qname;
@@ -506,8 +509,8 @@ static void test_zone_set(void)
 			char err[512];
 			int ret;
 			zone_t *root = load(".", DIR "root.zone", &ret, err, sizeof(err));
-			CHECK(root != NULL && zone_set_add(set, root, NULL, 0) == 0, "add root: %s",
-			      err);
+			CHECK(root != NULL && zone_set_add(set, root, &(zone_set_entry_t){0}) == 0,
+			      "add root: %s", err);
 		}
 	}
 
@@ -515,14 +518,15 @@ static void test_zone_set(void)
 	CHECK(wire("child.parent.test", q) > 0, "parse");
 	const zone_set_entry_t *e = zone_set_get(set, q);
 	CHECK(e && strcmp(e->zone->name, "child.parent.test.") == 0, "get exact");
-	CHECK(e && e->n_xfr_allow == 1 && e->xfr_allow[0].len == 24, "acl copied");
+	CHECK(e && e->n_xfr_allow == 1 && e->xfr_allow[0].prefix.len == 24, "acl copied");
 	CHECK(wire("www.child.parent.test", q) > 0 && zone_set_get(set, q) == NULL, "get is exact");
 
 	/* A second zone with an existing apex is refused; the caller keeps its reference. */
 	char err[512];
 	int ret;
 	zone_t *dup = load("Parent.Test", DIR "parent.test.zone", &ret, err, sizeof(err));
-	CHECK(dup && zone_set_add(set, dup, NULL, 0) == STEER_EEXIST, "duplicate apex refused");
+	CHECK(dup && zone_set_add(set, dup, &(zone_set_entry_t){0}) == STEER_EEXIST,
+	      "duplicate apex refused");
 	zone_unref(dup);
 
 	static const char *const sorted[] = {".", "child.parent.test.", "example.test.",
