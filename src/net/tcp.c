@@ -31,10 +31,11 @@
  * connection of its own thread: each thread keeps its idle connections (nothing arriving,
  * nothing to send, no forwarded answer pending) in order of last activity, and the one
  * evicted is, among the TCP_EVICT_SCAN oldest, the one whose client holds the most
- * connections. Failing that, a connection whose partial message has been arriving for
- * TCP_EVICT_PARTIAL_AGE or more is evicted (the oldest such message), but only for a
- * newcomer whose client holds fewer connections than that one's: a slowloris cannot take a
- * smaller client's socket, a smaller client can take its. Only then is the newcomer closed.
+ * connections, provided that client holds at least as many as the newcomer's. Failing that,
+ * a connection whose partial message has been arriving for TCP_EVICT_PARTIAL_AGE or more is
+ * evicted (the oldest such message), if its client holds more connections than the
+ * newcomer's. So a client with many sockets cannot take those of smaller ones, and a smaller
+ * client can take its. Only then is the newcomer closed.
  * A thread evicts only its own connections, so a thread with none to give refuses while
  * another may still hold idle ones.
  */
@@ -717,6 +718,8 @@ static void on_accept_resume(struct ev_loop *loop, ev_timer *timer, int revents)
 static bool evict_one(tcp_worker_t *w, uint32_t addr_slot)
 {
 	atomic_uint *addrs = w->net->tcp_addr_conns;
+	/* What the newcomer's client held before it (it is counted already). */
+	unsigned mine = slot_load(addrs, addr_slot) - 1;
 	tcp_conn_t *victim = NULL;
 	unsigned most = 0;
 	int scanned = 0;
@@ -728,13 +731,17 @@ static bool evict_one(tcp_worker_t *w, uint32_t addr_slot)
 			most = held;
 		}
 	}
+	/* Never for a client holding more than the one that would lose the socket: a flood of
+	 * newcomers from one client cannot push out the idle connections of small ones. */
+	if (victim != NULL && most < mine)
+		victim = NULL;
 	if (victim == NULL) {
 		/* The oldest partial message, if old enough, of another client holding more
-		 * connections than the newcomer's did before it (it is counted already). */
+		 * connections than the newcomer's. */
 		tcp_conn_t *c = w->partial.tail;
 		if (c == NULL || c->addr_slot == addr_slot ||
 		    ev_now(w->loop) - c->msg_start < TCP_EVICT_PARTIAL_AGE ||
-		    slot_load(addrs, c->addr_slot) < slot_load(addrs, addr_slot))
+		    slot_load(addrs, c->addr_slot) <= mine)
 			return false;
 		victim = c;
 	}
