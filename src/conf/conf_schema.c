@@ -568,14 +568,23 @@ const conf_key_t conf_keys[] = {
         "larger answers are truncated (TC=1) so the client retries over TCP. 1232 avoids IP "
         "fragmentation on virtually every path (DNS Flag Day 2020)."),
     SERVER_UINT("tcp-max-clients", tcp_max_clients, 1, 1000000, "1000", 0,
-                "Open TCP connections allowed across all TCP threads; further connections are "
-                "closed at once."),
+                "Open TCP connections allowed across all TCP threads. When all are open, a new "
+                "connection takes the socket of an idle one (the oldest, preferring clients "
+                "that hold many); it is closed at once only when none can be evicted."),
     SERVER_DURATION("tcp-idle-timeout", tcp_idle_timeout, 100, 3600000, "10s",
                     "How long a TCP connection may sit idle between queries before it is "
                     "closed (RFC 7766)."),
     SERVER_DURATION("tcp-io-timeout", tcp_io_timeout, 100, 600000, "2s",
                     "How long the rest of a TCP message may take to arrive once its first byte "
                     "did, so slow or stalled clients cannot hold connections."),
+    SERVER_UINT("tcp-max-clients-per-address", tcp_max_per_address, 0, 1000000, "100", 0,
+                "Open TCP connections one client address may hold; a further connection from it "
+                "is closed at once, so a single client cannot take the pool of "
+                "`tcp-max-clients` for itself. `0`: no limit. See the TCP section of the "
+                "operations guide for how a full pool evicts idle connections."),
+    SERVER_UINT("tcp-max-clients-per-prefix", tcp_max_per_prefix, 0, 1000000, "250", 0,
+                "Open TCP connections the addresses of one IPv4 /24 or IPv6 /56 may hold "
+                "together; further ones are closed at once. `0`: no limit."),
     {.section = "server",
      .name = "user",
      .type = CONF_TYPE_STRING,

@@ -158,6 +158,28 @@ static void render_transport(prom_t *p, const net_stats_t *sum)
 	prom_counter(p, &parse_l, 1, LOAD(sum->auth.dropped));
 }
 
+static void render_tcp(prom_t *p, const server_t *s, const net_stats_t *sum)
+{
+	const net_counters_t *nc = &sum->net;
+	gauge1(p, "steer_tcp_connections", "TCP connections open now.",
+	       s->net != NULL ? (double)net_tcp_clients(s->net) : 0.);
+	prom_family(
+	    p, "steer_tcp_refused_total",
+	    "TCP connections closed at accept: over the client address's or its /24 or /56's "
+	    "share (address, prefix), or the pool full with none to evict (total).",
+	    PROM_COUNTER);
+	static const char *const reason[] = {"address", "prefix", "total"};
+	const uint64_t v[] = {LOAD(nc->tcp_refused_address), LOAD(nc->tcp_refused_prefix),
+	                      LOAD(nc->tcp_refused_full)};
+	for (size_t i = 0; i < 3; i++) {
+		prom_label_t l = {"reason", reason[i]};
+		prom_counter(p, &l, 1, v[i]);
+	}
+	counter1(p, "steer_tcp_evicted_total",
+	         "TCP connections closed to make room for a new one while the pool was full.",
+	         LOAD(nc->tcp_evicted));
+}
+
 static void render_latency(prom_t *p, const net_stats_t *sum)
 {
 	prom_family(p, "steer_query_duration_seconds",
@@ -672,6 +694,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 		net_stats(s->net, sum);
 	render_process(&p, s);
 	render_transport(&p, sum);
+	render_tcp(&p, s, sum);
 	render_latency(&p, sum);
 	render_answering(&p, &sum->auth);
 	render_ecs_resolvers(&p, &sum->auth);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,16 @@ net_t *net_new(const conf_t *conf, const net_view_t *view)
 	net_reconfigure(net, conf);
 	atomic_init(&net->stopping, false);
 	atomic_init(&net->tcp_clients, 0);
+	net->tcp_addr_conns = xcalloc(NET_TCP_SLOTS, sizeof(*net->tcp_addr_conns));
+	net->tcp_prefix_conns = xcalloc(NET_TCP_SLOTS, sizeof(*net->tcp_prefix_conns));
+	if (getrandom(net->tcp_hash_key, sizeof(net->tcp_hash_key), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(net->tcp_hash_key)) {
+		/* No entropy yet (early boot): a clock-based key still differs per run. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		net->tcp_hash_key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull;
+		net->tcp_hash_key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)net;
+	}
 	return net;
 }
 
@@ -233,6 +244,10 @@ void net_reconfigure(net_t *net, const conf_t *conf)
 	atomic_store_explicit(&net->tcp_max_clients, conf->tcp_max_clients, memory_order_relaxed);
 	atomic_store_explicit(&net->tcp_idle_timeout, conf->tcp_idle_timeout, memory_order_relaxed);
 	atomic_store_explicit(&net->tcp_io_timeout, conf->tcp_io_timeout, memory_order_relaxed);
+	atomic_store_explicit(&net->tcp_max_per_address, conf->tcp_max_per_address,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&net->tcp_max_per_prefix, conf->tcp_max_per_prefix,
+	                      memory_order_relaxed);
 }
 
 const net_view_t *net_view(const net_t *net)
@@ -494,6 +509,11 @@ unsigned net_tcp_workers(const net_t *net)
 	return net->n_tcp_workers;
 }
 
+unsigned net_tcp_clients(const net_t *net)
+{
+	return atomic_load_explicit(&((net_t *)net)->tcp_clients, memory_order_relaxed);
+}
+
 void net_stop(net_t *net)
 {
 	if (!net->started)
@@ -522,5 +542,7 @@ void net_free(net_t *net)
 	free(net->udp);
 	free(net->tcp);
 	free(net->listen);
+	free(net->tcp_addr_conns);
+	free(net->tcp_prefix_conns);
 	free(net);
 }

@@ -81,6 +81,12 @@ typedef struct {
 	 * thread's UDP deliveries, TCP ones are counted by the connection's thread). */
 	net_latency_t udp_latency;
 	net_latency_t tcp_latency;
+	/* TCP connections closed at accept: over the client address's or its /24 | /56's
+	 * share, or the pool full with nothing evictable; and idle ones evicted for newcomers. */
+	steer_counter_t tcp_refused_address;
+	steer_counter_t tcp_refused_prefix;
+	steer_counter_t tcp_refused_full;
+	steer_counter_t tcp_evicted;
 } net_counters_t;
 
 /* Every query thread's counters summed by net_stats(), one part per layer. */
@@ -171,6 +177,9 @@ const steer_sockaddr_t *net_listen_at(const net_t *net, size_t i) STEER_NONNULL(
 /** Effective number of UDP workers and TCP threads (0 in the config resolved to a count). */
 unsigned net_workers(const net_t *net) STEER_NONNULL(1);
 unsigned net_tcp_workers(const net_t *net) STEER_NONNULL(1);
+
+/** TCP connections open now across all TCP threads (a relaxed read; any thread). */
+unsigned net_tcp_clients(const net_t *net) STEER_NONNULL(1);
 
 /**
  * The source ports of the listen addresses (for the forwarder, which must never pick them

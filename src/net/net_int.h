@@ -15,6 +15,10 @@
 #include "base/sockaddr.h"
 #include "net/net.h"
 
+/* Counters of each client table (a power of two): 256 kB each, touched only at accept and
+ * close. */
+#define NET_TCP_SLOTS (1u << 16)
+
 typedef struct udp_worker udp_worker_t;
 typedef struct tcp_worker tcp_worker_t;
 
@@ -34,6 +38,17 @@ struct net {
 	atomic_uint tcp_idle_timeout; /* ms */
 	atomic_uint tcp_io_timeout;   /* ms */
 	atomic_uint tcp_clients;      /* open connections across all TCP threads */
+
+	/* Each client's share of them (0 = no limit), also reloadable. */
+	atomic_uint tcp_max_per_address;
+	atomic_uint tcp_max_per_prefix;
+	/* Open connections per client address and per /24 | /56, shared by the TCP threads
+	 * without locks: NET_TCP_SLOTS counters each, indexed by a hash keyed with
+	 * @c tcp_hash_key (random at start, so clients cannot choose whom they collide with).
+	 * Clients that collide share one counter: their limits only get stricter. */
+	atomic_uint *tcp_addr_conns;   /* owned */
+	atomic_uint *tcp_prefix_conns; /* owned */
+	uint64_t tcp_hash_key[2];
 
 	/* Latency of the forwarded answers the engine thread sends over UDP: that thread is
 	 * the only writer (TCP ones are counted by the connection's thread). */

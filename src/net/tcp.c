@@ -21,6 +21,23 @@
  *            sending a byte at a time cannot keep the connection for long;
  *   write:   replies are pending and the client does not read, measured from the last byte
  *            the socket accepted (an AXFR to a slow but reading client goes on).
+ * Under pressure (the pool TCP_PRESSURE_PCT % full) new deadlines use a fifth of the
+ * configured idle and message/write timeouts, at least TCP_PRESSURE_MIN.
+ *
+ * Fair share. Every client address and every /24 (IPv4) or /56 (IPv6) may hold only so many
+ * connections (server.tcp-max-clients-per-address, -per-prefix): a connection above either is
+ * closed at accept. The counters live in the net_t, shared by every TCP thread without locks
+ * (see there). When the whole pool is full, a newcomer takes the socket of an idle
+ * connection of its own thread: each thread keeps its idle connections (nothing arriving,
+ * nothing to send, no forwarded answer pending) in order of last activity, and the one
+ * evicted is, among the TCP_EVICT_SCAN oldest, the one whose client holds the most
+ * connections, provided that client holds at least as many as the newcomer's. Failing that,
+ * a connection whose partial message has been arriving for TCP_EVICT_PARTIAL_AGE or more is
+ * evicted (the oldest such message), if its client holds more connections than the
+ * newcomer's. So a client with many sockets cannot take those of smaller ones, and a smaller
+ * client can take its. Only then is the newcomer closed.
+ * A thread evicts only its own connections, so a thread with none to give refuses while
+ * another may still hold idle ones.
  */
 #include "net/tcp.h"
 
@@ -63,8 +80,22 @@
 /* Back-off when accept() runs out of descriptors or memory: the listener is level-triggered
  * and would otherwise spin. */
 #define TCP_ACCEPT_PAUSE 0.1
+/* The pool counts as under pressure from this share of tcp-max-clients on. */
+#define TCP_PRESSURE_PCT 90
+/* Shortest idle or message timeout under pressure, in seconds. */
+#define TCP_PRESSURE_MIN 0.2
+/* Idle connections looked at, oldest first, to find the client holding the most. */
+#define TCP_EVICT_SCAN 8
+/* A partial message this old (seconds) may be evicted for a smaller client: a real client's
+ * query arrives in one or two segments, one round trip at most. */
+#define TCP_EVICT_PARTIAL_AGE 0.1
 
 typedef struct tcp_conn tcp_conn_t;
+
+/* A doubly linked list of connections, newest at the head. */
+typedef struct {
+	tcp_conn_t *head, *tail;
+} conn_list_t;
 
 typedef struct {
 	ev_io io;
@@ -95,8 +126,12 @@ struct tcp_worker {
 	bool started;
 	tcp_listener_t *listeners;
 	size_t n_listeners;
-	tcp_conn_t *conns;   /* open connections, doubly linked */
-	tcp_conn_t *zombies; /* closed while waiting for a forwarded answer, doubly linked */
+	/* Open connections, each on one list: idle ones by last activity (the tail is the
+	 * oldest), those with a partial message by its first byte, and the rest. */
+	conn_list_t idle;
+	conn_list_t partial;
+	conn_list_t busy;
+	conn_list_t zombies; /* closed while waiting for a forwarded answer */
 	ev_async fwd_wake;   /* forwarded answers queued */
 	struct cds_wfcq_head fwd_head;
 	struct cds_wfcq_tail fwd_tail;
@@ -110,6 +145,8 @@ struct tcp_conn {
 	ev_timer timer;
 	tcp_worker_t *w;
 	tcp_conn_t *prev, *next;
+	conn_list_t *on;                 /* the list holding it, NULL while on none */
+	uint32_t addr_slot, prefix_slot; /* its counters in the client tables */
 	int fd;
 	bool v6;
 	bool eof;           /* the client closed its side: answer what came, then close */
@@ -137,23 +174,129 @@ static const char *conn_str(const tcp_conn_t *c, char *buf, size_t size)
 	return steer_sockaddr_str(&c->remote, buf, size);
 }
 
-static void list_remove(tcp_conn_t **head, tcp_conn_t *c)
+static void list_remove(tcp_conn_t *c)
 {
+	conn_list_t *l = c->on;
+	if (l == NULL)
+		return;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
-		*head = c->next;
+		l->head = c->next;
 	if (c->next != NULL)
 		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	c->on = NULL;
 }
 
-static void list_push(tcp_conn_t **head, tcp_conn_t *c)
+static void list_push(conn_list_t *l, tcp_conn_t *c)
 {
+	list_remove(c);
 	c->prev = NULL;
-	c->next = *head;
-	if (*head != NULL)
-		(*head)->prev = c;
-	*head = c;
+	c->next = l->head;
+	if (l->head != NULL)
+		l->head->prev = c;
+	else
+		l->tail = c;
+	l->head = c;
+	c->on = l;
+}
+
+/* ---- the client tables ---------------------------------------------------------------- */
+
+static inline uint64_t rotl64(uint64_t x, int b)
+{
+	return x << b | x >> (64 - b);
+}
+
+#define SIPROUND(v0, v1, v2, v3)                                                                   \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = rotl64(v1, 13) ^ v0;                                                          \
+		v0 = rotl64(v0, 32);                                                               \
+		v2 += v3;                                                                          \
+		v3 = rotl64(v3, 16) ^ v2;                                                          \
+		v0 += v3;                                                                          \
+		v3 = rotl64(v3, 21) ^ v0;                                                          \
+		v2 += v1;                                                                          \
+		v1 = rotl64(v1, 17) ^ v2;                                                          \
+		v2 = rotl64(v2, 32);                                                               \
+	} while (0)
+
+/* SipHash-1-3 of three words: keyed, so that a client cannot pick addresses that share a
+ * counter with the one it wants to crowd out. */
+static uint64_t client_hash(const uint64_t key[2], const uint64_t m[3])
+{
+	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+	for (int i = 0; i < 3; i++) {
+		v3 ^= m[i];
+		SIPROUND(v0, v1, v2, v3);
+		v0 ^= m[i];
+	}
+	v2 ^= 0xff;
+	for (int i = 0; i < 3; i++)
+		SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The counters of @p remote's address and of its /24 or /56. */
+static void client_slots(const net_t *net, const steer_sockaddr_t *remote, uint32_t *addr,
+                         uint32_t *prefix)
+{
+	uint8_t ip[16] = {0};
+	uint64_t family;
+	size_t prefix_bytes;
+	if (remote->sa.sa_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(&remote->sin6.sin6_addr)) {
+		memcpy(ip, &remote->sin6.sin6_addr, 16);
+		family = 6;
+		prefix_bytes = 7;
+	} else {
+		if (remote->sa.sa_family == AF_INET6)
+			memcpy(ip, remote->sin6.sin6_addr.s6_addr + 12, 4);
+		else
+			memcpy(ip, &remote->sin.sin_addr, 4);
+		family = 4;
+		prefix_bytes = 3;
+	}
+	uint64_t m[3];
+	memcpy(&m[0], ip, 8);
+	memcpy(&m[1], ip + 8, 8);
+	m[2] = family;
+	*addr = (uint32_t)(client_hash(net->tcp_hash_key, m) & (NET_TCP_SLOTS - 1));
+	memset(ip + prefix_bytes, 0, sizeof(ip) - prefix_bytes);
+	memcpy(&m[0], ip, 8);
+	memcpy(&m[1], ip + 8, 8);
+	m[2] = family | 0x100; /* a prefix never shares a hash input with an address */
+	*prefix = (uint32_t)(client_hash(net->tcp_hash_key, m) & (NET_TCP_SLOTS - 1));
+}
+
+static unsigned slot_load(atomic_uint *table, uint32_t slot)
+{
+	return atomic_load_explicit(&table[slot], memory_order_relaxed);
+}
+
+/* Take one connection from @p table[@p slot] under @p max (0: no limit). */
+static bool slot_take(atomic_uint *table, uint32_t slot, unsigned max)
+{
+	unsigned n = atomic_fetch_add_explicit(&table[slot], 1, memory_order_relaxed);
+	if (max == 0 || n < max)
+		return true;
+	atomic_fetch_sub_explicit(&table[slot], 1, memory_order_relaxed);
+	return false;
+}
+
+static void slot_give(atomic_uint *table, uint32_t slot)
+{
+	atomic_fetch_sub_explicit(&table[slot], 1, memory_order_relaxed);
+}
+
+static void client_release(net_t *net, uint32_t addr, uint32_t prefix)
+{
+	slot_give(net->tcp_addr_conns, addr);
+	slot_give(net->tcp_prefix_conns, prefix);
+	atomic_fetch_sub_explicit(&net->tcp_clients, 1, memory_order_relaxed);
 }
 
 static void conn_recycle(tcp_worker_t *w, tcp_conn_t *c)
@@ -176,8 +319,8 @@ static void conn_close(tcp_conn_t *c)
 	close(c->fd);
 	if (c->in_axfr)
 		auth_axfr_cleanup(&c->axfr);
-	list_remove(&w->conns, c);
-	atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+	list_remove(c);
+	client_release(w->net, c->addr_slot, c->prefix_slot);
 	if (c->fwd_wait) {
 		c->zombie = true;
 		list_push(&w->zombies, c);
@@ -301,6 +444,14 @@ static void conn_fill(tcp_conn_t *c)
 		long len = conn_message_len(c);
 		if (len < 0)
 			break;
+		if (len == 0) {
+			/* No DNS message is empty: the client is broken or probing. Answers to
+			 * what came before still go out, then the connection closes. */
+			c->in_start = c->in_end;
+			c->eof = true;
+			c->msg_timing = false;
+			break;
+		}
 		conn_answer(c, (size_t)len);
 	}
 	if (c->in_start == c->in_end)
@@ -348,11 +499,31 @@ static ev_tstamp timeout_of(atomic_uint *ms)
 	return atomic_load_explicit(ms, memory_order_relaxed) / 1000.;
 }
 
+static bool pool_pressed(net_t *net)
+{
+	unsigned max = atomic_load_explicit(&net->tcp_max_clients, memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&net->tcp_clients, memory_order_relaxed);
+	return (uint64_t)n * 100 >= (uint64_t)max * TCP_PRESSURE_PCT;
+}
+
+static ev_tstamp pressed_timeout(ev_tstamp t)
+{
+	ev_tstamp shorter = t / 5;
+	if (shorter < TCP_PRESSURE_MIN)
+		shorter = t < TCP_PRESSURE_MIN ? t : TCP_PRESSURE_MIN;
+	return shorter;
+}
+
 static void conn_arm_timer(tcp_conn_t *c, bool busy, bool partial)
 {
 	tcp_worker_t *w = c->w;
 	ev_tstamp now = ev_now(w->loop);
 	ev_tstamp io_timeout = timeout_of(&w->net->tcp_io_timeout);
+	ev_tstamp idle_timeout = timeout_of(&w->net->tcp_idle_timeout);
+	if (pool_pressed(w->net)) {
+		io_timeout = pressed_timeout(io_timeout);
+		idle_timeout = pressed_timeout(idle_timeout);
+	}
 	ev_tstamp deadline;
 	if (busy) {
 		deadline = c->activity + io_timeout;
@@ -363,7 +534,7 @@ static void conn_arm_timer(tcp_conn_t *c, bool busy, bool partial)
 		}
 		deadline = c->msg_start + io_timeout;
 	} else {
-		deadline = c->activity + timeout_of(&w->net->tcp_idle_timeout);
+		deadline = c->activity + idle_timeout;
 	}
 	ev_timer_stop(w->loop, &c->timer);
 	ev_timer_set(&c->timer, deadline > now ? deadline - now : 0., 0.);
@@ -385,6 +556,17 @@ static void conn_update(tcp_conn_t *c)
 	if (pending || work)
 		c->outq = conn_outq(c);
 	conn_arm_timer(c, pending || work, partial);
+	/* Idle ones move to the head on every event (last activity order); partial ones
+	 * only when their message starts (first byte order). */
+	tcp_worker_t *w = c->w;
+	if (!pending && !work && !partial && !c->fwd_wait) {
+		list_push(&w->idle, c);
+	} else if (partial && !pending) {
+		if (c->on != &w->partial)
+			list_push(&w->partial, c);
+	} else if (c->on != &w->busy) {
+		list_push(&w->busy, c);
+	}
 }
 
 static void conn_run(tcp_conn_t *c)
@@ -480,17 +662,21 @@ static tcp_conn_t *conn_alloc(tcp_worker_t *w)
 	return malloc(sizeof(*c));
 }
 
-static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
+static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote, uint32_t addr_slot,
+                      uint32_t prefix_slot)
 {
 	tcp_conn_t *c = conn_alloc(w);
 	if (c == NULL) {
 		close(fd);
-		atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+		client_release(w->net, addr_slot, prefix_slot);
 		return;
 	}
 	/* Field by field: clearing the buffers would touch 140 kB per connection. */
 	c->w = w;
 	c->fd = fd;
+	c->on = NULL;
+	c->addr_slot = addr_slot;
+	c->prefix_slot = prefix_slot;
 	c->remote = *remote;
 	c->local.sa.sa_family = 0;
 	socklen_t local_len = sizeof(c->local);
@@ -506,7 +692,6 @@ static void conn_open(tcp_worker_t *w, int fd, const steer_sockaddr_t *remote)
 	ev_io_init(&c->wio, on_conn_write, fd, EV_WRITE);
 	ev_init(&c->timer, on_conn_timer);
 	c->rio.data = c->wio.data = c->timer.data = c;
-	list_push(&w->conns, c);
 	conn_update(c);
 }
 
@@ -526,10 +711,55 @@ static void on_accept_resume(struct ev_loop *loop, ev_timer *timer, int revents)
 		ev_io_start(loop, &w->listeners[i].io);
 }
 
+/*
+ * Make room for a newcomer holding @p addr_slot when the pool is full: close one of this
+ * thread's connections (see the top of the file). Returns false when none may go.
+ */
+static bool evict_one(tcp_worker_t *w, uint32_t addr_slot)
+{
+	atomic_uint *addrs = w->net->tcp_addr_conns;
+	/* What the newcomer's client held before it (it is counted already). */
+	unsigned mine = slot_load(addrs, addr_slot) - 1;
+	tcp_conn_t *victim = NULL;
+	unsigned most = 0;
+	int scanned = 0;
+	for (tcp_conn_t *c = w->idle.tail; c != NULL && scanned < TCP_EVICT_SCAN;
+	     c = c->prev, scanned++) {
+		unsigned held = slot_load(addrs, c->addr_slot);
+		if (victim == NULL || held > most) {
+			victim = c;
+			most = held;
+		}
+	}
+	/* Never for a client holding more than the one that would lose the socket: a flood of
+	 * newcomers from one client cannot push out the idle connections of small ones. */
+	if (victim != NULL && most < mine)
+		victim = NULL;
+	if (victim == NULL) {
+		/* The oldest partial message, if old enough, of another client holding more
+		 * connections than the newcomer's. */
+		tcp_conn_t *c = w->partial.tail;
+		if (c == NULL || c->addr_slot == addr_slot ||
+		    ev_now(w->loop) - c->msg_start < TCP_EVICT_PARTIAL_AGE ||
+		    slot_load(addrs, c->addr_slot) <= mine)
+			return false;
+		victim = c;
+	}
+	if (log_enabled(LOG_LEVEL_DEBUG)) {
+		char text[STEER_SOCKADDR_STRLEN];
+		log_debug("TCP %s: evicted (%s) for a new connection, the pool is full",
+		          conn_str(victim, text, sizeof(text)),
+		          victim->on == &w->idle ? "idle" : "slow message");
+	}
+	STEER_COUNTER_INC(w->counters.tcp_evicted);
+	conn_close(victim);
+	return true;
+}
+
 /* Returns false when accepting should stop for this event. */
 static bool accept_one(tcp_worker_t *w, int lfd)
 {
-	static log_ratelimit_t rl_err, rl_full;
+	static log_ratelimit_t rl_err, rl_full, rl_share;
 	steer_sockaddr_t remote;
 	socklen_t len = sizeof(remote);
 	int fd = accept4(lfd, &remote.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -543,19 +773,46 @@ static bool accept_one(tcp_worker_t *w, int lfd)
 		}
 		return false;
 	}
-	unsigned max = atomic_load_explicit(&w->net->tcp_max_clients, memory_order_relaxed);
-	unsigned n = atomic_fetch_add_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
-	if (n >= max) {
-		atomic_fetch_sub_explicit(&w->net->tcp_clients, 1, memory_order_relaxed);
+	net_t *net = w->net;
+	uint32_t addr_slot, prefix_slot;
+	client_slots(net, &remote, &addr_slot, &prefix_slot);
+	unsigned max_addr = atomic_load_explicit(&net->tcp_max_per_address, memory_order_relaxed);
+	unsigned max_prefix = atomic_load_explicit(&net->tcp_max_per_prefix, memory_order_relaxed);
+	const char *over = NULL;
+	if (!slot_take(net->tcp_addr_conns, addr_slot, max_addr)) {
+		STEER_COUNTER_INC(w->counters.tcp_refused_address);
+		over = "address";
+	} else if (!slot_take(net->tcp_prefix_conns, prefix_slot, max_prefix)) {
+		slot_give(net->tcp_addr_conns, addr_slot);
+		STEER_COUNTER_INC(w->counters.tcp_refused_prefix);
+		over = "prefix";
+	}
+	if (over != NULL) {
 		close(fd);
+		if (log_enabled(LOG_LEVEL_INFO)) {
+			char text[STEER_SOCKADDR_STRLEN];
+			log_ratelimited(&rl_share, LOG_LEVEL_INFO,
+			                "TCP %s: over its %s's share of connections, closing it",
+			                steer_sockaddr_str(&remote, text, sizeof(text)), over);
+		}
+		return true;
+	}
+	unsigned max = atomic_load_explicit(&net->tcp_max_clients, memory_order_relaxed);
+	unsigned n = atomic_fetch_add_explicit(&net->tcp_clients, 1, memory_order_relaxed);
+	if (n >= max && !evict_one(w, addr_slot)) {
+		client_release(net, addr_slot, prefix_slot);
+		close(fd);
+		STEER_COUNTER_INC(w->counters.tcp_refused_full);
 		log_ratelimited(&rl_full, LOG_LEVEL_WARNING,
-		                "TCP client limit (%u) reached, closing new connections", max);
+		                "TCP client limit (%u) reached and no idle connection to evict, "
+		                "closing new connections",
+		                max);
 		return true;
 	}
 	/* Replies must not wait for the ACK of the previous one (Nagle vs. delayed ACK). */
 	int one = 1;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	conn_open(w, fd, &remote);
+	conn_open(w, fd, &remote, addr_slot, prefix_slot);
 	return true;
 }
 
@@ -583,7 +840,7 @@ static void on_fwd_answers(struct ev_loop *loop, ev_async *async, int revents)
 		tcp_conn_t *c = a->conn;
 		c->fwd_wait = false;
 		if (c->zombie) {
-			list_remove(&w->zombies, c);
+			list_remove(c);
 			conn_recycle(w, c);
 		} else {
 			c->activity = ev_now(w->loop);
@@ -614,13 +871,21 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *t, int revents)
 	net_heartbeat(&w->alive_ms);
 }
 
+static void conn_close_all(tcp_worker_t *w)
+{
+	conn_list_t *lists[] = {&w->idle, &w->partial, &w->busy};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		while (lists[i]->head != NULL)
+			conn_close(lists[i]->head);
+	}
+}
+
 static void *tcp_worker_main(void *arg)
 {
 	tcp_worker_t *w = arg;
 	rcu_register_thread();
 	ev_run(w->loop, 0);
-	while (w->conns != NULL)
-		conn_close(w->conns);
+	conn_close_all(w);
 	rcu_unregister_thread();
 	return NULL;
 }
@@ -743,8 +1008,7 @@ void tcp_worker_free(tcp_worker_t *w)
 	if (w == NULL)
 		return;
 	tcp_worker_stop(w);
-	while (w->conns != NULL)
-		conn_close(w->conns);
+	conn_close_all(w);
 	for (size_t i = 0; i < w->n_listeners; i++) {
 		ev_io_stop(w->loop, &w->listeners[i].io);
 		close(w->listeners[i].fd);
@@ -753,9 +1017,9 @@ void tcp_worker_free(tcp_worker_t *w)
 	struct cds_wfcq_node *node;
 	while ((node = __cds_wfcq_dequeue_blocking(&w->fwd_head, &w->fwd_tail)) != NULL)
 		free(caa_container_of(node, tcp_fwd_answer_t, node));
-	while (w->zombies != NULL) {
-		tcp_conn_t *c = w->zombies;
-		w->zombies = c->next;
+	while (w->zombies.head != NULL) {
+		tcp_conn_t *c = w->zombies.head;
+		list_remove(c);
 		free(c);
 	}
 	cds_wfcq_destroy(&w->fwd_head, &w->fwd_tail);

@@ -19,13 +19,17 @@ server:
   tcp-idle-timeout: %(idle)d
   tcp-io-timeout: %(io)d
   tcp-max-clients: %(clients)d
+  tcp-max-clients-per-address: %(per_address)d
+  tcp-max-clients-per-prefix: %(per_address)d
 {zones}"""
 
 ZONES = {"example.test": "example.test.zone"}
 
 
 def start(steerd, idle=10000, io=2000, clients=100, listen=None, tcp_workers=1):
-    config = CONFIG % {"idle": idle, "io": io, "clients": clients, "tcp_workers": tcp_workers}
+    # One client address opens all the connections here: no per-client share below the pool.
+    config = CONFIG % {"idle": idle, "io": io, "clients": clients, "tcp_workers": tcp_workers,
+                       "per_address": clients}
     return steerd(zones=ZONES, config=config, listen=listen)
 
 

@@ -64,6 +64,9 @@ static void test_valid(void)
 	CHECK(c->tcp_max_clients == 500, "tcp-max-clients %u", c->tcp_max_clients);
 	CHECK(c->tcp_idle_timeout == 20000, "tcp-idle-timeout %u", c->tcp_idle_timeout);
 	CHECK(c->tcp_io_timeout == 3000, "tcp-io-timeout %u", c->tcp_io_timeout);
+	CHECK(c->tcp_max_per_address == 20 && c->tcp_max_per_prefix == 40,
+	      "tcp-max-clients-per-address %u, -per-prefix %u", c->tcp_max_per_address,
+	      c->tcp_max_per_prefix);
 	CHECK(str_eq(c->user, "steer"), "user %s", c->user);
 	CHECK(str_eq(c->group, "steergrp"), "group %s", c->group);
 	CHECK(str_eq(c->control_socket, "conf/steerd.sock"), "relative control-socket resolved: %s",
@@ -309,6 +312,8 @@ static void check_defaults(const conf_t *c, const char *what)
 	CHECK(c->udp_max_payload == 1232, "%s: udp-max-payload 1232", what);
 	CHECK(c->tcp_max_clients == 1000, "%s: tcp-max-clients 1000", what);
 	CHECK(c->tcp_idle_timeout == 10000 && c->tcp_io_timeout == 2000, "%s: tcp timeouts", what);
+	CHECK(c->tcp_max_per_address == 100 && c->tcp_max_per_prefix == 250,
+	      "%s: tcp client shares 100 and 250", what);
 	CHECK(!c->user && !c->group && !c->pid_file, "%s: user, group, pid-file unset", what);
 	CHECK(str_eq(c->control_socket, "/run/steer/steerd.sock"), "%s: control socket %s", what,
 	      c->control_socket);
