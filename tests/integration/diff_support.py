@@ -938,7 +938,11 @@ class Comparator:
                 and query.question[0][1] in (dns.rdatatype.AXFR, dns.rdatatype.IXFR)):
             # A transfer no ACL allows (over TCP, or IXFR over UDP as RFC 1995 permits):
             # RFC 1035 section 4.1.1 names "zone transfer" as the example of REFUSED; Knot
-            # answers NOTAUTH.
+            # answers NOTAUTH. An IXFR without the client's SOA in authority is malformed
+            # (RFC 1995 section 3): steerd says FORMERR before looking at the ACL.
+            if (query.question[0][1] == dns.rdatatype.IXFR and km.rcode == dns.rcode.NOTAUTH
+                    and sm.rcode == dns.rcode.FORMERR):
+                return True
             return km.rcode == dns.rcode.NOTAUTH and sm.rcode == dns.rcode.REFUSED
         return False
 
