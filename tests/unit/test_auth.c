@@ -174,8 +174,8 @@ static size_t make_ixfr(uint8_t *buf, uint32_t serial)
 	wire_ctx_write_u16(&ctx, DNS_TYPE_IXFR);
 	wire_ctx_write_u16(&ctx, DNS_CLASS_IN);
 	/* the SOA: owner and both names compressed to the question, as resolvers send it */
-	static const uint8_t soa_head[] = {0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 0, 0, 24,
-	                                   0xc0, 12, 0xc0, 12};
+	static const uint8_t soa_head[] = {0xc0, 12, 0, 6,  0,    1,  0,    0,
+	                                   0,    0,  0, 24, 0xc0, 12, 0xc0, 12};
 	wire_ctx_write(&ctx, soa_head, sizeof(soa_head));
 	wire_ctx_write_u32(&ctx, serial);
 	for (int i = 0; i < 4; i++)
@@ -190,8 +190,10 @@ static zone_t *load_ixfr_zone(uint32_t serial, const char *body)
 	if (fd < 0)
 		return NULL;
 	FILE *f = fdopen(fd, "w");
-	fprintf(f, "$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns h %u 3600 900 604800 300\n@ NS ns\n"
-	        "ns A 192.0.2.1\n%s", serial, body);
+	fprintf(f,
+	        "$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns h %u 3600 900 604800 300\n@ NS ns\n"
+	        "ns A 192.0.2.1\n%s",
+	        serial, body);
 	fclose(f);
 	zone_t *zone = NULL;
 	char err[512] = "";
@@ -227,7 +229,8 @@ static void test_ixfr(void)
 	char big[8192] = "";
 	for (int i = 0; i < 60; i++) {
 		char line[128];
-		snprintf(line, sizeof(line), "t%d TXT \"a fairly long text record number %d\"\n", i, i);
+		snprintf(line, sizeof(line), "t%d TXT \"a fairly long text record number %d\"\n", i,
+		         i);
 		strcat(big, line);
 	}
 	zone_t *v1 = load_ixfr_zone(1, "a A 192.0.2.10\n");
@@ -252,7 +255,8 @@ static void test_ixfr(void)
 	auth_view_t view3 = {.zones = set3, .udp_max_payload = 1232};
 	steer_sockaddr_t remote;
 	CHECK(steer_sockaddr_parse("127.0.0.1", 0, &remote) == 0, "addr");
-	auth_client_t udp = {.remote = &remote, .tcp = false}, tcp = {.remote = &remote, .tcp = true};
+	auth_client_t udp = {.remote = &remote, .tcp = false},
+	              tcp = {.remote = &remote, .tcp = true};
 	uint8_t query[512];
 	unsigned msgs;
 	static const struct {
@@ -278,8 +282,8 @@ static void test_ixfr(void)
 	};
 	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
 		size_t qlen = make_ixfr(query, rows[i].serial);
-		unsigned got = transfer_records(rows[i].v3 ? &view3 : &view, rows[i].tcp ? &tcp : &udp,
-		                                query, qlen, &msgs);
+		unsigned got = transfer_records(rows[i].v3 ? &view3 : &view,
+		                                rows[i].tcp ? &tcp : &udp, query, qlen, &msgs);
 		CHECK(got == rows[i].records, "IXFR row %zu: %u records, want %u", i, got,
 		      rows[i].records);
 	}

@@ -55,8 +55,7 @@ static void test_differences(void)
 		const char *old, *new;
 		const char *want; /* rendered change; SOAs are type 6 */
 	} rows[] = {
-	    {"a A 192.0.2.10\n", "a A 192.0.2.10\n",
-	     "D j.test. 6 300,A j.test. 6 300"},
+	    {"a A 192.0.2.10\n", "a A 192.0.2.10\n", "D j.test. 6 300,A j.test. 6 300"},
 	    {"a A 192.0.2.10\n", "a A 192.0.2.11\n",
 	     "D j.test. 6 300,D a.j.test. 1 300,A j.test. 6 300,A a.j.test. 1 300"},
 	    {"", "b A 192.0.2.12\nb TXT \"x\"\n",
@@ -79,10 +78,10 @@ static void test_differences(void)
 		if (j && j->n == 1) {
 			char got[1024];
 			render(j->changes[0], got, sizeof(got));
-			CHECK(strcmp(got, rows[i].want) == 0, "row %zu: got '%s', want '%s'", i, got,
-			      rows[i].want);
-			CHECK(j->changes[0]->from == 1 && j->changes[0]->to == 2, "row %zu: serials",
-			      i);
+			CHECK(strcmp(got, rows[i].want) == 0, "row %zu: got '%s', want '%s'", i,
+			      got, rows[i].want);
+			CHECK(j->changes[0]->from == 1 && j->changes[0]->to == 2,
+			      "row %zu: serials", i);
 		}
 		zone_journal_unref(j);
 		zone_unref(a);
