@@ -64,13 +64,12 @@ static void skip_empty_and_soa(auth_axfr_t *axfr, const zone_node_t *nodes, size
 }
 
 /*
- * Puts the journal's records from the current position on into @p msg. Returns how many it
- * wrote when all are sent, or STEER_ESPACE when the message is full (the position is kept).
+ * Puts the journal's records from the current position on into @p msg; @p wrote is set when
+ * at least one went in. Returns false when the message filled up first (the position is kept).
  */
-static int fill_changes(auth_axfr_t *axfr, dns_msg_t *msg)
+static bool fill_changes(auth_axfr_t *axfr, dns_msg_t *msg, bool *wrote)
 {
 	const zone_journal_t *j = axfr->journal;
-	int wrote = 0;
 	while (axfr->change < j->n) {
 		const zone_change_t *c = j->changes[axfr->change];
 		if (axfr->change_pos >= c->len) {
@@ -83,11 +82,11 @@ static int fill_changes(auth_axfr_t *axfr, dns_msg_t *msg)
 		int ret = dns_msg_put_rr(msg, DNS_SEC_ANSWER, rr.owner, rr.type, DNS_CLASS_IN,
 		                         rr.ttl, rr.rdata, rr.rdlen);
 		if (ret == STEER_ESPACE)
-			return ret;
+			return false;
 		axfr->change_pos = next;
-		wrote++;
+		*wrote = *wrote || ret == 0;
 	}
-	return wrote;
+	return true;
 }
 
 /* Fills @p msg with as many records as fit; returns false if not even one fit. */
@@ -105,10 +104,8 @@ static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
 			continue;
 		}
 		if (axfr->journal) {
-			int ret = fill_changes(axfr, msg);
-			if (ret == STEER_ESPACE)
+			if (!fill_changes(axfr, msg, &wrote))
 				return wrote;
-			wrote = wrote || ret > 0;
 			axfr->phase = PHASE_LAST_SOA;
 			continue;
 		}

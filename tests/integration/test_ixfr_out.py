@@ -74,6 +74,14 @@ def v3():
     return zone_text(3, hosts, 'txt 60 TXT "third version"\n')
 
 
+def v4():
+    """v3 and 4,000 more hosts: a change that takes several TCP messages."""
+    hosts = dict(BASE, h3="203.0.113.3", new1="203.0.113.100", new2="203.0.113.101")
+    del hosts["h7"]
+    hosts.update({f"bulk{i}": f"10.4.{i >> 8}.{i & 255}" for i in range(4000)})
+    return zone_text(4, hosts, 'txt 60 TXT "third version"\n')
+
+
 def write_zone(path: Path, text: str):
     """Write the zone and push its mtime forward, so a reload within the same second sees it."""
     old = path.stat().st_mtime if path.exists() else time.time()
@@ -161,14 +169,14 @@ def test_ixfr_differences_with_kdig(primary):
 
 def test_ixfr_applied_by_dnspython_gives_new_version(primary, tmp_path):
     port = port_for(primary, "127.0.0.1")
-    for text in (v2(), v3()):
+    for text in (v2(), v3(), v4()):
         write_zone(primary.zone_file, text)
         reload(primary)
-    zone = dns.zone.from_text(v1(), "ixfr.test.", relativize=False)
-    query, _ = dns.xfr.make_query(zone, serial=1)
-    dns.query.inbound_xfr("127.0.0.1", zone, query, port=port, timeout=10, lifetime=30)
-    want = dns.zone.from_text(v3(), "ixfr.test.", relativize=False)
-    assert zone == want
+    for start in (v1(), v3()):
+        zone = dns.zone.from_text(start, "ixfr.test.", relativize=False)
+        query, _ = dns.xfr.make_query(zone)
+        dns.query.inbound_xfr("127.0.0.1", zone, query, port=port, timeout=10, lifetime=30)
+        assert zone == dns.zone.from_text(v4(), "ixfr.test.", relativize=False)
 
 
 def test_unknown_serial_gets_whole_zone(primary):
@@ -304,7 +312,7 @@ def test_knot_secondary_transfers_by_ixfr(primary, tmp_path):
     try:
         wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer (AXFR)")
         assert "AXFR, incoming" in knot.log_text()
-        for serial, text in ((2, v2()), (3, v3())):
+        for serial, text in ((2, v2()), (3, v3()), (4, v4())):
             write_zone(primary.zone_file, text)
             reload(primary)
             knot.refresh()
@@ -314,6 +322,8 @@ def test_knot_secondary_transfers_by_ixfr(primary, tmp_path):
         ixfr = [line for line in log.splitlines() if "IXFR, incoming" in line]
         assert any("finished" in line for line in ixfr), log[-3000:]
         assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
-        assert len(re.findall(r"IXFR, incoming.*finished", log)) == 2, log[-3000:]
+        finished = re.findall(r"IXFR, incoming.*finished.* (\d+) messages", log)
+        assert len(finished) == 3, log[-3000:]
+        assert int(finished[-1]) > 1, "the last change took several messages"
     finally:
         knot.stop()

@@ -224,6 +224,41 @@ static unsigned transfer_records(const auth_view_t *view, const auth_client_t *c
 	return records;
 }
 
+/* A change too big for one message streams over several, every record exactly once. */
+static void test_ixfr_many_messages(const zone_t *v3, const zone_journal_t *j3,
+                                    const dns_acl_entry_t *acl, const auth_client_t *tcp)
+{
+	enum { N = 8000 };
+	size_t cap = (size_t)N * 48 + 8192, used = 0;
+	char *body = malloc(cap);
+	body[0] = '\0';
+	for (int i = 0; i < N; i++)
+		used += (size_t)snprintf(body + used, cap - used, "host-number-%d A 10.%d.%d.%d\n",
+		                         i, i >> 16 & 255, i >> 8 & 255, i & 255);
+	zone_t *v4 = load_ixfr_zone(4, body);
+	free(body);
+	if (!v4)
+		return;
+	zone_journal_t *j4 = zone_journal_next(j3, v3, v4, 20);
+	CHECK(j4 && j4->n == 3, "a third change");
+	zone_set_t *set = zone_set_new();
+	zone_set_entry_t tmpl = {
+	    .xfr_allow = (dns_acl_entry_t *)acl, .n_xfr_allow = 1, .journal = j4};
+	zone_ref(v4);
+	CHECK(zone_set_add(set, v4, &tmpl) == 0, "add v4");
+	auth_view_t view = {.zones = set, .udp_max_payload = 1232};
+	uint8_t query[512];
+	unsigned msgs = 0;
+	size_t qlen = make_ixfr(query, 3);
+	/* SOA 4, [SOA 3, 60 TXT deleted, SOA 4, N added], SOA 4 */
+	unsigned got = transfer_records(&view, tcp, query, qlen, &msgs);
+	CHECK(got == 1 + 1 + 60 + 1 + N + 1, "IXFR over several messages: %u records", got);
+	CHECK(msgs > 1, "IXFR took %u messages", msgs);
+	zone_set_free(set);
+	zone_journal_unref(j4);
+	zone_unref(v4);
+}
+
 static void test_ixfr(void)
 {
 	char big[8192] = "";
@@ -287,6 +322,7 @@ static void test_ixfr(void)
 		CHECK(got == rows[i].records, "IXFR row %zu: %u records, want %u", i, got,
 		      rows[i].records);
 	}
+	test_ixfr_many_messages(v3, j3, &acl, &tcp);
 	zone_set_free(set);
 	zone_set_free(set3);
 	zone_journal_unref(j2);
