@@ -690,8 +690,8 @@ const conf_key_t conf_keys[] = {
             "The history lives in memory: it starts empty at start-up, is cleared when a new "
             "serial is not greater than the old one (RFC 1982), and its oldest changes are "
             "dropped while all of them together are larger than the zone itself. A client "
-            "whose version is not in it gets the whole zone, as RFC 1995 4 allows. 0: AXFR "
-            "only."},
+            "whose version is not in it gets the whole zone, as RFC 1995 4 allows. Kept only "
+            "for zones with an `xfr-allow`. 0: AXFR only."},
     /* ---- health monitors ---- */
     {.section = "health",
      .name = "state-file",

@@ -180,7 +180,9 @@ static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set
 	}
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
-	const zone_set_entry_t *prev = old ? zone_set_get(old, zone->apex) : NULL;
+	/* Nobody may transfer a zone without xfr-allow: its history would cost for nothing. */
+	const zone_set_entry_t *prev =
+	    old && cz->n_xfr_allow > 0 ? zone_set_get(old, zone->apex) : NULL;
 	if (prev != NULL)
 		tmpl.journal = zone_journal_next(prev->journal, prev->zone, zone, cz->ixfr_history);
 	int ret = zone_set_add(set, zone, &tmpl);
