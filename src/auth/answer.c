@@ -404,22 +404,33 @@ static void answer_from_zone(answer_t *a)
 }
 
 /*
- * CH TXT id.server. (RFC 4892) and hostname.bind. answer the identity, as Knot DNS does: TTL 0,
- * no AA (nothing here is zone data), every other CH name and type REFUSED.
+ * CH TXT id.server. (RFC 4892) and hostname.bind. answer the identity, version.bind. and
+ * version.server. the version, as Knot DNS does: TTL 0, no AA (nothing here is zone data),
+ * every other CH name and type REFUSED, and so is a name whose value is not configured.
  */
 static uint8_t answer_chaos(answer_t *a, const auth_view_t *view)
 {
 	static const uint8_t id_server[] = "\2id\6server";
 	static const uint8_t hostname_bind[] = "\10hostname\4bind";
+	static const uint8_t version_bind[] = "\7version\4bind";
+	static const uint8_t version_server[] = "\7version\6server";
 	const dns_query_t *q = a->q;
-	if (q->qtype != DNS_TYPE_TXT ||
-	    (!dname_equal(q->qname, id_server) && !dname_equal(q->qname, hostname_bind)))
+	const char *value = NULL;
+	uint8_t value_len = 0;
+	if (dname_equal(q->qname, id_server) || dname_equal(q->qname, hostname_bind)) {
+		value = view->identity;
+		value_len = view->identity_len;
+	} else if (dname_equal(q->qname, version_bind) || dname_equal(q->qname, version_server)) {
+		value = view->version;
+		value_len = view->version_len;
+	}
+	if (q->qtype != DNS_TYPE_TXT || value == NULL)
 		return DNS_RCODE_REFUSED;
 	uint8_t txt[1 + UINT8_MAX];
-	txt[0] = view->identity_len;
-	memcpy(txt + 1, view->identity, view->identity_len);
+	txt[0] = value_len;
+	memcpy(txt + 1, value, value_len);
 	if (dns_msg_put_rr(&a->msg, DNS_SEC_ANSWER, q->qname, DNS_TYPE_TXT, DNS_CLASS_CH, 0, txt,
-	                   (uint16_t)(1 + view->identity_len)) != 0)
+	                   (uint16_t)(1 + value_len)) != 0)
 		a->truncated = true;
 	return DNS_RCODE_NOERROR;
 }
@@ -521,7 +532,7 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 {
 	const dns_query_t *q = a->q;
 	const zone_set_entry_t *entry = NULL;
-	if (q->qclass == DNS_CLASS_CH && view->identity) {
+	if (q->qclass == DNS_CLASS_CH) {
 		a->rcode = answer_chaos(a, view);
 		return;
 	}
@@ -536,6 +547,10 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 	a->client = client;
 	if (q->qtype == 0) {
 		a->rcode = DNS_RCODE_NOTIMP; /* type 0 is reserved (RFC 6895 3.1) */
+		return;
+	}
+	if (q->qtype == DNS_TYPE_IXFR && !q->has_soa) {
+		a->rcode = DNS_RCODE_FORMERR; /* RFC 1995 3: the client's SOA is not optional */
 		return;
 	}
 	if (q->qtype == DNS_TYPE_AXFR || q->qtype == DNS_TYPE_IXFR) {

@@ -28,6 +28,10 @@ typedef struct {
 	 * every other CH query and NSID requests are ignored. */
 	const char *identity;
 	uint8_t identity_len; /* strlen(identity), at most 255 (one TXT string) */
+	/* CH TXT version.bind. and version.server., borrowed from the configuration or the
+	 * daemon; NULL = hidden: those names are REFUSED like every unknown CH name. */
+	const char *version;
+	uint8_t version_len; /* strlen(version), at most 255 (one TXT string) */
 } auth_view_t;
 
 typedef struct {
@@ -46,6 +50,11 @@ typedef struct {
 	uint16_t record;
 	const uint8_t *cursor; /* the current record (rdlength first) in the current rrset */
 	uint8_t phase;         /* 0 leading SOA, 1 nodes, 2 trailing SOA, 3 done */
+	/* An incremental transfer (IXFR, RFC 1995) sends the journal's changes instead of the
+	 * nodes in phase 1: */
+	const zone_journal_t *journal; /* referenced while it runs; NULL for a full transfer */
+	size_t change;                 /* index of the change being sent */
+	size_t change_pos;             /* byte offset of the next record in that change */
 } auth_axfr_t;
 
 /**
@@ -83,5 +92,6 @@ bool auth_serves(const auth_view_t *view, const dns_query_t *q) STEER_NONNULL(1,
  */
 size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap) STEER_NONNULL(1, 2);
 
-/** Release the transfer's zone reference; safe to call on an idle or finished state. */
+/** Release the transfer's zone and journal references; safe to call on an idle or finished
+ * state. */
 void auth_axfr_cleanup(auth_axfr_t *axfr) STEER_NONNULL(1);

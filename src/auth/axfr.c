@@ -1,8 +1,11 @@
 /*
- * Outgoing zone transfer (RFC 5936) over TCP. A transfer holds a zone reference, so it keeps
- * streaming a consistent zone even when a reload replaces it halfway. IXFR is answered the
- * way RFC 1995 4 allows for a server without history: a full transfer over TCP, the SOA alone
- * over UDP.
+ * Outgoing zone transfer over TCP: AXFR (RFC 5936) and IXFR (RFC 1995). A transfer holds a
+ * zone reference (and a journal reference for IXFR), so it keeps streaming a consistent
+ * version even when a reload replaces the zone halfway. IXFR answers: a single SOA when the
+ * client is current; the journal's changes since the client's version when it has them (over
+ * UDP too when they fit, else the SOA alone, which sends the client to TCP, RFC 1995 2); a
+ * full transfer over TCP (the SOA alone over UDP) when the client's version is unknown, as
+ * RFC 1995 4 allows.
  */
 #include <string.h>
 
@@ -60,6 +63,32 @@ static void skip_empty_and_soa(auth_axfr_t *axfr, const zone_node_t *nodes, size
 	}
 }
 
+/*
+ * Puts the journal's records from the current position on into @p msg; @p wrote is set when
+ * at least one went in. Returns false when the message filled up first (the position is kept).
+ */
+static bool fill_changes(auth_axfr_t *axfr, dns_msg_t *msg, bool *wrote)
+{
+	const zone_journal_t *j = axfr->journal;
+	while (axfr->change < j->n) {
+		const zone_change_t *c = j->changes[axfr->change];
+		if (axfr->change_pos >= c->len) {
+			axfr->change++;
+			axfr->change_pos = 0;
+			continue;
+		}
+		zone_change_rr_t rr;
+		size_t next = zone_change_read(c, axfr->change_pos, &rr);
+		int ret = dns_msg_put_rr(msg, DNS_SEC_ANSWER, rr.owner, rr.type, DNS_CLASS_IN,
+		                         rr.ttl, rr.rdata, rr.rdlen);
+		if (ret == STEER_ESPACE)
+			return false;
+		axfr->change_pos = next;
+		*wrote = *wrote || ret == 0;
+	}
+	return true;
+}
+
 /* Fills @p msg with as many records as fit; returns false if not even one fit. */
 static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
 {
@@ -72,6 +101,12 @@ static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
 				return wrote;
 			axfr->phase++;
 			wrote = true;
+			continue;
+		}
+		if (axfr->journal) {
+			if (!fill_changes(axfr, msg, &wrote))
+				return wrote;
+			axfr->phase = PHASE_LAST_SOA;
 			continue;
 		}
 		skip_empty_and_soa(axfr, nodes, n_nodes);
@@ -93,6 +128,45 @@ static bool fill(auth_axfr_t *axfr, dns_msg_t *msg)
 	return wrote;
 }
 
+static void transfer_init(const zone_t *zone, const dns_query_t *q, auth_axfr_t *axfr)
+{
+	memset(axfr, 0, sizeof(*axfr));
+	zone_ref((zone_t *)zone);
+	axfr->zone = (zone_t *)zone;
+	axfr->id = q->id;
+	memcpy(axfr->question, q->question, q->question_len);
+	axfr->question_len = (uint16_t)q->question_len;
+	axfr->phase = PHASE_FIRST_SOA;
+}
+
+/*
+ * The incremental answer from change @p change of @p journal on. Over UDP (no @p axfr) it is
+ * the whole answer when it fits, else the SOA alone; over TCP it streams like AXFR.
+ */
+static uint8_t ixfr_start(const zone_t *zone, const zone_journal_t *journal, size_t change,
+                          const dns_query_t *q, const auth_client_t *client, auth_axfr_t *axfr,
+                          dns_msg_t *msg, auth_stats_t *stats)
+{
+	STEER_COUNTER_INC(stats->axfr);
+	if (client->tcp && axfr) {
+		transfer_init(zone, q, axfr);
+		axfr->journal = zone_journal_ref(journal);
+		axfr->change = change;
+		fill(axfr, msg);
+		return DNS_RCODE_NOERROR;
+	}
+	/* The view keeps zone and journal alive for this query: no references needed. */
+	auth_axfr_t udp = {.zone = (zone_t *)zone, .journal = journal, .change = change};
+	size_t len = msg->len;
+	uint16_t count[3];
+	memcpy(count, msg->count, sizeof(count));
+	if (!fill(&udp, msg) || udp.phase != PHASE_DONE) {
+		dns_msg_rewind(msg, len, count);
+		put_soa(zone, msg);
+	}
+	return DNS_RCODE_NOERROR;
+}
+
 uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
                        const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
                        auth_stats_t *stats)
@@ -106,6 +180,17 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 		return DNS_RCODE_REFUSED;
 	}
 	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
+	if (q->qtype == DNS_TYPE_IXFR) {
+		/* RFC 1995 2: a client as new as we are gets our SOA alone. */
+		if (!zone_serial_gt(zone->serial, q->soa_serial)) {
+			put_soa(zone, msg);
+			return DNS_RCODE_NOERROR;
+		}
+		long change = zone_journal_find(entry->journal, q->soa_serial, zone->serial);
+		if (change >= 0)
+			return ixfr_start(zone, entry->journal, (size_t)change, q, client, axfr,
+			                  msg, stats);
+	}
 	if (!client->tcp || !axfr) {
 		/* RFC 1995 2: over UDP an IXFR we cannot serve incrementally gets our SOA, which
 		 * tells the client to retry over TCP if it is behind. */
@@ -113,13 +198,7 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 		return DNS_RCODE_NOERROR;
 	}
 	STEER_COUNTER_INC(stats->axfr);
-	memset(axfr, 0, sizeof(*axfr));
-	zone_ref((zone_t *)zone);
-	axfr->zone = (zone_t *)zone;
-	axfr->id = q->id;
-	memcpy(axfr->question, q->question, q->question_len);
-	axfr->question_len = (uint16_t)q->question_len;
-	axfr->phase = PHASE_FIRST_SOA;
+	transfer_init(zone, q, axfr);
 	fill(axfr, msg);
 	return DNS_RCODE_NOERROR;
 }
@@ -141,8 +220,8 @@ size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap)
 		return 0;
 	dns_msg_set_flags(&msg, DNS_FLAG_AA, 0);
 	if (!fill(axfr, &msg)) {
-		log_warn("AXFR of %s stopped: a record does not fit in a message",
-		         axfr->zone->name);
+		log_warn("%s of %s stopped: a record does not fit in a message",
+		         axfr->journal ? "IXFR" : "AXFR", axfr->zone->name);
 		axfr->phase = PHASE_DONE;
 		return 0;
 	}
@@ -153,5 +232,7 @@ void auth_axfr_cleanup(auth_axfr_t *axfr)
 {
 	zone_unref(axfr->zone);
 	axfr->zone = NULL;
+	zone_journal_unref(axfr->journal);
+	axfr->journal = NULL;
 	axfr->phase = PHASE_DONE;
 }

@@ -423,7 +423,7 @@ static int parse_string(const conf_key_t *key, void *base, const char *text, con
                         char *msg, size_t len)
 {
 	uint8_t wire[DNS_DNAME_MAXLEN];
-	if (text[0] == '\0') {
+	if (text[0] == '\0' && !(key->flags & CONF_F_EMPTY_OK)) {
 		snprintf(msg, len, "must not be empty");
 		return -1;
 	}
@@ -1175,10 +1175,10 @@ static int check_required_sections(conf_loader_t *ld, const yaml_node_t *root)
 	return 0;
 }
 
-/* The identity goes into TXT records, NSID options and logs: printable ASCII only. */
-static int check_identity(conf_loader_t *ld, const yaml_node_t *root)
+/* The identity and version go into TXT records, NSID options and logs: printable ASCII only. */
+static int check_printable(conf_loader_t *ld, const yaml_node_t *root, const char *name,
+                           const char *id)
 {
-	const char *id = ld->conf->identity;
 	for (const char *p = id; p && *p; p++) {
 		if (*p < 0x20 || *p > 0x7e) {
 			size_t line = conf_node_line(root);
@@ -1188,12 +1188,12 @@ static int check_identity(conf_loader_t *ld, const yaml_node_t *root)
 				                  *v = conf_node(ld, q->value);
 				if (strcmp((const char *)k->data.scalar.value, "server") == 0 &&
 				    v->type == YAML_MAPPING_NODE)
-					line = conf_key_line(ld, v, "identity", line);
+					line = conf_key_line(ld, v, name, line);
 			}
 			return conf_fail(ld, line,
-			                 "server.identity: '%s' may only contain printable ASCII "
+			                 "server.%s: '%s' may only contain printable ASCII "
 			                 "characters",
-			                 id);
+			                 name, id);
 		}
 	}
 	return 0;
@@ -1223,7 +1223,9 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 	}
 	ret = check_required_sections(ld, root);
 	if (ret == 0)
-		ret = check_identity(ld, root);
+		ret = check_printable(ld, root, "identity", ld->conf->identity);
+	if (ret == 0)
+		ret = check_printable(ld, root, "version", ld->conf->version);
 	/*
 	 * Sections with their own loader (GSLB) refer to zones and to each other by name, so they
 	 * load last, in table order (datacenters, maps, services, ...), wherever they stand.

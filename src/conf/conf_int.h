@@ -41,6 +41,8 @@ typedef enum {
 #define CONF_F_NONEMPTY 0x4 /* lists: an explicitly empty list is an error */
 #define CONF_F_ALIAS    0x8 /* another name of the previous row's key: same field, same type */
 
+#define CONF_F_EMPTY_OK 0x10 /* STRING: "" is a value of its own rather than an error */
+
 typedef struct {
 	const char *name;
 	int value;

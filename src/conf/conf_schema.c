@@ -627,7 +627,17 @@ const conf_key_t conf_keys[] = {
             "client's UDP size). "
             "Printable ASCII, at most 255 bytes. Unset: `cluster.node-id` when a `cluster` "
             "section is present, else none (those names are REFUSED like every other CH "
-            "query, and NSID is ignored). `version.bind` is never answered."},
+            "query, and NSID is ignored). `version.bind` is `server.version`'s."},
+    {.section = "server",
+     .name = "version",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_t, version),
+     .max = 255,
+     .flags = CONF_F_EMPTY_OK,
+     .doc = "What `CH TXT version.bind.` and `version.server.` answer (TTL 0, no AA), whether "
+            "or not `server.identity` is set. Printable ASCII, at most 255 bytes. Unset: "
+            "`Steer ` and the daemon's version. `\"\"` hides it: those names are REFUSED like "
+            "every other unknown CH name."},
     {.section = "log",
      .name = "target",
      .type = CONF_TYPE_ENUM,
@@ -676,6 +686,21 @@ const conf_key_t conf_keys[] = {
      .doc = "Clients allowed to transfer the zone with AXFR over TCP: addresses or prefixes "
             "such as `192.0.2.1`, `10.0.0.0/8`, `\"2001:db8::/32\"`. Host bits beyond the prefix "
             "length are an error, which catches typos. Unset or empty: nobody."},
+    {.section = "zones",
+     .name = "ixfr-history",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_zone_t, ixfr_history),
+     .size = sizeof(((conf_zone_t *)0)->ixfr_history),
+     .min = 0,
+     .max = 10000,
+     .def = "20",
+     .doc = "How many changes of the zone (each reload that raised its SOA serial) are kept "
+            "so that IXFR (RFC 1995) can send a secondary only what changed since its version. "
+            "The history lives in memory: it starts empty at start-up, is cleared when a new "
+            "serial is not greater than the old one (RFC 1982), and its oldest changes are "
+            "dropped while all of them together are larger than the zone itself. A client "
+            "whose version is not in it gets the whole zone, as RFC 1995 4 allows. Kept only "
+            "for zones with an `xfr-allow`. 0: AXFR only."},
     /* ---- health monitors ---- */
     {.section = "health",
      .name = "state-file",

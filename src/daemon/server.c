@@ -32,6 +32,11 @@
 #include "daemon/status.h"
 #include "dns/dname.h"
 #include "gslb/nets_baseline.h"
+#include "zone/journal.h"
+
+#ifndef STEER_VERSION
+#define STEER_VERSION "unknown"
+#endif
 
 /* One control thread per process, so its signal watchers can be file-scope. */
 static ev_signal sig_hup, sig_term, sig_int;
@@ -175,8 +180,14 @@ static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set
 	}
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
+	/* Nobody may transfer a zone without xfr-allow: its history would cost for nothing. */
+	const zone_set_entry_t *prev =
+	    old && cz->n_xfr_allow > 0 ? zone_set_get(old, zone->apex) : NULL;
+	if (prev != NULL)
+		tmpl.journal = zone_journal_next(prev->journal, prev->zone, zone, cz->ixfr_history);
 	int ret = zone_set_add(set, zone, &tmpl);
 	free(tmpl.xfr_allow);
+	zone_journal_unref(tmpl.journal);
 	if (ret != 0) {
 		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
 		err_append(err, errlen, msg);
@@ -273,6 +284,12 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.identity = conf_identity(conf);
 	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
 	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
+	/* the schema caps server.version at 255 bytes; "" hides it */
+	if (conf->version == NULL)
+		view->auth.version = "Steer " STEER_VERSION;
+	else if (conf->version[0] != '\0')
+		view->auth.version = conf->version;
+	view->auth.version_len = view->auth.version ? (uint8_t)strlen(view->auth.version) : 0;
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }

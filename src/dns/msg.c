@@ -110,7 +110,10 @@ static void write_owner(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *owner)
 int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode)
 {
 	wire_ctx_t ctx = wire_ctx_init(msg->buf, msg->limit);
-	uint16_t flags = DNS_FLAG_QR | (q->flags & (DNS_FLAG_RD | DNS_FLAG_CD | DNS_OPCODE_MASK));
+	/* RD is echoed whatever the opcode (RFC 1035 4.1.1); CD is defined for QUERY only
+	 * (RFC 4035 3.1.6), so other opcodes' answers leave it clear, as Knot DNS does. */
+	uint16_t echoed = q->opcode == DNS_OPCODE_QUERY ? DNS_FLAG_RD | DNS_FLAG_CD : DNS_FLAG_RD;
+	uint16_t flags = DNS_FLAG_QR | (q->flags & (echoed | DNS_OPCODE_MASK));
 	wire_ctx_write_u16(&ctx, q->id);
 	wire_ctx_write_u16(&ctx, (uint16_t)(flags | (rcode & DNS_RCODE_MASK)));
 	wire_ctx_write_u16(&ctx, q->has_question ? 1 : 0);

@@ -89,6 +89,33 @@ static dns_query_status_t parse_question(const uint8_t *pkt, size_t len, size_t 
 	return DNS_QUERY_OK;
 }
 
+/* The serial of an SOA whose rdata (@p rdlen bytes at @p rdata inside @p pkt) may use
+ * compression pointers into the rest of the message. */
+static int parse_soa_serial(const uint8_t *pkt, const uint8_t *rdata, uint16_t rdlen,
+                            uint32_t *serial)
+{
+	uint8_t name[DNS_DNAME_MAXLEN];
+	size_t pos = (size_t)(rdata - pkt);
+	size_t end = pos + rdlen;
+	if (dname_unpack(pkt, end, &pos, name) < 0 || dname_unpack(pkt, end, &pos, name) < 0 ||
+	    pos + 20 != end)
+		return -1;
+	*serial = wire_read_u32(pkt + pos);
+	return 0;
+}
+
+/* Skips the questions after the first, which are not answered but must parse. */
+static dns_query_status_t skip_questions(const uint8_t *pkt, size_t len, size_t *pos, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t name[DNS_DNAME_MAXLEN];
+		if (dname_unpack(pkt, len, pos, name) < 0 || *pos + 4 > len)
+			return DNS_QUERY_FORMERR;
+		*pos += 4;
+	}
+	return DNS_QUERY_OK;
+}
+
 static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t pos, dns_query_t *q)
 {
 	unsigned total = (unsigned)q->ancount + q->nscount + q->arcount;
@@ -101,6 +128,12 @@ static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t p
 		if (type < 0)
 			return DNS_QUERY_FORMERR;
 		bool additional = i >= (unsigned)q->ancount + q->nscount;
+		bool authority = i >= q->ancount && !additional;
+		if (type == DNS_TYPE_SOA && authority && !q->has_soa) {
+			if (parse_soa_serial(pkt, rdata, rdlen, &q->soa_serial) != 0)
+				return DNS_QUERY_FORMERR;
+			q->has_soa = true;
+		}
 		if (type == DNS_TYPE_OPT) {
 			if (!additional)
 				return DNS_QUERY_FORMERR;
@@ -125,6 +158,8 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->has_nsid = false;
 	q->edns_version = 0;
 	q->edns_payload = 0;
+	q->has_soa = false;
+	q->soa_serial = 0;
 	if (len < DNS_HEADER_LEN)
 		return DNS_QUERY_DROP;
 
@@ -138,17 +173,25 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	if (q->flags & DNS_FLAG_QR)
 		return DNS_QUERY_DROP;
 
+	/*
+	 * The whole message is parsed before its contents are judged, so that an error answer
+	 * carries an OPT exactly when the query had a valid one (RFC 6891 6.1.1); a message that
+	 * does not parse gets none, since its OPT cannot be trusted.
+	 */
 	size_t pos = DNS_HEADER_LEN;
-	if (q->qdcount != 1)
-		return q->opcode == DNS_OPCODE_QUERY ? DNS_QUERY_FORMERR : DNS_QUERY_NOTIMP;
-	if (parse_question(pkt, len, &pos, q) != DNS_QUERY_OK)
+	if ((q->qdcount > 0 && parse_question(pkt, len, &pos, q) != DNS_QUERY_OK) ||
+	    (q->qdcount > 1 && skip_questions(pkt, len, &pos, q->qdcount - 1u) != DNS_QUERY_OK) ||
+	    parse_records(pkt, len, pos, q) != DNS_QUERY_OK) {
+		q->has_edns = false;
+		q->has_ecs = q->has_nsid = false;
 		return DNS_QUERY_FORMERR;
-	if (parse_records(pkt, len, pos, q) != DNS_QUERY_OK)
-		return DNS_QUERY_FORMERR;
+	}
 	if (q->has_edns && q->edns_version > 0)
 		return DNS_QUERY_BADVERS;
 	if (q->opcode != DNS_OPCODE_QUERY)
 		return DNS_QUERY_NOTIMP;
+	if (q->qdcount != 1)
+		return DNS_QUERY_FORMERR;
 	return DNS_QUERY_OK;
 }
 

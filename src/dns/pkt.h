@@ -15,7 +15,8 @@
 typedef enum {
 	DNS_QUERY_OK,      /* answerable */
 	DNS_QUERY_DROP,    /* no reply: shorter than a header, or QR=1 (never answer a response) */
-	DNS_QUERY_FORMERR, /* reply FORMERR; the question is echoed only if it parsed */
+	DNS_QUERY_FORMERR, /* reply FORMERR; the question is echoed only if it parsed, the OPT
+	                    * (has_edns) only if the whole message parsed (as Knot DNS does) */
 	DNS_QUERY_NOTIMP,  /* reply NOTIMP: opcode we do not implement */
 	DNS_QUERY_BADVERS, /* reply BADVERS: EDNS version above 0 (RFC 6891 6.1.3) */
 } dns_query_status_t;
@@ -42,6 +43,10 @@ typedef struct {
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
 	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
+
+	/* An SOA in the authority section: an IXFR client's current version (RFC 1995 3). */
+	bool has_soa;
+	uint32_t soa_serial;
 } dns_query_t;
 
 /**

@@ -119,6 +119,7 @@ int zone_set_add(zone_set_t *set, zone_t *zone, const zone_set_entry_t *tmpl)
 	e->zone = zone;
 	e->xfr_allow = acl_copy(tmpl->xfr_allow, tmpl->n_xfr_allow);
 	e->notify_allow = acl_copy(tmpl->notify_allow, tmpl->n_notify_allow);
+	e->journal = zone_journal_ref(tmpl->journal);
 	index_add(set, idx);
 	size_t pos = 0;
 	while (pos < set->n && strcmp(set->entries[set->sorted[pos]].zone->name, zone->name) < 0)
@@ -180,6 +181,7 @@ void zone_set_free(zone_set_t *set)
 		zone_unref(set->entries[i].zone);
 		free(set->entries[i].xfr_allow);
 		free(set->entries[i].notify_allow);
+		zone_journal_unref(set->entries[i].journal);
 	}
 	free(set->entries);
 	free(set->sorted);

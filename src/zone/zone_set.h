@@ -11,6 +11,7 @@
 #include "base/compiler.h"
 #include "base/sockaddr.h"
 #include "dns/acl.h"
+#include "zone/journal.h"
 #include "zone/zone.h"
 
 /* A zone as one configuration snapshot serves it: the zone and its per-zone serving data. */
@@ -21,6 +22,9 @@ typedef struct {
 	dns_acl_entry_t *notify_allow; /* owned; who may NOTIFY this zone (a secondary zone) */
 	size_t n_notify_allow;
 	bool secondary; /* transferred from a primary rather than loaded */
+	/* The IXFR history ending at this zone's version, NULL = none (AXFR only); one
+	 * reference held by the set (zone_set_add() takes its own of the template's). */
+	const zone_journal_t *journal;
 } zone_set_entry_t;
 
 typedef struct zone_set zone_set_t;
@@ -30,8 +34,8 @@ zone_set_t *zone_set_new(void);
 
 /**
  * Add @p zone (the set takes over the caller's reference) with the serving data of @p tmpl
- * (its access lists are copied; its @c zone is ignored). Returns 0, or STEER_EEXIST when a
- * zone with the same apex is already in the set.
+ * (its access lists are copied, its journal referenced; its @c zone is ignored). Returns 0, or
+ * STEER_EEXIST when a zone with the same apex is already in the set.
  */
 int zone_set_add(zone_set_t *set, zone_t *zone, const zone_set_entry_t *tmpl)
     STEER_NONNULL(1, 2, 3) STEER_WUR;

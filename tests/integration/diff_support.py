@@ -221,8 +221,9 @@ def knot_config(workdir: Path, port: int) -> str:
 
     semantic-checks: off keeps Knot's mandatory checks (SOA, CNAME exclusivity, NS at the apex)
     but skips the DNSSEC consistency checks, which would reject the RRSIG/NSEC/NSEC3 records
-    that the zones hold as plain data without being signed. identity and version are emptied
-    so Knot does not answer CH TXT id.server/version.bind, which steerd does not serve.
+    that the zones hold as plain data without being signed. identity is emptied so Knot does
+    not answer CH TXT id.server, which steerd without an identity does not serve; version is
+    steerd's own default, so both answer version.bind alike.
     """
     zones = "\n".join(
         f'  - domain: "{origin}"\n    file: "{ZONE_DIR / fname}"' for origin, fname in ZONES)
@@ -230,7 +231,7 @@ def knot_config(workdir: Path, port: int) -> str:
     rundir: "{workdir / 'run'}"
     listen: 127.0.0.1@{port}
     identity: ""
-    version: ""
+    version: "{steerd_version()}"
     udp-workers: 1
     tcp-workers: 1
     background-workers: 1
@@ -272,6 +273,16 @@ def find_steerd() -> Path | None:
         return Path(env)
     default = ROOT / "build" / "src" / "daemon" / "steerd"
     return default if default.exists() else None
+
+
+def steerd_version() -> str:
+    """What steerd answers to CH TXT version.bind by default: "Steer <its version>"."""
+    binary = find_steerd()
+    if binary is None:
+        return ""
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                         timeout=30).stdout.split()
+    return "Steer " + out[1] if len(out) > 1 else ""
 
 
 def start_steerd(binary: Path, workdir: Path) -> Server:
@@ -938,7 +949,11 @@ class Comparator:
                 and query.question[0][1] in (dns.rdatatype.AXFR, dns.rdatatype.IXFR)):
             # A transfer no ACL allows (over TCP, or IXFR over UDP as RFC 1995 permits):
             # RFC 1035 section 4.1.1 names "zone transfer" as the example of REFUSED; Knot
-            # answers NOTAUTH.
+            # answers NOTAUTH. An IXFR without the client's SOA in authority is malformed
+            # (RFC 1995 section 3): steerd says FORMERR before looking at the ACL.
+            if (query.question[0][1] == dns.rdatatype.IXFR and km.rcode == dns.rcode.NOTAUTH
+                    and sm.rcode == dns.rcode.FORMERR):
+                return True
             return km.rcode == dns.rcode.NOTAUTH and sm.rcode == dns.rcode.REFUSED
         return False
 

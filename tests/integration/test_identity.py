@@ -2,12 +2,11 @@
 option (RFC 5001), compared with a real knotd configured with the same identity and nsid.
 
 Where Steer differs from Knot on purpose:
-- version.bind. / version.server. are REFUSED (Knot answers its version): a server's version
-  helps attackers more than operators.
 - Knot adds an Extended DNS Error (RFC 8914) to some REFUSED answers; Steer sends none, so
   only the NSID option is compared.
-Without an identity Steer behaves as before: every CH query is REFUSED and NSID is ignored
-(Knot would answer its host name)."""
+Without an identity id.server. and hostname.bind. are REFUSED and NSID is ignored (Knot
+would answer its host name); version.bind. answers either way (server.version, see
+test_compliance.py)."""
 
 import shutil
 import subprocess
@@ -199,12 +198,14 @@ def test_over_tcp(steer):
     assert r.answer[0][0].strings == (IDENTITY.encode(),) and nsid_of(r) == IDENTITY.encode()
 
 
-def test_version_bind_stays_refused(knot, steer):
-    """The one chosen difference: Steer does not tell its version."""
+def test_version_bind_answered_like_knot(knot, steer):
+    """version.bind. is answered the way Knot answers it: CH TXT, TTL 0, no AA."""
     q = make("version.bind.")
-    assert knot.udp(q).rcode() == dns.rcode.NOERROR
-    r = steer.udp(q)
-    assert r.rcode() == dns.rcode.REFUSED and not r.answer
+    theirs, r = knot.udp(q), steer.udp(q)
+    assert theirs.rcode() == r.rcode() == dns.rcode.NOERROR
+    assert r.answer[0].ttl == theirs.answer[0].ttl == 0
+    assert not r.flags & dns.flags.AA and not theirs.flags & dns.flags.AA
+    assert r.answer[0][0].strings[0].startswith(b"Steer ")
     assert nsid_of(r) == IDENTITY.encode()
 
 

@@ -1,5 +1,8 @@
 /* Unit tests of src/auth: answers for a small zone, checked section by section. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth/auth.h"
 #include "base/err.h"
@@ -104,7 +107,8 @@ static void test_answers(void)
 	    {"big.auth.test", DNS_TYPE_TXT, 1232, DNS_RCODE_NOERROR, true, false, 6, 0, 1},
 	    {"example.org", DNS_TYPE_A, 0, DNS_RCODE_REFUSED, false, false, 0, 0, 0},
 	    {"auth.test", DNS_TYPE_AXFR, 0, DNS_RCODE_NOTIMP, false, false, 0, 0, 0},
-	    {"auth.test", DNS_TYPE_IXFR, 0, DNS_RCODE_REFUSED, false, false, 0, 0, 0},
+	    /* an IXFR without the client's SOA in authority is malformed (RFC 1995 3) */
+	    {"auth.test", DNS_TYPE_IXFR, 0, DNS_RCODE_FORMERR, false, false, 0, 0, 0},
 	    {"auth.test", DNS_TYPE_OPT, 0, DNS_RCODE_NOERROR, true, false, 0, 1, 0},
 	};
 	run_rows(rows, STEER_ARRAY_LEN(rows), false);
@@ -153,6 +157,179 @@ static void test_axfr(void)
 	      zone->n_records);
 	CHECK(atomic_load(&qctx.stats.axfr) == 1, "axfr counted");
 	zone_set_free(set);
+}
+
+/* An IXFR query for ixfr.test. with the client's SOA of serial @p serial in authority. */
+static size_t make_ixfr(uint8_t *buf, uint32_t serial)
+{
+	wire_ctx_t ctx = wire_ctx_init(buf, 512);
+	static const uint8_t apex[] = "\4ixfr\4test";
+	wire_ctx_write_u16(&ctx, 0x1234);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 1);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write_u16(&ctx, 1);
+	wire_ctx_write_u16(&ctx, 0);
+	wire_ctx_write(&ctx, apex, sizeof(apex));
+	wire_ctx_write_u16(&ctx, DNS_TYPE_IXFR);
+	wire_ctx_write_u16(&ctx, DNS_CLASS_IN);
+	/* the SOA: owner and both names compressed to the question, as resolvers send it */
+	static const uint8_t soa_head[] = {0xc0, 12, 0, 6,  0,    1,  0,    0,
+	                                   0,    0,  0, 24, 0xc0, 12, 0xc0, 12};
+	wire_ctx_write(&ctx, soa_head, sizeof(soa_head));
+	wire_ctx_write_u32(&ctx, serial);
+	for (int i = 0; i < 4; i++)
+		wire_ctx_write_u32(&ctx, 300);
+	return wire_ctx_offset(&ctx);
+}
+
+static zone_t *load_ixfr_zone(uint32_t serial, const char *body)
+{
+	char path[] = "/tmp/steer-test-ixfr-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w");
+	fprintf(f,
+	        "$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns h %u 3600 900 604800 300\n@ NS ns\n"
+	        "ns A 192.0.2.1\n%s",
+	        serial, body);
+	fclose(f);
+	zone_t *zone = NULL;
+	char err[512] = "";
+	int ret = zone_load("ixfr.test", path, &zone, err, sizeof(err));
+	unlink(path);
+	CHECK(ret == 0, "ixfr zone loads: %s", err);
+	return zone;
+}
+
+/* Records in the answer sections of a whole transfer started with @p query. */
+static unsigned transfer_records(const auth_view_t *view, const auth_client_t *client,
+                                 const uint8_t *query, size_t qlen, unsigned *messages)
+{
+	static auth_qctx_t qctx;
+	auth_qctx_init(&qctx, 1);
+	static uint8_t resp[65535];
+	auth_axfr_t axfr = {0};
+	size_t len = auth_answer(view, client, query, qlen, resp, client->tcp ? sizeof(resp) : 512,
+	                         &qctx, client->tcp ? &axfr : NULL);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == 0, "IXFR answered NOERROR");
+	unsigned records = len > 12 ? wire_read_u16(resp + 6) : 0;
+	*messages = 1;
+	while (client->tcp && (len = auth_axfr_next(&axfr, resp, sizeof(resp))) > 0) {
+		records += wire_read_u16(resp + 6);
+		(*messages)++;
+	}
+	auth_axfr_cleanup(&axfr);
+	return records;
+}
+
+/* A change too big for one message streams over several, every record exactly once. */
+static void test_ixfr_many_messages(const zone_t *v3, const zone_journal_t *j3,
+                                    const dns_acl_entry_t *acl, const auth_client_t *tcp)
+{
+	enum { N = 8000 };
+	size_t cap = (size_t)N * 48 + 8192, used = 0;
+	char *body = malloc(cap);
+	body[0] = '\0';
+	for (int i = 0; i < N; i++)
+		used += (size_t)snprintf(body + used, cap - used, "host-number-%d A 10.%d.%d.%d\n",
+		                         i, i >> 16 & 255, i >> 8 & 255, i & 255);
+	zone_t *v4 = load_ixfr_zone(4, body);
+	free(body);
+	if (!v4)
+		return;
+	zone_journal_t *j4 = zone_journal_next(j3, v3, v4, 20);
+	CHECK(j4 && j4->n == 3, "a third change");
+	zone_set_t *set = zone_set_new();
+	zone_set_entry_t tmpl = {
+	    .xfr_allow = (dns_acl_entry_t *)acl, .n_xfr_allow = 1, .journal = j4};
+	zone_ref(v4);
+	CHECK(zone_set_add(set, v4, &tmpl) == 0, "add v4");
+	auth_view_t view = {.zones = set, .udp_max_payload = 1232};
+	uint8_t query[512];
+	unsigned msgs = 0;
+	size_t qlen = make_ixfr(query, 3);
+	/* SOA 4, [SOA 3, 60 TXT deleted, SOA 4, N added], SOA 4 */
+	unsigned got = transfer_records(&view, tcp, query, qlen, &msgs);
+	CHECK(got == 1 + 1 + 60 + 1 + N + 1, "IXFR over several messages: %u records", got);
+	CHECK(msgs > 1, "IXFR took %u messages", msgs);
+	zone_set_free(set);
+	zone_journal_unref(j4);
+	zone_unref(v4);
+}
+
+static void test_ixfr(void)
+{
+	char big[8192] = "";
+	for (int i = 0; i < 60; i++) {
+		char line[128];
+		snprintf(line, sizeof(line), "t%d TXT \"a fairly long text record number %d\"\n", i,
+		         i);
+		strcat(big, line);
+	}
+	zone_t *v1 = load_ixfr_zone(1, "a A 192.0.2.10\n");
+	zone_t *v2 = load_ixfr_zone(2, "a A 192.0.2.11\nb A 192.0.2.12\n");
+	zone_t *v3 = load_ixfr_zone(3, big);
+	if (!v1 || !v2 || !v3)
+		return;
+	zone_journal_t *j2 = zone_journal_next(NULL, v1, v2, 20);
+	zone_journal_t *j3 = zone_journal_next(j2, v2, v3, 20);
+	CHECK(j3 && j3->n == 2, "two changes");
+	dns_acl_entry_t acl = {0};
+	CHECK(steer_prefix_parse("127.0.0.0/8", &acl.prefix) == 0, "acl");
+	zone_set_t *set = zone_set_new();
+	zone_set_entry_t tmpl = {.xfr_allow = &acl, .n_xfr_allow = 1, .journal = j2};
+	zone_ref(v2);
+	CHECK(zone_set_add(set, v2, &tmpl) == 0, "add v2");
+	zone_set_t *set3 = zone_set_new();
+	tmpl.journal = j3;
+	zone_ref(v3);
+	CHECK(zone_set_add(set3, v3, &tmpl) == 0, "add v3");
+	auth_view_t view = {.zones = set, .udp_max_payload = 1232};
+	auth_view_t view3 = {.zones = set3, .udp_max_payload = 1232};
+	steer_sockaddr_t remote;
+	CHECK(steer_sockaddr_parse("127.0.0.1", 0, &remote) == 0, "addr");
+	auth_client_t udp = {.remote = &remote, .tcp = false},
+	              tcp = {.remote = &remote, .tcp = true};
+	uint8_t query[512];
+	unsigned msgs;
+	static const struct {
+		bool v3, tcp;
+		uint32_t serial;
+		unsigned records; /* answer records of the whole transfer */
+	} rows[] = {
+	    /* current or newer: the SOA alone (RFC 1995 2) */
+	    {false, false, 2, 1},
+	    {false, true, 2, 1},
+	    {false, false, 7, 1},
+	    /* SOA 2, [SOA 1, a .10, SOA 2, a .11, b], SOA 2 */
+	    {false, false, 1, 7},
+	    {false, true, 1, 7},
+	    /* unknown version: SOA alone over UDP, the whole zone (5 records + SOA) over TCP */
+	    {false, false, 0xfffffff0u, 1},
+	    {false, true, 0xfffffff0u, 6},
+	    /* from 1 to 3: SOA 3, the first change (5), [SOA 2, 2 deleted, SOA 3, 60 added],
+	     * SOA 3; too big for 512 bytes of UDP: the SOA alone */
+	    {true, false, 1, 1},
+	    {true, true, 1, 1 + 5 + 3 + 61 + 1},
+	    {true, true, 2, 1 + 1 + 2 + 1 + 60 + 1},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		size_t qlen = make_ixfr(query, rows[i].serial);
+		unsigned got = transfer_records(rows[i].v3 ? &view3 : &view,
+		                                rows[i].tcp ? &tcp : &udp, query, qlen, &msgs);
+		CHECK(got == rows[i].records, "IXFR row %zu: %u records, want %u", i, got,
+		      rows[i].records);
+	}
+	test_ixfr_many_messages(v3, j3, &acl, &tcp);
+	zone_set_free(set);
+	zone_set_free(set3);
+	zone_journal_unref(j2);
+	zone_journal_unref(j3);
+	zone_unref(v1);
+	zone_unref(v2);
+	zone_unref(v3);
 }
 
 /* A query of class @p qclass; with @p edns >= 0 an OPT of that version, with NSID if asked. */
@@ -271,6 +448,7 @@ int main(void)
 	test_answers();
 	test_tcp();
 	test_axfr();
+	test_ixfr();
 	test_identity();
 	zone_set_free(zones);
 	return unit_finish("test_auth");

@@ -864,6 +864,45 @@ static void test_qos_keys(void)
 	conf_free(c);
 }
 
+/* server.version: unset, a value, "" (hidden); zones' ixfr-history: default, set, bounds. */
+static void test_version_and_ixfr_history(void)
+{
+	static const struct {
+		const char *text;
+		bool ok;
+		const char *version; /* NULL: unset */
+		unsigned history;
+	} rows[] = {
+	    {"zones:\n  - domain: a.test\n    file: a.zone\n", true, NULL, 20},
+	    {"server:\n  version: \"ns 1\"\nzones:\n  - domain: a.test\n    file: a.zone\n"
+	     "    ixfr-history: 0\n",
+	     true, "ns 1", 0},
+	    {"server:\n  version: \"\"\nzones:\n  - domain: a.test\n    file: a.zone\n"
+	     "    ixfr-history: 500\n",
+	     true, "", 500},
+	    {"server:\n  version: \"bad\\x01\"\nzones:\n  - domain: a.test\n    file: a.zone\n",
+	     false, NULL, 0},
+	    {"zones:\n  - domain: a.test\n    file: a.zone\n    ixfr-history: 10001\n", false, NULL,
+	     0},
+	    {"zones:\n  - domain: a.test\n    file: a.zone\n    ixfr-history: -1\n", false, NULL,
+	     0},
+	};
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		char err[1024];
+		const char *msg;
+		conf_t *c = NULL;
+		int ret = load_text(rows[i].text, &c, err, sizeof(err), &msg);
+		CHECK((ret == 0) == rows[i].ok, "version/ixfr-history row %zu: %s", i, err);
+		if (ret == 0 && rows[i].ok) {
+			CHECK(rows[i].version ? str_eq(c->version, rows[i].version) : !c->version,
+			      "row %zu: server.version", i);
+			CHECK(c->zones[0].ixfr_history == rows[i].history,
+			      "row %zu: ixfr-history %u", i, c->zones[0].ixfr_history);
+		}
+		conf_free(c);
+	}
+}
+
 static void test_alias_and_list_form(void)
 {
 	char err[1024];
@@ -2638,6 +2677,7 @@ int main(void)
 	test_hints();
 	test_qos_keys();
 	test_alias_and_list_form();
+	test_version_and_ixfr_history();
 	test_gslb();
 	test_health();
 	test_health_errors();

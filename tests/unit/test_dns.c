@@ -185,6 +185,66 @@ static void test_query_parse(void)
 	CHECK(dns_query_parse(buf, 11, &q) == DNS_QUERY_DROP, "shorter than a header");
 }
 
+/* Whether an error answer may carry an OPT: only when the whole message parsed. */
+static void test_query_opt_on_errors(void)
+{
+	static const struct {
+		const char *what;
+		uint16_t flags, qdcount;
+		int version;
+		size_t cut; /* as in test_query_parse() */
+		dns_query_status_t want;
+		bool edns;
+	} rows[] = {
+	    {"no question, OPT", 0, 0, 0, 0, DNS_QUERY_FORMERR, true},
+	    {"opcode 15, OPT", 15 << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_NOTIMP, true},
+	    {"NOTIFY, OPT", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_NOTIMP, true},
+	    {"EDNS version 1", 0, 1, 1, 0, DNS_QUERY_BADVERS, true},
+	    {"truncated OPT", 0, 1, 0, 3, DNS_QUERY_FORMERR, false},
+	    {"OPT then garbage", 0, 1, 0, 1001, DNS_QUERY_FORMERR, false},
+	};
+	uint8_t buf[512];
+	dns_query_t q;
+	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
+		size_t len = rows[i].qdcount ? make_query(buf, rows[i].flags, 1, "a.test",
+		                                          DNS_TYPE_A, rows[i].version, 1232)
+		                             : 0;
+		if (rows[i].qdcount == 0) {
+			/* a header and the OPT alone */
+			size_t full = make_query(buf, 0, 0, "a.test", DNS_TYPE_A, 0, 1232);
+			memmove(buf + 12, buf + 12 + 8 + 4, full - 12 - 8 - 4);
+			len = full - 8 - 4;
+		}
+		if (rows[i].cut > 1000)
+			buf[len++] = 0;
+		else
+			len -= rows[i].cut;
+		dns_query_status_t st = dns_query_parse(buf, len, &q);
+		CHECK(st == rows[i].want && q.has_edns == rows[i].edns, "%s: status %d, OPT %d",
+		      rows[i].what, st, q.has_edns);
+	}
+
+	/* The IXFR client's SOA in authority, its names compressed to the question. */
+	static const uint8_t ixfr[] = {
+	    0x12, 0x34, 0,    0,    0,    1,  0, 0, 0, 1, 0, 0, 1, 'a', 4, 't', 'e',  's', 't',  0,
+	    0,    251,  0,    1,    0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 0,   0, 24,  0xc0, 12,  0xc0, 12,
+	    0xde, 0xad, 0xbe, 0xef, 0,    0,  0, 1, 0, 0, 0, 2, 0, 0,   0, 3,   0,    0,   0,    4};
+	CHECK(dns_query_parse(ixfr, sizeof(ixfr), &q) == DNS_QUERY_OK && q.has_soa &&
+	          q.soa_serial == 0xdeadbeef,
+	      "IXFR: SOA serial %#x", q.soa_serial);
+	uint8_t bad[sizeof(ixfr)];
+	memcpy(bad, ixfr, sizeof(ixfr));
+	bad[35] = 22; /* rdlength short of the five integers */
+	CHECK(dns_query_parse(bad, sizeof(bad) - 2, &q) == DNS_QUERY_FORMERR, "IXFR: short SOA");
+	memcpy(bad, ixfr, sizeof(ixfr));
+	bad[37] = 60; /* a pointer forward, past the name */
+	CHECK(dns_query_parse(bad, sizeof(bad), &q) == DNS_QUERY_FORMERR, "IXFR: forward pointer");
+	CHECK(dns_query_parse(ixfr, 24, &q) == DNS_QUERY_FORMERR && !q.has_soa,
+	      "IXFR: counted SOA missing");
+	size_t len = make_query(buf, 0, 1, "a.test", DNS_TYPE_IXFR, -1, 0);
+	CHECK(dns_query_parse(buf, len, &q) == DNS_QUERY_OK && !q.has_soa, "IXFR without SOA");
+}
+
 static void test_msg_compression(void)
 {
 	uint8_t query[512], resp[512];
@@ -419,6 +479,7 @@ int main(void)
 	test_dname_relations();
 	test_dname_unpack();
 	test_query_parse();
+	test_query_opt_on_errors();
 	test_msg_compression();
 	test_ecs();
 	test_nsid();

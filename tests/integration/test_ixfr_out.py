@@ -1,0 +1,392 @@
+"""IXFR out (RFC 1995) from the journal of reload differences (zones.ixfr-history).
+
+Steer is the primary; each reload that raises the serial adds one change to the history:
+- `kdig IXFR=<old serial>` gets exactly the difference sequence (SOA new, [SOA old,
+  deleted..., SOA next, added...]..., SOA new), over TCP and, when it fits, over UDP;
+- dnspython applying that IXFR to the old version ends with the new one, also after random
+  histories of additions, deletions and TTL changes;
+- an unknown serial gets the whole zone (AXFR-style), a serial that went back clears the
+  history, ixfr-history 0 keeps none;
+- a real knotd secondary of Steer transfers by IXFR after a reload (its log says so) and ends
+  with the same zone as Steer (compared by AXFR from both).
+The history lives in memory: a restart starts without one and IXFR falls back to AXFR.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import dns.message
+import dns.query
+import dns.rdatatype
+import dns.xfr
+import dns.zone
+import pytest
+
+from conftest import free_port, wait_for
+
+KDIG = shutil.which("kdig") or "/usr/bin/kdig"
+KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
+KNOTC = shutil.which("knotc") or "/usr/sbin/knotc"
+
+CONFIG = """server:
+  listen: {listen}
+  control-socket: {ctl}
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: ixfr.test
+    file: {dir}/ixfr.test.zone
+    xfr-allow: [127.0.0.1, "::1"]
+  - domain: none.test
+    file: {dir}/none.test.zone
+    xfr-allow: [127.0.0.1]
+    ixfr-history: 0
+"""
+
+
+def zone_text(serial: int, hosts: dict[str, str], extra: str = "") -> str:
+    body = "".join(f"{name} A {addr}\n" for name, addr in sorted(hosts.items()))
+    return (f"$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns hostmaster {serial} 3600 900 604800 300\n"
+            f"@ NS ns\nns A 192.0.2.1\n{body}{extra}")
+
+
+BASE = {f"h{i}": f"198.51.100.{i}" for i in range(40)}
+
+
+def v1():
+    return zone_text(1, BASE)
+
+
+def v2():
+    hosts = dict(BASE, h3="203.0.113.3", new1="203.0.113.100")
+    del hosts["h7"]
+    return zone_text(2, hosts)
+
+
+def v3():
+    hosts = dict(BASE, h3="203.0.113.3", new1="203.0.113.100", new2="203.0.113.101")
+    del hosts["h7"]
+    return zone_text(3, hosts, 'txt 60 TXT "third version"\n')
+
+
+def v4():
+    """v3 and 4,000 more hosts: a change that takes several TCP messages."""
+    hosts = dict(BASE, h3="203.0.113.3", new1="203.0.113.100", new2="203.0.113.101")
+    del hosts["h7"]
+    hosts.update({f"bulk{i}": f"10.4.{i >> 8}.{i & 255}" for i in range(4000)})
+    return zone_text(4, hosts, 'txt 60 TXT "third version"\n')
+
+
+def write_zone(path: Path, text: str):
+    """Write the zone and push its mtime forward, so a reload within the same second sees it."""
+    old = path.stat().st_mtime if path.exists() else time.time()
+    path.write_text(text)
+    os.utime(path, (old + 2, old + 2))
+
+
+def reload(srv):
+    out = srv.ctl_json("reload")
+    assert out.get("ok", True), out
+
+
+def zone_records(zone) -> list[str]:
+    """Every record with its TTL (dnspython's zone equality ignores TTLs)."""
+    return sorted(f"{n.to_text().lower()} {ttl} {rd.rdtype} {rd.to_text()}"
+                  for n, ttl, rd in zone.iterate_rdatas())
+
+
+def kdig_ixfr(port: int, serial: int, host: str = "127.0.0.1", udp: bool = False) -> list[str]:
+    args = [KDIG, f"@{host}", "-p", str(port), "ixfr.test", f"IXFR={serial}", "+nocomments",
+            "+noquestion", "+nostats", "+nohead"]
+    if udp:
+        args.append("+notcp")
+    out = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return [" ".join(line.split()) for line in out.stdout.splitlines()
+            if line.strip() and not line.startswith(";")]
+
+
+def soa(serial: int) -> str:
+    return f"ixfr.test. 300 IN SOA ns.ixfr.test. hostmaster.ixfr.test. {serial} 3600 900 604800 300"
+
+
+def a(name: str, addr: str, ttl: int = 300) -> str:
+    return f"{name}.ixfr.test. {ttl} IN A {addr}"
+
+
+DIFF_1_2 = [soa(1), a("h3", "198.51.100.3"), a("h7", "198.51.100.7"),
+            soa(2), a("h3", "203.0.113.3"), a("new1", "203.0.113.100")]
+DIFF_2_3 = [soa(2), soa(3), a("new2", "203.0.113.101"),
+            'txt.ixfr.test. 60 IN TXT "third version"']
+
+
+def assert_sequence(got: list[str], want_changes: list[list[str]], current: int):
+    assert got[0] == soa(current) and got[-1] == soa(current), got
+    body = got[1:-1]
+    pos = 0
+    for change in want_changes:
+        # the SOAs frame each part in order; the records inside a part come in any order
+        old_soa, new_soa = change[0], next(x for x in change[1:] if " SOA " in x)
+        split = change.index(new_soa)
+        dels, adds = change[1:split], change[split + 1:]
+        assert body[pos] == old_soa, body
+        assert sorted(body[pos + 1:pos + 1 + len(dels)]) == sorted(dels), body
+        pos += 1 + len(dels)
+        assert body[pos] == new_soa, body
+        assert sorted(body[pos + 1:pos + 1 + len(adds)]) == sorted(adds), body
+        pos += 1 + len(adds)
+    assert pos == len(body), body
+
+
+@pytest.fixture
+def primary(steerd, tmp_path):
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    srv = steerd(config=CONFIG, listen=["127.0.0.1", "::1"], ready_zone="ixfr.test")
+    srv.zone_file = tmp_path / "ixfr.test.zone"
+    return srv
+
+
+def port_for(srv, host):
+    return next(p for h, p in srv.listen if h == host)
+
+
+def test_ixfr_differences_with_kdig(primary):
+    port = port_for(primary, "127.0.0.1")
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert_sequence(kdig_ixfr(port, 1), [DIFF_1_2], 2)
+    write_zone(primary.zone_file, v3())
+    reload(primary)
+    for host in ("127.0.0.1", "::1"):
+        assert_sequence(kdig_ixfr(port_for(primary, host), 1, host), [DIFF_1_2, DIFF_2_3], 3)
+        assert_sequence(kdig_ixfr(port_for(primary, host), 2, host), [DIFF_2_3], 3)
+        # small enough for one UDP message
+        assert_sequence(kdig_ixfr(port_for(primary, host), 2, host, udp=True), [DIFF_2_3], 3)
+        assert kdig_ixfr(port_for(primary, host), 3, host) == [soa(3)]
+        assert kdig_ixfr(port_for(primary, host), 3, host, udp=True) == [soa(3)]
+
+
+def test_ixfr_applied_by_dnspython_gives_new_version(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    for text in (v2(), v3(), v4()):
+        write_zone(primary.zone_file, text)
+        reload(primary)
+    for start in (v1(), v3()):
+        zone = dns.zone.from_text(start, "ixfr.test.", relativize=False)
+        query, _ = dns.xfr.make_query(zone)
+        dns.query.inbound_xfr("127.0.0.1", zone, query, port=port, timeout=10, lifetime=30)
+        assert zone_records(zone) == zone_records(
+            dns.zone.from_text(v4(), "ixfr.test.", relativize=False))
+
+
+def test_unknown_serial_gets_whole_zone(primary):
+    port = port_for(primary, "127.0.0.1")
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    lines = kdig_ixfr(port, 0)  # older than ours, not in the history
+    # AXFR-style: SOA, every record, SOA (RFC 1995 4): SOA, NS, ns A and 40 hosts
+    records = 3 + len(BASE)
+    assert lines[0] == soa(2) and lines[-1] == soa(2)
+    assert len(lines) == records + 1, lines
+    # over UDP the SOA alone tells the client to use TCP
+    assert kdig_ixfr(port, 0, udp=True) == [soa(2)]
+    # a client newer than us gets our SOA alone
+    assert kdig_ixfr(port, 77) == [soa(2)]
+
+
+def test_serial_going_back_clears_history(primary):
+    port = port_for(primary, "127.0.0.1")
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert len(kdig_ixfr(port, 1)) == 2 + len(DIFF_1_2)
+    write_zone(primary.zone_file, v1())  # serial 1 again: not greater than 2 (RFC 1982)
+    reload(primary)
+    lines = kdig_ixfr(port, 2)  # newer than ours: our SOA alone
+    assert lines == [soa(1)]
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert_sequence(kdig_ixfr(port, 1), [DIFF_1_2], 2)
+
+
+def test_history_off_is_axfr_only(primary, tmp_path):
+    path = tmp_path / "none.test.zone"
+    write_zone(path, "$ORIGIN none.test.\n@ 300 SOA ns h 2 2 3 4 5\n@ 300 NS ns\n"
+               "ns 300 A 192.0.2.1\nx 300 A 192.0.2.2\n")
+    reload(primary)
+    port = port_for(primary, "127.0.0.1")
+    out = subprocess.run([KDIG, "@127.0.0.1", "-p", str(port), "none.test", "IXFR=1",
+                          "+nocomments", "+nostats"], capture_output=True, text=True, timeout=30)
+    lines = [x.split() for x in out.stdout.splitlines() if x.strip() and not x.startswith(";")]
+    # the whole zone (4 records and the closing SOA), not a difference
+    assert [x[3] for x in lines] == ["SOA", "NS", "A", "A", "SOA"], lines
+
+
+# ---- a real Knot secondary ----------------------------------------------------------------
+
+class KnotSecondary:
+    """knotd as a secondary of @primary_port for ixfr.test., refreshed through knotc."""
+
+    def __init__(self, workdir: Path, primary_port: int):
+        self.workdir = workdir
+        self.port = free_port()
+        for sub in ("run", "db", "zones"):
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
+        self.sock = workdir / "run" / "knot.sock"
+        conf = workdir / "knot.conf"
+        conf.write_text(f"""server:
+    rundir: "{workdir / 'run'}"
+    listen: 127.0.0.1@{self.port}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+log:
+  - target: stderr
+    any: debug
+database:
+    storage: "{workdir / 'db'}"
+remote:
+  - id: steer
+    address: 127.0.0.1@{primary_port}
+acl:
+  - id: compare
+    address: 127.0.0.1
+    action: transfer
+template:
+  - id: default
+    storage: "{workdir / 'zones'}"
+    zonefile-sync: -1
+    zonefile-load: none
+    journal-content: changes
+zone:
+  - domain: ixfr.test.
+    master: steer
+    acl: compare
+""")
+        self.log_path = workdir / "knotd.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([KNOTD, "-c", str(conf)], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+    def log_text(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def serial(self) -> int | None:
+        try:
+            r = dns.query.udp(dns.message.make_query("ixfr.test.", "SOA"), "127.0.0.1",
+                              port=self.port, timeout=0.5)
+        except Exception:  # noqa: BLE001 - not up yet
+            return None
+        return r.answer[0][0].serial if r.answer else None
+
+    def refresh(self):
+        subprocess.run([KNOTC, "-s", str(self.sock), "zone-refresh", "ixfr.test."],
+                       capture_output=True, text=True, timeout=30, check=True)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def axfr_records(port: int) -> list[str]:
+    """The zone's records by AXFR, the closing SOA left out."""
+    out = []
+    for msg in dns.query.xfr("127.0.0.1", "ixfr.test.", port=port, timeout=10, lifetime=30,
+                             relativize=False):
+        for rrset in msg.answer:
+            out += [f"{rrset.name.to_text().lower()} {rrset.ttl} {rrset.rdtype} {rd.to_text()}"
+                    for rd in rrset]
+    assert out and out[0] == out[-1] and " 6 " in out[0]
+    return sorted(out[:-1])
+
+
+def test_knot_secondary_transfers_by_ixfr(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    knot = KnotSecondary(tmp_path / "knot", port)
+    try:
+        wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer (AXFR)")
+        assert "AXFR, incoming" in knot.log_text()
+        for serial, text in ((2, v2()), (3, v3()), (4, v4())):
+            write_zone(primary.zone_file, text)
+            reload(primary)
+            knot.refresh()
+            wait_for(lambda s=serial: knot.serial() == s, 20, what=f"knotd at serial {serial}")
+            assert axfr_records(knot.port) == axfr_records(port)
+        log = knot.log_text()
+        ixfr = [line for line in log.splitlines() if "IXFR, incoming" in line]
+        assert any("finished" in line for line in ixfr), log[-3000:]
+        assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
+        finished = re.findall(r"IXFR, incoming.*finished.* (\d+) messages", log)
+        assert len(finished) == 3, log[-3000:]
+        assert int(finished[-1]) > 1, "the last change took several messages"
+    finally:
+        knot.stop()
+
+
+def random_versions(seed: int, count: int) -> list[str]:
+    """@count zone texts, serials 10, 11, ...: each adds, deletes and changes random records
+    of several types (TTL changes included) at existing and new names."""
+    import random
+    rng = random.Random(seed)
+    records: set[tuple[str, int, str, str]] = set()
+    for i in range(60):
+        records.add((f"n{i}", 300, "A", f"192.0.2.{i}"))
+    out = []
+    for v in range(count):
+        for _ in range(rng.randint(1, 25)):
+            op = rng.random()
+            if op < 0.4 and records:
+                records.discard(rng.choice(sorted(records)))
+            elif op < 0.6 and records:
+                name, ttl, rtype, rdata = rng.choice(sorted(records))
+                same = {r for r in records if r[0] == name and r[2] == rtype}
+                new_ttl = rng.choice([60, 300, 3600])
+                records -= same
+                records |= {(name, new_ttl, rtype, r[3]) for r in same}
+            else:
+                name = f"n{rng.randint(0, 90)}" + rng.choice(["", ".sub", ".a.b"])
+                rtype = rng.choice(["A", "AAAA", "TXT", "MX", "SRV"])
+                rdata = {"A": f"198.51.100.{rng.randint(0, 255)}",
+                         "AAAA": f"2001:db8::{rng.randint(0, 65535):x}",
+                         "TXT": f'"t{rng.randint(0, 10**6)}"',
+                         "MX": f"{rng.randint(0, 50)} mx{rng.randint(0, 3)}",
+                         "SRV": f"1 2 {rng.randint(1, 65535)} srv"}[rtype]
+                ttl = next((r[1] for r in records if r[0] == name and r[2] == rtype), 300)
+                records.add((name, ttl, rtype, rdata))
+        body = "".join(f"{n} {t} {rt} {rd}\n" for n, t, rt, rd in sorted(records))
+        out.append(f"$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns hostmaster {10 + v} 3600 900 "
+                   f"604800 300\n@ NS ns\nns A 192.0.2.1\n{body}")
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_histories_apply_to_the_current_zone(primary, seed):
+    """From every version in the history, applying Steer's IXFR gives the current zone."""
+    port = port_for(primary, "127.0.0.1")
+    versions = random_versions(seed, 8)
+    for text in versions:
+        write_zone(primary.zone_file, text)
+        reload(primary)
+    want = zone_records(dns.zone.from_text(versions[-1], "ixfr.test.", relativize=False))
+    for text in [v1()] + versions[:-1]:
+        zone = dns.zone.from_text(text, "ixfr.test.", relativize=False)
+        serial = zone.get_soa().serial
+        query, _ = dns.xfr.make_query(zone)
+        dns.query.inbound_xfr("127.0.0.1", zone, query, port=port, timeout=10, lifetime=30)
+        assert zone_records(zone) == want, f"from serial {serial}"
+        # incremental indeed: the difference starts with the client's SOA
+        assert kdig_ixfr(port, serial)[1] == soa(serial)
