@@ -156,3 +156,9 @@ int dns_tsig_parse_keyfile(const char *text, size_t len,
                            int (*cb)(void *arg, const char *name, const char *algorithm,
                                      const char *secret_base64, unsigned line),
                            void *arg, char *err, size_t errlen) STEER_NONNULL(1, 3, 5);
+
+/**
+ * Decode the base64 secret @p b64 (whitespace ignored) into @p out (room for @p cap bytes).
+ * Returns the secret's length, or -1 when it is not valid base64, empty or too long.
+ */
+int dns_tsig_secret_decode(const char *b64, uint8_t *out, size_t cap) STEER_NONNULL(1, 2);
