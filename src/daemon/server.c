@@ -148,9 +148,7 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
 {
 	*e = (zone_set_entry_t){0};
 	e->n_xfr_allow = cz->n_xfr_allow;
-	e->xfr_allow = xcalloc(cz->n_xfr_allow ? cz->n_xfr_allow : 1, sizeof(*e->xfr_allow));
-	for (size_t i = 0; i < cz->n_xfr_allow; i++)
-		e->xfr_allow[i].prefix = cz->xfr_allow[i];
+	e->xfr_allow = conf_acl_build(cz->xfr_allow, cz->n_xfr_allow);
 }
 
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
