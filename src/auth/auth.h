@@ -14,6 +14,7 @@
 #include "base/compiler.h"
 #include "base/sockaddr.h"
 #include "dns/pkt.h"
+#include "dns/tsig.h"
 #include "gslb/view.h"
 #include "zone/zone_set.h"
 
@@ -28,6 +29,9 @@ typedef struct {
 	 * every other CH query and NSID requests are ignored. */
 	const char *identity;
 	uint8_t identity_len; /* strlen(identity), at most 255 (one TXT string) */
+	/* TSIG keys that signed requests are verified against (owned by the view snapshot);
+	 * NULL = none configured: every signed request is answered NOTAUTH/BADKEY. */
+	const dns_tsig_keyring_t *keys;
 } auth_view_t;
 
 typedef struct {
@@ -46,6 +50,8 @@ typedef struct {
 	uint16_t record;
 	const uint8_t *cursor; /* the current record (rdlength first) in the current rrset */
 	uint8_t phase;         /* 0 leading SOA, 1 nodes, 2 trailing SOA, 3 done */
+	bool tsig_on;          /* the request was signed: every message is (RFC 8945 5.3.1) */
+	dns_tsig_ctx_t tsig;
 } auth_axfr_t;
 
 /**

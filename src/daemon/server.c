@@ -271,6 +271,8 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.identity = conf_identity(conf);
 	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
 	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
+	/* Each view owns its keyring, so a reload's new keys come and go with the snapshot. */
+	view->auth.keys = conf_keyring_new(conf);
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
@@ -279,6 +281,7 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 static void view_free_shell(net_view_t *view)
 {
 	forward_view_clear(&view->fwd);
+	conf_keyring_free((dns_tsig_keyring_t *)view->auth.keys);
 	free(view);
 }
 

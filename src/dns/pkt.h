@@ -42,6 +42,12 @@ typedef struct {
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
 	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
+
+	/* A TSIG record (RFC 8945), which may only be the last additional record: where it
+	 * begins, 0 when there is none. @c msg and @c msg_len are the whole query, for its MAC. */
+	size_t tsig_offset;
+	const uint8_t *msg;
+	size_t msg_len;
 } dns_query_t;
 
 /**
