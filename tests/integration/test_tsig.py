@@ -24,7 +24,7 @@ import dns.tsigkeyring
 import dns.zone
 import pytest
 
-from conftest import ZONES_DIR, free_port, tcp_frame, tcp_read_message, wait_for
+from conftest import ZONES_DIR, free_port, run_steerd, tcp_frame, tcp_read_message, wait_for
 
 SECRETS = {
     "transfer-key": ("hmac-sha256", base64.b64encode(bytes(range(32))).decode()),
@@ -475,3 +475,55 @@ def test_real_secondary_wrong_key_fails(srv, tmp_path, kind):
         assert sec.soa_serial("big.test") is None, sec.log_text()
     finally:
         sec.stop()
+
+
+def test_generated_key_files(steerd, tmp_path):
+    """Key files exactly as tsig-keygen and keymgr -t write them are loaded, and a query
+    signed with each key verifies."""
+    tools = {"tsig-keygen": ["-a", "hmac-sha512", "bind-made"],
+             "keymgr": ["-t", "knot-made", "hmac-sha384"]}
+    keys = {}
+    files = ""
+    for tool, args in tools.items():
+        exe = shutil.which(tool) or f"/usr/sbin/{tool}"
+        if not Path(exe).exists():
+            pytest.fail(f"{tool} missing: install bind9 / knot (scripts/setup-deps.sh)")
+        text = subprocess.run([exe, *args], capture_output=True, text=True, check=True,
+                              timeout=20).stdout
+        path = tmp_path / f"{tool}.key"
+        path.write_text(text)
+        files += f"  - file: {path}\n"
+        name = args[-1] if tool == "tsig-keygen" else args[1]
+        alg = args[1] if tool == "tsig-keygen" else args[2]
+        secret = text.split("secret", 1)[1].strip(' :"\n').split('"')[0].split()[0]
+        keys[name] = (alg, secret)
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config="server:\n  listen: {listen}\n  control-socket: {ctl}\n  workers: 1\n"
+                        "  tcp-workers: 1\nkeys:\n" + files + "{zones}")
+    for name, (alg, secret) in keys.items():
+        q = dns.message.make_query("www.example.test", "A")
+        q.use_tsig(dns.tsigkeyring.from_text({name: (alg, secret)}), keyname=name)
+        r = dns.query.udp(q, srv.host, port=srv.port, timeout=3)
+        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig, name
+
+
+def test_config_errors(tmp_path):
+    zone = ZONES_DIR / "example.test.zone"
+    zones = f"zones:\n  - domain: example.test\n    file: {zone}\n"
+    cases = [
+        ("keys:\n  - { name: k, algorithm: hmac-md5, secret: AQID }\n" + zones,
+         ":2: keys.algorithm"),
+        ("keys:\n  - { name: k, algorithm: hmac-sha256, secret: \"not base64!\" }\n" + zones,
+         ":2: keys: key 'k': secret is not valid base64"),
+        ("keys:\n  - { name: k, algorithm: hmac-sha256, secret: AQID }\n"
+         "  - { name: K., algorithm: hmac-sha1, secret: AQID }\n" + zones,
+         ":3: keys: duplicate key 'K.' (first defined at line 2)"),
+        (zones + "    xfr-allow: [{ address: 127.0.0.1, key: nope }]\n",
+         ":4: zones: example.test: xfr-allow: unknown key 'nope'"),
+    ]
+    conf = tmp_path / "steer.yaml"
+    for text, want in cases:
+        conf.write_text(text)
+        res = run_steerd("-c", str(conf), "--check-config")
+        out = res.stdout + res.stderr
+        assert res.returncode != 0 and f"{conf}{want}" in out, out
