@@ -527,3 +527,38 @@ def test_config_errors(tmp_path):
         res = run_steerd("-c", str(conf), "--check-config")
         out = res.stdout + res.stderr
         assert res.returncode != 0 and f"{conf}{want}" in out, out
+
+
+def test_signed_query_never_forwarded(steerd):
+    """With a forwarder configured, a signed query for a name outside our zones is ours to
+    answer (REFUSED, signed), not passed to an upstream with its TSIG."""
+    alg, secret = SECRETS["transfer-key"]
+    upstream_port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as up:
+        up.bind(("127.0.0.1", upstream_port))
+        up.settimeout(0.5)
+        srv = steerd(zones={"example.test": "example.test.zone"}, config=f"""server:
+  listen: {{listen}}
+  control-socket: {{ctl}}
+  workers: 1
+  tcp-workers: 1
+keys:
+  - {{{{ name: transfer-key, algorithm: {alg}, secret: "{secret}" }}}}
+{{zones}}forward:
+  allow-recursion: [127.0.0.0/8]
+  groups:
+    - domain: .
+      upstreams: [{{{{ name: u1, address: "127.0.0.1:{upstream_port}" }}}}]
+""")
+        while True:  # the forwarder's own probes, if any, are not what is checked
+            try:
+                up.recv(4096)
+            except socket.timeout:
+                break
+        q = signed_query("www.elsewhere.test", "A", "transfer-key")
+        r = dns.query.udp(q, srv.host, port=srv.port, timeout=3)
+        assert r.rcode() == dns.rcode.REFUSED and r.had_tsig and r.tsig_error == 0
+        with pytest.raises(socket.timeout):
+            while True:
+                data = up.recv(4096)
+                assert b"elsewhere" not in data.lower(), "signed query forwarded"
