@@ -192,13 +192,21 @@ typedef struct {
 	uint16_t other_len;
 } tsig_vars_t;
 
+typedef struct {
+	const uint8_t *const *msgs;
+	const size_t *lens;
+	size_t n;
+} unsigned_run_t;
+
 /*
- * The MAC of one message (RFC 8945 4.3): the previous MAC if any, the message, and all TSIG
- * variables (@p timers_only false) or only the timers (later messages of a transfer).
+ * The MAC of one message (RFC 8945 4.3): the previous MAC if any, the unsigned messages since
+ * it (@p run, may be NULL), the message, and all TSIG variables (@p timers_only false) or only
+ * the timers (later messages of a transfer).
  */
-static size_t compute_mac(const dns_tsig_key_t *key, const uint8_t *prev, uint16_t prev_len,
-                          const uint8_t *msg, size_t tsig_offset, uint16_t orig_id, bool had_tsig,
-                          const tsig_vars_t *v, bool timers_only, uint8_t out[DNS_TSIG_MAC_MAX])
+static size_t compute_mac_run(const dns_tsig_key_t *key, const uint8_t *prev, uint16_t prev_len,
+                              const unsigned_run_t *run, const uint8_t *msg, size_t tsig_offset,
+                              uint16_t orig_id, bool had_tsig, const tsig_vars_t *v,
+                              bool timers_only, uint8_t out[DNS_TSIG_MAC_MAX])
 {
 	mac_t m;
 	if (!mac_begin(&m, key))
@@ -207,6 +215,8 @@ static size_t compute_mac(const dns_tsig_key_t *key, const uint8_t *prev, uint16
 		mac_u16(&m, prev_len);
 		mac_update(&m, prev, prev_len);
 	}
+	for (size_t i = 0; run && i < run->n; i++)
+		mac_update(&m, run->msgs[i], run->lens[i]);
 	mac_message(&m, msg, tsig_offset, orig_id, had_tsig);
 	if (!timers_only) {
 		mac_update(&m, v->key_name, v->key_name_len);
@@ -225,6 +235,14 @@ static size_t compute_mac(const dns_tsig_key_t *key, const uint8_t *prev, uint16
 		mac_update(&m, v->other, v->other_len);
 	}
 	return mac_end(&m, out);
+}
+
+static size_t compute_mac(const dns_tsig_key_t *key, const uint8_t *prev, uint16_t prev_len,
+                          const uint8_t *msg, size_t tsig_offset, uint16_t orig_id, bool had_tsig,
+                          const tsig_vars_t *v, bool timers_only, uint8_t out[DNS_TSIG_MAC_MAX])
+{
+	return compute_mac_run(key, prev, prev_len, NULL, msg, tsig_offset, orig_id, had_tsig, v,
+	                       timers_only, out);
 }
 
 /* ---- Finding the record */
@@ -477,6 +495,42 @@ size_t dns_tsig_sign_request(const dns_tsig_key_t *key, dns_tsig_ctx_t *ctx, uin
 	return out;
 }
 
+/* Verifies the signed answer @p msg (TSIG @p rr) that ends the unsigned messages @p run. */
+static int verify_signed(dns_tsig_ctx_t *ctx, const unsigned_run_t *run, const uint8_t *msg,
+                         const dns_tsig_rr_t *rr, uint64_t now)
+{
+	if (rr->key_name_len != ctx->key_name_len ||
+	    memcmp(rr->key_name, ctx->key_name, rr->key_name_len) != 0)
+		return DNS_TSIG_ERR_BADKEY;
+	if (!rr->alg_known || rr->alg != ctx->key->alg)
+		return DNS_TSIG_ERR_BADKEY;
+	if (rr->error != 0 && rr->mac_len == 0)
+		return rr->error;
+	size_t full = algs[rr->alg].mac_len;
+	if (rr->mac_len > full || rr->mac_len < min_mac_len(rr->alg))
+		return -1;
+	tsig_vars_t v = {rr->key_name, rr->key_name_len, rr->alg,   rr->time_signed,
+	                 rr->fudge,    rr->error,        rr->other, rr->other_len};
+	uint8_t mac[DNS_TSIG_MAC_MAX];
+	bool timers_only = ctx->messages > 1;
+	size_t got = compute_mac_run(ctx->key, ctx->prev_mac, ctx->prev_mac_len, run, msg,
+	                             rr->offset, rr->orig_id, true, &v, timers_only, mac);
+	if (got != full || CRYPTO_memcmp(mac, rr->mac, rr->mac_len) != 0)
+		return DNS_TSIG_ERR_BADSIG;
+	memcpy(ctx->prev_mac, rr->mac, rr->mac_len);
+	ctx->prev_mac_len = rr->mac_len;
+	ctx->messages++;
+	ctx->unsigned_run = 0;
+	if (rr->error != 0)
+		return rr->error;
+	if (abs_diff(now, rr->time_signed) > rr->fudge)
+		return DNS_TSIG_ERR_BADTIME;
+	return 0;
+}
+
+/* RFC 8945 5.3.1: at least every 100th message of a transfer is signed. */
+#define UNSIGNED_RUN_MAX 99
+
 int dns_tsig_verify_response(dns_tsig_ctx_t *ctx, const uint8_t *msg, size_t len, bool last,
                              uint64_t now)
 {
@@ -485,42 +539,28 @@ int dns_tsig_verify_response(dns_tsig_ctx_t *ctx, const uint8_t *msg, size_t len
 	if (found < 0 || ctx->key == NULL)
 		return -1;
 	if (found == 0) {
-		/*
-		 * An unsigned message in a transfer: its bytes are covered by the next signed
-		 * one's MAC, which this plain-data context cannot accumulate, so it is refused.
-		 * Servers of today (BIND, Knot) sign every message.
-		 */
-		(void)last;
+		/* The first answer and the last must be signed; the caller keeps the others for
+		 * dns_tsig_verify_response_after(). */
+		if (ctx->messages <= 1 || last || ctx->unsigned_run >= UNSIGNED_RUN_MAX)
+			return -1;
 		ctx->unsigned_run++;
-		return -1;
+		return 0;
 	}
-	if (rr.key_name_len != ctx->key_name_len ||
-	    memcmp(rr.key_name, ctx->key_name, rr.key_name_len) != 0)
-		return DNS_TSIG_ERR_BADKEY;
-	if (!rr.alg_known || rr.alg != ctx->key->alg)
-		return DNS_TSIG_ERR_BADKEY;
-	if (rr.error != 0 && rr.mac_len == 0)
-		return rr.error;
-	size_t full = algs[rr.alg].mac_len;
-	if (rr.mac_len > full || rr.mac_len < min_mac_len(rr.alg))
+	if (ctx->unsigned_run > 0)
+		return -1; /* its MAC covers the unsigned messages: see _after() */
+	return verify_signed(ctx, NULL, msg, &rr, now);
+}
+
+int dns_tsig_verify_response_after(dns_tsig_ctx_t *ctx, const uint8_t *const *unsigned_msgs,
+                                   const size_t *unsigned_lens, size_t n_unsigned,
+                                   const uint8_t *msg, size_t len, uint64_t now)
+{
+	dns_tsig_rr_t rr;
+	if (ctx->key == NULL || n_unsigned != ctx->unsigned_run ||
+	    dns_tsig_find(msg, len, &rr) != 1)
 		return -1;
-	tsig_vars_t v = {rr.key_name, rr.key_name_len, rr.alg,   rr.time_signed,
-	                 rr.fudge,    rr.error,        rr.other, rr.other_len};
-	uint8_t mac[DNS_TSIG_MAC_MAX];
-	bool timers_only = ctx->messages > 1;
-	size_t got = compute_mac(ctx->key, ctx->prev_mac, ctx->prev_mac_len, msg, rr.offset,
-	                         rr.orig_id, true, &v, timers_only, mac);
-	if (got != full || CRYPTO_memcmp(mac, rr.mac, rr.mac_len) != 0)
-		return DNS_TSIG_ERR_BADSIG;
-	memcpy(ctx->prev_mac, rr.mac, rr.mac_len);
-	ctx->prev_mac_len = rr.mac_len;
-	ctx->messages++;
-	ctx->unsigned_run = 0;
-	if (rr.error != 0)
-		return rr.error;
-	if (abs_diff(now, rr.time_signed) > rr.fudge)
-		return DNS_TSIG_ERR_BADTIME;
-	return 0;
+	unsigned_run_t run = {unsigned_msgs, unsigned_lens, n_unsigned};
+	return verify_signed(ctx, &run, msg, &rr, now);
 }
 
 /* ---- Key files */

@@ -385,11 +385,77 @@ static void test_secret_and_algs(void)
 	CHECK(dns_tsig_mac_len(DNS_TSIG_HMAC_SHA224) == 28, "sha224 length");
 }
 
+/* A transfer whose server signs only some messages (NSD signs every 100th or so). */
+static void test_unsigned_run(void)
+{
+	dns_tsig_key_t key = make_key("xfr", DNS_TSIG_HMAC_SHA256, 11);
+	dns_tsig_keyring_t ring = {&key, 1};
+	uint8_t req[512];
+	dns_tsig_ctx_t cli, srv;
+	size_t rlen = dns_tsig_sign_request(&key, &cli, req, make_query(req, 77), sizeof(req), T0);
+	dns_tsig_rr_t rr;
+	CHECK(dns_tsig_find(req, rlen, &rr) == 1 &&
+	          dns_tsig_verify_request(&ring, req, &rr, T0, &srv) == DNS_RCODE_NOERROR,
+	      "request verifies");
+	uint8_t m[4][128];
+	size_t len[4];
+	for (int i = 0; i < 4; i++) {
+		len[i] = make_query(m[i], 77);
+		wire_write_u16(m[i] + 2, 0x8400);
+		m[i][len[i] - 6] = (uint8_t)('0' + i); /* a different name in each */
+	}
+	len[0] = dns_tsig_sign(&srv, m[0], len[0], sizeof(m[0]), T0);
+	/* m[3]'s MAC covers m[1] and m[2] as sent: sign the three back to back, move the TSIG. */
+	uint8_t cat[512];
+	size_t clen = 0;
+	for (int i = 1; i < 4; i++) {
+		memcpy(cat + clen, m[i], len[i]);
+		clen += len[i];
+	}
+	size_t slen = dns_tsig_sign(&srv, cat, clen, sizeof(cat), T0);
+	CHECK(slen > clen, "run signed");
+	memcpy(m[3] + len[3], cat + clen, slen - clen);
+	len[3] += slen - clen;
+	wire_write_u16(m[3] + 10, 1);
+
+	CHECK(dns_tsig_verify_response(&cli, m[0], len[0], false, T0) == 0, "first signed");
+	dns_tsig_ctx_t start = cli;
+	CHECK(dns_tsig_verify_response(&cli, m[1], len[1], false, T0) == 0, "unsigned 1 allowed");
+	CHECK(dns_tsig_verify_response(&cli, m[2], len[2], false, T0) == 0, "unsigned 2 allowed");
+	CHECK(dns_tsig_verify_response(&cli, m[3], len[3], true, T0) == -1,
+	      "signed after unsigned needs _after");
+	const uint8_t *run[2] = {m[1], m[2]};
+	size_t run_len[2] = {len[1], len[2]};
+	dns_tsig_ctx_t copy = cli;
+	CHECK(dns_tsig_verify_response_after(&copy, run, run_len, 1, m[3], len[3], T0) == -1,
+	      "run must be the unsigned messages seen");
+	copy = cli;
+	m[2][len[2] - 6] ^= 1;
+	CHECK(dns_tsig_verify_response_after(&copy, run, run_len, 2, m[3], len[3], T0) ==
+	          DNS_TSIG_ERR_BADSIG,
+	      "a changed unsigned message fails the MAC");
+	m[2][len[2] - 6] ^= 1;
+	CHECK(dns_tsig_verify_response_after(&cli, run, run_len, 2, m[3], len[3], T0) == 0,
+	      "MAC over the run verifies");
+	CHECK(cli.unsigned_run == 0 && cli.messages == 3, "state after the run");
+
+	/* At most 99 unsigned in a row; the first answer and the last must be signed. */
+	for (int i = 0; i < 99; i++)
+		CHECK(dns_tsig_verify_response(&start, m[1], len[1], false, T0) == 0, "unsigned %d",
+		      i);
+	CHECK(dns_tsig_verify_response(&start, m[1], len[1], false, T0) == -1, "100th unsigned");
+	dns_tsig_ctx_t fresh;
+	dns_tsig_sign_request(&key, &fresh, req, make_query(req, 77), sizeof(req), T0);
+	CHECK(dns_tsig_verify_response(&fresh, m[1], len[1], false, T0) == -1,
+	      "unsigned first answer");
+}
+
 int main(void)
 {
 	test_dnspython_vectors();
 	test_round_trips();
 	test_badtime_answer();
+	test_unsigned_run();
 	test_truncated_mac();
 	test_malformed();
 	test_keyfile();
