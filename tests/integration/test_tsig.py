@@ -568,3 +568,37 @@ keys:
             while True:
                 data = up.recv(4096)
                 assert b"elsewhere" not in data.lower(), "signed query forwarded"
+
+
+def test_keys_follow_reload(steerd):
+    """A reload swaps the keyring with the rest of the view: a removed key is BADKEY at once,
+    an added one verifies, and transfers follow the new access list."""
+    def config(name: str) -> str:
+        alg, secret = SECRETS[name]
+        return ("server:\n  listen: {listen}\n  control-socket: {ctl}\n  workers: 1\n"
+                "  tcp-workers: 1\nkeys:\n"
+                f"  - {{{{ name: {name}, algorithm: {alg}, secret: \"{secret}\" }}}}\n"
+                "{zones}"
+                f"    xfr-allow: [{{{{ key: {name} }}}}]\n")
+
+    srv = steerd(zones={"example.test": "example.test.zone"}, config=config("transfer-key"))
+
+    def ask(key):
+        q = signed_query("www.example.test", "A", key)
+        resp = raw_udp(srv, q.to_wire())
+        return rcode_of(resp), tsig_tail(resp)[0]
+
+    assert ask("transfer-key") == (dns.rcode.NOERROR, 0)
+    assert ask("other-key") == (dns.rcode.NOTAUTH, dns.rcode.BADKEY)
+    assert transfer(srv, "example.test", "transfer-key").get_rdataset("example.test.", "SOA")
+    text = config("other-key").format(listen=f'["127.0.0.1:{srv.port}"]', ctl=srv.ctl_socket,
+                                      zones="zones:\n  - domain: example.test\n    file: "
+                                      f"{srv.zone_paths['example.test']}\n")
+    srv.config_path.write_text(text)
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ask("other-key") == (dns.rcode.NOERROR, 0)
+    assert ask("transfer-key") == (dns.rcode.NOTAUTH, dns.rcode.BADKEY)
+    assert transfer(srv, "example.test", "other-key").get_rdataset("example.test.", "SOA")
+    with pytest.raises(dns.tsig.PeerBadKey):
+        transfer(srv, "example.test", "transfer-key")
