@@ -8,6 +8,7 @@
 #include "auth/auth.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "auth/auth_int.h"
 #include "dns/dname.h"
@@ -528,7 +529,7 @@ static uint8_t status_rcode(dns_query_status_t status)
 }
 
 static void answer_query(answer_t *a, const auth_view_t *view, const auth_client_t *client,
-                         auth_axfr_t *axfr, auth_stats_t *stats)
+                         auth_axfr_t *axfr, auth_stats_t *stats, const dns_tsig_ctx_t *tsig)
 {
 	const dns_query_t *q = a->q;
 	const zone_set_entry_t *entry = NULL;
@@ -554,7 +555,7 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 		return;
 	}
 	if (q->qtype == DNS_TYPE_AXFR || q->qtype == DNS_TYPE_IXFR) {
-		a->rcode = auth_xfr_start(a->zone, entry, q, client, axfr, &a->msg, stats);
+		a->rcode = auth_xfr_start(a->zone, entry, q, client, axfr, &a->msg, stats, tsig);
 		return;
 	}
 	dns_msg_set_flags(&a->msg, DNS_FLAG_AA, 0);
@@ -576,6 +577,37 @@ size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const u
 	dns_query_t q;
 	dns_query_status_t status = dns_query_parse(req, req_len, &q);
 	return auth_answer_parsed(view, client, &q, status, resp, resp_cap, qctx, axfr);
+}
+
+/*
+ * Verify the TSIG of @p q (RFC 8945 5.2) and set up @p tsig to sign the answer. Returns the
+ * query status (FORMERR for a malformed record); *@p rcode is NOTAUTH when the answer must be
+ * the TSIG error rather than the query's answer; *@p on whether the answer gets a TSIG.
+ */
+static dns_query_status_t verify_tsig(const auth_view_t *view, const dns_query_t *q,
+                                      auth_stats_t *stats, dns_tsig_ctx_t *tsig, uint8_t *rcode,
+                                      uint64_t *now, bool *on)
+{
+	static const dns_tsig_keyring_t no_keys = {NULL, 0};
+	dns_tsig_rr_t rr;
+	if (dns_tsig_find(q->msg, q->msg_len, &rr) != 1)
+		return DNS_QUERY_FORMERR;
+	*now = (uint64_t)time(NULL);
+	uint8_t rc =
+	    dns_tsig_verify_request(view->keys ? view->keys : &no_keys, q->msg, &rr, *now, tsig);
+	if (rc == DNS_RCODE_FORMERR)
+		return DNS_QUERY_FORMERR;
+	*on = true;
+	*rcode = rc;
+	if (rc == DNS_RCODE_NOERROR)
+		STEER_COUNTER_INC(stats->tsig_ok);
+	else if (tsig->error == DNS_TSIG_ERR_BADKEY)
+		STEER_COUNTER_INC(stats->tsig_badkey);
+	else if (tsig->error == DNS_TSIG_ERR_BADSIG)
+		STEER_COUNTER_INC(stats->tsig_badsig);
+	else
+		STEER_COUNTER_INC(stats->tsig_badtime);
+	return DNS_QUERY_OK;
 }
 
 size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, dns_query_t *q,
@@ -600,13 +632,21 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;
+	dns_tsig_ctx_t tsig;
+	uint64_t now = 0;
+	uint8_t tsig_rcode = DNS_RCODE_NOERROR;
+	bool tsig_on = false;
+	if (q->tsig_offset != 0 && status != DNS_QUERY_FORMERR &&
+	    verify_tsig(view, q, stats, &tsig, &tsig_rcode, &now, &tsig_on) == DNS_QUERY_FORMERR)
+		status = DNS_QUERY_FORMERR;
 	dns_msg_init(&a.msg, resp, limit);
-	if (q->has_edns)
-		dns_msg_reserve(&a.msg, DNS_OPT_RR_LEN +
-		                            (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
-		                            (q->has_nsid && view->identity
-		                                 ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
-		                                 : 0));
+	dns_msg_reserve(
+	    &a.msg, (q->has_edns ? DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
+	                               (q->has_nsid && view->identity
+	                                    ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
+	                                    : 0)
+	                         : 0) +
+	                (tsig_on ? dns_tsig_rr_len(&tsig) : 0));
 	if (dns_msg_begin(&a.msg, q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
 		q->has_question = false;
@@ -615,7 +655,20 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	}
 	if (status != DNS_QUERY_OK)
 		a.rcode = status_rcode(status);
+	else if (tsig_rcode != DNS_RCODE_NOERROR)
+		a.rcode = tsig_rcode; /* RFC 8945 5.2: NOTAUTH, the TSIG error says why */
 	else
-		answer_query(&a, view, client, axfr, stats);
-	return finish(&a, view, client, stats);
+		answer_query(&a, view, client, axfr, stats, tsig_on ? &tsig : NULL);
+	size_t len = finish(&a, view, client, stats);
+	if (!tsig_on || len == 0)
+		return len;
+	size_t signed_len = dns_tsig_sign(&tsig, resp, len, limit, now);
+	STEER_ASSERT(signed_len != 0); /* the space was reserved up front */
+	if (axfr && axfr->zone && client->tcp && a.rcode == DNS_RCODE_NOERROR &&
+	    (q->qtype == DNS_TYPE_AXFR || q->qtype == DNS_TYPE_IXFR)) {
+		/* The transfer's next messages continue this exchange. */
+		axfr->tsig = tsig;
+		axfr->tsig_on = true;
+	}
+	return signed_len;
 }

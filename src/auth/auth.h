@@ -14,6 +14,7 @@
 #include "base/compiler.h"
 #include "base/sockaddr.h"
 #include "dns/pkt.h"
+#include "dns/tsig.h"
 #include "gslb/view.h"
 #include "zone/zone_set.h"
 
@@ -32,6 +33,9 @@ typedef struct {
 	 * daemon; NULL = hidden: those names are REFUSED like every unknown CH name. */
 	const char *version;
 	uint8_t version_len; /* strlen(version), at most 255 (one TXT string) */
+	/* TSIG keys that signed requests are verified against (owned by the view snapshot);
+	 * NULL = none configured: every signed request is answered NOTAUTH/BADKEY. */
+	const dns_tsig_keyring_t *keys;
 } auth_view_t;
 
 typedef struct {
@@ -55,6 +59,8 @@ typedef struct {
 	const zone_journal_t *journal; /* referenced while it runs; NULL for a full transfer */
 	size_t change;                 /* index of the change being sent */
 	size_t change_pos;             /* byte offset of the next record in that change */
+	bool tsig_on;          /* the request was signed: every message is (RFC 8945 5.3.1) */
+	dns_tsig_ctx_t tsig;
 } auth_axfr_t;
 
 /**

@@ -18,9 +18,10 @@ typedef struct {
 void auth_lookup(const zone_t *zone, const uint8_t *name, auth_lookup_t *res);
 
 /**
- * Handle an AXFR or IXFR question for @p zone: checks transport and the zone's ACL, writes
- * the first message into @p msg and sets up @p axfr for the rest. Returns the rcode.
+ * Handle an AXFR or IXFR question for @p zone: checks transport and the zone's ACL (with the
+ * request's verified TSIG key from @p tsig, NULL when unsigned), writes the first message
+ * into @p msg and sets up @p axfr for the rest. Returns the rcode.
  */
 uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
                        const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
-                       auth_stats_t *stats);
+                       auth_stats_t *stats, const dns_tsig_ctx_t *tsig);

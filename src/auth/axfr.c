@@ -8,6 +8,7 @@
  * RFC 1995 4 allows.
  */
 #include <string.h>
+#include <time.h>
 
 #include "auth/auth_int.h"
 #include "base/err.h"
@@ -169,13 +170,14 @@ static uint8_t ixfr_start(const zone_t *zone, const zone_journal_t *journal, siz
 
 uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const dns_query_t *q,
                        const auth_client_t *client, auth_axfr_t *axfr, dns_msg_t *msg,
-                       auth_stats_t *stats)
+                       auth_stats_t *stats, const dns_tsig_ctx_t *tsig)
 {
 	if (!dname_equal(q->qname, zone->apex))
 		return DNS_RCODE_NOTAUTH;
 	if (!client->tcp && q->qtype == DNS_TYPE_AXFR)
 		return DNS_RCODE_NOTIMP; /* RFC 5936 4.2: AXFR over UDP is not defined */
-	if (!dns_acl_match(entry->xfr_allow, entry->n_xfr_allow, client->remote, NULL)) {
+	const uint8_t *key = tsig && tsig->key ? tsig->key->name : NULL;
+	if (!dns_acl_match(entry->xfr_allow, entry->n_xfr_allow, client->remote, key)) {
 		STEER_COUNTER_INC(stats->axfr_refused);
 		return DNS_RCODE_REFUSED;
 	}
@@ -215,7 +217,10 @@ size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap)
 	q.question_len = axfr->question_len;
 	q.qname_len = (uint8_t)(axfr->question_len - 4);
 	dns_msg_t msg;
-	dns_msg_init(&msg, resp, resp_cap < DNS_MSG_MAXLEN ? resp_cap : DNS_MSG_MAXLEN);
+	size_t limit = resp_cap < DNS_MSG_MAXLEN ? resp_cap : DNS_MSG_MAXLEN;
+	dns_msg_init(&msg, resp, limit);
+	if (axfr->tsig_on)
+		dns_msg_reserve(&msg, dns_tsig_rr_len(&axfr->tsig));
 	if (dns_msg_begin(&msg, &q, DNS_RCODE_NOERROR) != 0)
 		return 0;
 	dns_msg_set_flags(&msg, DNS_FLAG_AA, 0);
@@ -225,7 +230,10 @@ size_t auth_axfr_next(auth_axfr_t *axfr, uint8_t *resp, size_t resp_cap)
 		axfr->phase = PHASE_DONE;
 		return 0;
 	}
-	return dns_msg_finish(&msg);
+	size_t len = dns_msg_finish(&msg);
+	if (axfr->tsig_on)
+		len = dns_tsig_sign(&axfr->tsig, resp, len, limit, (uint64_t)time(NULL));
+	return len;
 }
 
 void auth_axfr_cleanup(auth_axfr_t *axfr)

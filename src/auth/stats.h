@@ -26,8 +26,12 @@ typedef struct {
 	steer_counter_t dropped;   /* malformed beyond answering, or QR=1 */
 	steer_counter_t axfr;      /* zone transfers started */
 	steer_counter_t axfr_refused;
-	steer_counter_t ecs_v4; /* queries with a valid IPv4 ECS option (RFC 7871) */
-	steer_counter_t ecs_v6; /* ... IPv6 ECS option */
+	steer_counter_t tsig_ok;      /* signed requests whose TSIG verified */
+	steer_counter_t tsig_badkey;  /* ... signed with a key we do not have (RFC 8945 BADKEY) */
+	steer_counter_t tsig_badsig;  /* ... whose MAC did not verify */
+	steer_counter_t tsig_badtime; /* ... good MAC, clock outside the fudge */
+	steer_counter_t ecs_v4;       /* queries with a valid IPv4 ECS option (RFC 7871) */
+	steer_counter_t ecs_v6;       /* ... IPv6 ECS option */
 	steer_counter_t rcode[STATS_RCODE_SLOTS];
 	steer_counter_t qtype[STATS_QTYPE_SLOTS]; /* index 0 counts types >= 256 */
 	/* Not a counter: must stay last (auth_stats_sum() walks the counters as an array). */

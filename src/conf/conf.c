@@ -577,6 +577,9 @@ void conf_free_fields(const char *section, void *base)
 		const conf_key_t *key = &conf_keys[i];
 		if (strcmp(key->section, section) != 0 || (key->flags & CONF_F_ALIAS))
 			continue; /* an alias shares its key's field: free it once */
+		if (strcmp(section, "zones") == 0 && key->type == CONF_TYPE_NODE &&
+		    strcmp(key->name, "xfr-allow") == 0)
+			conf_zone_acl_free(base);
 		if (is_list_type(key->type)) {
 			list_clear(base, key);
 		} else if (is_string_type(key->type)) {
@@ -1087,7 +1090,7 @@ static int load_zone(conf_loader_t *ld, const yaml_node_t *item, size_t index)
 		    "zones: each zone must be a mapping (- domain: NAME, file: PATH), got %s",
 		    conf_kind_name(item));
 	conf_apply_defaults("zones", &zone);
-	int ret = load_mapping(ld, "zones", &zone, item);
+	int ret = conf_load_keys(ld, "zones", &zone, item, conf_zone_node, NULL);
 	if (ret != 0) {
 		conf_free_fields("zones", &zone);
 		return ret;
@@ -1241,6 +1244,8 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 				ret = sec->load(ld, conf_node(ld, p->value));
 		}
 	}
+	if (ret == 0)
+		ret = conf_keys_check_refs(ld);
 	/* A forwarder needs no zones, but a server must serve something. */
 	if (ret == 0 && ld->zones_optional && ld->conf->n_zones == 0 &&
 	    ld->conf->forward.n_groups == 0)
@@ -1645,6 +1650,7 @@ void conf_free(conf_t *conf)
 	conf_cluster_free(conf);
 	conf_ops_free(conf);
 	conf_paths_free(conf);
+	conf_keys_free(conf);
 	free(conf->path);
 	free(conf);
 }

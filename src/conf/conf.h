@@ -13,6 +13,8 @@
 #include "base/compiler.h"
 #include "base/log.h"
 #include "base/sockaddr.h"
+#include "dns/acl.h"
+#include "dns/tsig.h"
 
 /*
  * One entry of an access list (`xfr-allow`, `notify-allow`): a client address range, a TSIG
@@ -23,6 +25,7 @@ typedef struct {
 	bool any_address;      /* no `address`: any client that signs with @c key */
 	steer_prefix_t prefix; /* when !any_address */
 	char *key;             /* TSIG key name as configured, NULL = no key required */
+	unsigned line;
 } conf_acl_t;
 
 /* A remote server of a zone: a primary we pull from, or a secondary we NOTIFY. */
@@ -34,12 +37,11 @@ typedef struct {
 } conf_remote_t;
 
 typedef struct {
-	char *domain;              /* presentation form as configured (`domain:` or `name:`) */
-	char *file;                /* zone file path, resolved against the config file's folder;
-	                            * for a secondary zone, where the transferred zone is kept
-	                            * (default <server.storage>/<domain>.zone) */
-	steer_prefix_t *xfr_allow; /* who may AXFR/IXFR; empty means nobody (becomes a
-	                            * conf_acl_t list with keys) */
+	char *domain;          /* presentation form as configured (`domain:` or `name:`) */
+	char *file;            /* zone file path, resolved against the config file's folder;
+	                        * for a secondary zone, where the transferred zone is kept
+	                        * (default <server.storage>/<domain>.zone) */
+	conf_acl_t *xfr_allow; /* who may AXFR/IXFR; empty means nobody */
 	size_t n_xfr_allow;
 
 	/* Primary side: */
@@ -614,6 +616,25 @@ void conf_restart_only_changes(const conf_t *old, const conf_t *new, char *buf, 
  * Borrowed from @p conf.
  */
 const char *conf_identity(const conf_t *conf) STEER_NONNULL(1);
+
+/**
+ * The TSIG key named @p name (case-insensitive, trailing dot optional) in @p conf, or NULL.
+ * Borrowed from @p conf.
+ */
+const conf_tsig_key_t *conf_tsig_key_find(const conf_t *conf, const char *name) STEER_NONNULL(1, 2);
+
+/**
+ * The access list @p acl (@p n entries) in the form dns_acl_match() takes, key names as
+ * lowercase wire names. Caller frees the array (never NULL, even for n == 0).
+ */
+dns_acl_entry_t *conf_acl_build(const conf_acl_t *acl, size_t n) STEER_WUR;
+
+/**
+ * The keys of @p conf as a keyring for the query threads (immutable once built). Free with
+ * conf_keyring_free(), which also wipes the secrets.
+ */
+dns_tsig_keyring_t *conf_keyring_new(const conf_t *conf) STEER_NONNULL(1) STEER_WUR;
+void conf_keyring_free(dns_tsig_keyring_t *ring);
 
 /** The name of probe method @p m as the configuration writes it ("dns", "tcp", "icmp"). */
 const char *conf_probe_method_name(conf_probe_method_t m);

@@ -233,6 +233,40 @@ size_t conf_key_line(conf_loader_t *ld, const yaml_node_t *map, const char *name
 /** The schema row of @p section.@p name, or NULL. */
 const conf_key_t *conf_find_key(const char *section, const char *name) STEER_NONNULL(1, 2);
 
+/* ---- TSIG keys and access lists (conf_keys.c) --------------------------------------------- */
+
+/* One item of `keys:` as written, before it becomes conf_tsig_key_t entries. */
+typedef struct {
+	char *name, *algorithm, *secret, *file;
+} conf_key_item_t;
+
+/** Section loader for `keys`. */
+int conf_keys_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Free the keys of @p conf (secrets wiped) and reset them to empty. */
+void conf_keys_free(conf_t *conf) STEER_NONNULL(1);
+
+/**
+ * Load an access list (`xfr-allow`, `notify-allow`; @p what names it in messages): items are
+ * prefixes or mappings { address: PREFIX, key: NAME } (either or both), appended to *@p list.
+ * Key names are checked later, by conf_keys_check_refs().
+ */
+int conf_acl_load(conf_loader_t *ld, const char *what, const yaml_node_t *node, conf_acl_t **list,
+                  size_t *n) STEER_NONNULL(1, 2, 3, 4, 5);
+
+/** Free an access list (NULL is fine). */
+void conf_acl_free(conf_acl_t *acl, size_t n);
+
+/** The CONF_TYPE_NODE keys of a zone (the access lists). */
+int conf_zone_node(conf_loader_t *ld, const conf_key_t *key, void *base, const yaml_node_t *value,
+                   void *ctx);
+
+/** Free the access lists of zone @p z. */
+void conf_zone_acl_free(conf_zone_t *z) STEER_NONNULL(1);
+
+/** Every key a zone names (access lists, primaries, notify) must be configured: file:line. */
+int conf_keys_check_refs(conf_loader_t *ld) STEER_NONNULL(1);
+
 /* ---- GSLB sections (conf_gslb.c) ---------------------------------------------------------- */
 
 /** Section loaders for datacenters, maps, services, whoami and gslb. */

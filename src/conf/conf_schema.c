@@ -25,6 +25,11 @@
 		.min = lo, .max = hi, .unit = CONF_UNIT_MS, .def = dflt, .doc = text               \
 	}
 
+static const conf_enum_t tsig_algorithms[] = {
+    {"hmac-sha1", 0},   {"hmac-sha224", 0}, {"hmac-sha256", 0},
+    {"hmac-sha384", 0}, {"hmac-sha512", 0}, {NULL, 0},
+};
+
 static const conf_enum_t log_targets[] = {
     {"stderr", LOG_TARGET_STDERR},
     {"syslog", LOG_TARGET_SYSLOG},
@@ -216,6 +221,25 @@ const conf_section_t conf_sections[] = {
      "unless the server only forwards (see `forward`). "
      "Zone files are re-read on reload only when they changed.",
      false, NULL},
+    {"keys", true, 0,
+     "TSIG keys (RFC 8945) that sign zone transfers and other requests, one mapping per key "
+     "or per key file. A signed request to any zone is verified: an unknown key is answered "
+     "NOTAUTH/BADKEY, a wrong signature NOTAUTH/BADSIG, a clock off by more than the fudge "
+     "NOTAUTH/BADTIME, and a good one gets a signed answer (every message of a transfer is "
+     "signed). `xfr-allow` entries name keys to require them. See [TSIG](tsig.md). "
+     "Example:\n\n"
+     "```yaml\n"
+     "keys:\n"
+     "  - name: transfer-key\n"
+     "    algorithm: hmac-sha256\n"
+     "    secret: \"2k5Q1yE7pnJfQmPzWZ6Jw2yWbHk0Z3bJ5l1xZ8cQn3A=\"\n"
+     "  - file: keys/knot.key\n"
+     "zones:\n"
+     "  - domain: example.com\n"
+     "    file: example.com.zone\n"
+     "    xfr-allow: [{ address: 192.0.2.0/24, key: transfer-key }]\n"
+     "```",
+     false, conf_keys_load},
     {"health", false, 0, "Health monitoring settings that are not per monitor.", false, NULL},
     {"monitors", false, 0,
      "Health checks: a mapping of monitor name -> the keys below. Names may not contain `/` or "
@@ -680,12 +704,15 @@ const conf_key_t conf_keys[] = {
             "`file:line` and, on reload, the previous version of the zone keeps serving."},
     {.section = "zones",
      .name = "xfr-allow",
-     .type = CONF_TYPE_PREFIX_LIST,
-     .offset = offsetof(conf_zone_t, xfr_allow),
-     .size = offsetof(conf_zone_t, n_xfr_allow),
-     .doc = "Clients allowed to transfer the zone with AXFR over TCP: addresses or prefixes "
-            "such as `192.0.2.1`, `10.0.0.0/8`, `\"2001:db8::/32\"`. Host bits beyond the prefix "
-            "length are an error, which catches typos. Unset or empty: nobody."},
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of prefixes or `{ address: PREFIX, key: NAME }`",
+     .doc = "Clients allowed to transfer the zone with AXFR over TCP. A plain item is an "
+            "address or prefix such as `192.0.2.1`, `10.0.0.0/8`, `\"2001:db8::/32\"` (host "
+            "bits beyond the prefix length are an error, which catches typos); a mapping "
+            "`{ address: PREFIX, key: NAME }` also requires the request to be signed with the "
+            "TSIG key NAME from `keys`, and `{ key: NAME }` allows any address that signs with "
+            "it. A client that matches only entries needing a key and does not sign is "
+            "refused. A key not configured in `keys` is an error. Unset or empty: nobody."},
     {.section = "zones",
      .name = "ixfr-history",
      .type = CONF_TYPE_UINT,
@@ -701,6 +728,34 @@ const conf_key_t conf_keys[] = {
             "dropped while all of them together are larger than the zone itself. A client "
             "whose version is not in it gets the whole zone, as RFC 1995 4 allows. Kept only "
             "for zones with an `xfr-allow`. 0: AXFR only."},
+    /* ---- TSIG keys ---- */
+    {.section = "keys",
+     .name = "name",
+     .type = CONF_TYPE_DNAME,
+     .offset = offsetof(conf_key_item_t, name),
+     .doc = "The key's name, a domain name (`transfer-key`, `xfr.example.com.`); both ends "
+            "must use the same one. Names are unique, compared case-insensitively."},
+    {.section = "keys",
+     .name = "algorithm",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_key_item_t, algorithm),
+     .enums = tsig_algorithms,
+     .doc = "The HMAC: `hmac-sha256` (what `tsig-keygen` and `keymgr -t` make by default), "
+            "`hmac-sha384`, `hmac-sha512`, `hmac-sha224`, or `hmac-sha1` for old peers."},
+    {.section = "keys",
+     .name = "secret",
+     .type = CONF_TYPE_STRING,
+     .offset = offsetof(conf_key_item_t, secret),
+     .doc = "The shared secret in base64, as `tsig-keygen` prints it. It must decode (at "
+            "most 256 bytes). Keep the configuration file unreadable to others, or use `file`."},
+    {.section = "keys",
+     .name = "file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_key_item_t, file),
+     .doc = "Instead of `name`, `algorithm` and `secret`: a key file as `tsig-keygen NAME` "
+            "(BIND: `key \"NAME\" { algorithm ...; secret \"...\"; };`) or `keymgr -t NAME` "
+            "(Knot: `key:` list of `id`, `algorithm`, `secret`) write it; it may hold several "
+            "keys. An error in the file is reported with its line."},
     /* ---- health monitors ---- */
     {.section = "health",
      .name = "state-file",

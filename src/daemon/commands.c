@@ -280,6 +280,10 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	json_object_set_new(*data, "answers", metrics_answers_json(s));
 	json_object_set_new(*data, "alerts", alerting_stats_json(s));
 	json_object_set_new(*data, "dnstap", dnstap_json(s));
+	json_object_set_new(*data, "tsig",
+	                    json_pack("{s:I, s:I, s:I, s:I}", "ok", COUNTER(st, tsig_ok), "badkey",
+	                              COUNTER(st, tsig_badkey), "badsig", COUNTER(st, tsig_badsig),
+	                              "badtime", COUNTER(st, tsig_badtime)));
 	uint64_t dl_written, dl_dropped;
 	decisions_stats(s, &dl_written, &dl_dropped);
 	json_object_set_new(*data, "decision_log",

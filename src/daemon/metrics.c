@@ -246,6 +246,15 @@ static void render_answering(prom_t *p, const auth_stats_t *st)
 	prom_counter(p, &v6, 1, LOAD(st->ecs_v6));
 	counter1(p, "steer_axfr_total", "Zone transfers started.", LOAD(st->axfr));
 	counter1(p, "steer_axfr_refused_total", "Zone transfers refused.", LOAD(st->axfr_refused));
+	prom_family(p, "steer_tsig_requests_total",
+	            "Signed requests by TSIG result: ok, or the RFC 8945 error answered.",
+	            PROM_COUNTER);
+	prom_label_t t_ok = {"result", "ok"}, t_key = {"result", "badkey"},
+	             t_sig = {"result", "badsig"}, t_time = {"result", "badtime"};
+	prom_counter(p, &t_ok, 1, LOAD(st->tsig_ok));
+	prom_counter(p, &t_key, 1, LOAD(st->tsig_badkey));
+	prom_counter(p, &t_sig, 1, LOAD(st->tsig_badsig));
+	prom_counter(p, &t_time, 1, LOAD(st->tsig_badtime));
 }
 
 /* The resolvers sending the most ECS queries: a gauge, since an entry can be replaced. */

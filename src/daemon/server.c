@@ -153,9 +153,7 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
 {
 	*e = (zone_set_entry_t){0};
 	e->n_xfr_allow = cz->n_xfr_allow;
-	e->xfr_allow = xcalloc(cz->n_xfr_allow ? cz->n_xfr_allow : 1, sizeof(*e->xfr_allow));
-	for (size_t i = 0; i < cz->n_xfr_allow; i++)
-		e->xfr_allow[i].prefix = cz->xfr_allow[i];
+	e->xfr_allow = conf_acl_build(cz->xfr_allow, cz->n_xfr_allow);
 }
 
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
@@ -290,6 +288,8 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	else if (conf->version[0] != '\0')
 		view->auth.version = conf->version;
 	view->auth.version_len = view->auth.version ? (uint8_t)strlen(view->auth.version) : 0;
+	/* Each view owns its keyring, so a reload's new keys come and go with the snapshot. */
+	view->auth.keys = conf_keyring_new(conf);
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
@@ -298,6 +298,7 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 static void view_free_shell(net_view_t *view)
 {
 	forward_view_clear(&view->fwd);
+	conf_keyring_free((dns_tsig_keyring_t *)view->auth.keys);
 	free(view);
 }
 

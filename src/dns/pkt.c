@@ -124,6 +124,7 @@ static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t p
 		uint32_t ttl;
 		const uint8_t *rdata;
 		bool root_owner;
+		size_t start = pos;
 		int type = skip_rr(pkt, len, &pos, &rclass, &ttl, &rdata, &rdlen, &root_owner);
 		if (type < 0)
 			return DNS_QUERY_FORMERR;
@@ -139,6 +140,12 @@ static dns_query_status_t parse_records(const uint8_t *pkt, size_t len, size_t p
 				return DNS_QUERY_FORMERR;
 			if (parse_opt(q, rclass, ttl, rdata, rdlen, root_owner) != DNS_QUERY_OK)
 				return DNS_QUERY_FORMERR;
+		}
+		if (type == DNS_TYPE_TSIG) {
+			/* RFC 8945 5.1: only last; dns_tsig_find() checks the record itself. */
+			if (!additional || i != total - 1)
+				return DNS_QUERY_FORMERR;
+			q->tsig_offset = start;
 		}
 	}
 	/* Bytes after the last record mean the counts lie. */
@@ -160,6 +167,9 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->edns_payload = 0;
 	q->has_soa = false;
 	q->soa_serial = 0;
+	q->tsig_offset = 0;
+	q->msg = pkt;
+	q->msg_len = len;
 	if (len < DNS_HEADER_LEN)
 		return DNS_QUERY_DROP;
 

@@ -47,6 +47,11 @@ typedef struct {
 	/* An SOA in the authority section: an IXFR client's current version (RFC 1995 3). */
 	bool has_soa;
 	uint32_t soa_serial;
+	/* A TSIG record (RFC 8945), which may only be the last additional record: where it
+	 * begins, 0 when there is none. @c msg and @c msg_len are the whole query, for its MAC. */
+	size_t tsig_offset;
+	const uint8_t *msg;
+	size_t msg_len;
 } dns_query_t;
 
 /**

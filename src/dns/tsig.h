@@ -139,12 +139,26 @@ size_t dns_tsig_sign_request(const dns_tsig_key_t *key, dns_tsig_ctx_t *ctx, uin
 /**
  * Client side: verify one answer message of @p ctx's exchange at @p now. The first answer
  * must be signed; in a transfer later messages may be unsigned, up to 99 in a row, and the
- * last one must be signed (the caller checks that with @p last). Returns 0, or a
- * DNS_TSIG_ERR_* (BADSIG, BADKEY, BADTIME) or -1 (malformed, unsigned where a signature was
- * due) — the transfer must then be dropped.
+ * last one must be signed (the caller says which is last with @p last). An unsigned message
+ * allowed there returns 0: the caller keeps it, and verifies the next signed message, whose
+ * MAC covers the unsigned ones, with dns_tsig_verify_response_after() (this function returns
+ * -1 for it). Returns 0, or a DNS_TSIG_ERR_* (BADSIG, BADKEY, BADTIME) or -1 (malformed,
+ * unsigned where a signature was due) — the transfer must then be dropped.
  */
 int dns_tsig_verify_response(dns_tsig_ctx_t *ctx, const uint8_t *msg, size_t len, bool last,
                              uint64_t now) STEER_NONNULL(1, 2);
+
+/**
+ * Client side: verify the signed message @p msg (@p len bytes) that follows @p n_unsigned
+ * unsigned messages of a transfer (@p unsigned_msgs, @p unsigned_lens: exactly those that
+ * dns_tsig_verify_response() returned 0 for since the last signed message, in order), as
+ * servers that sign only every Nth message send them (RFC 8945 5.3.1). Returns as
+ * dns_tsig_verify_response().
+ */
+int dns_tsig_verify_response_after(dns_tsig_ctx_t *ctx, const uint8_t *const *unsigned_msgs,
+                                   const size_t *unsigned_lens, size_t n_unsigned,
+                                   const uint8_t *msg, size_t len, uint64_t now)
+    STEER_NONNULL(1, 5);
 
 /**
  * Parse a key file: BIND's `tsig-keygen` output (`key "name" { algorithm ...; secret "...";
@@ -156,3 +170,9 @@ int dns_tsig_parse_keyfile(const char *text, size_t len,
                            int (*cb)(void *arg, const char *name, const char *algorithm,
                                      const char *secret_base64, unsigned line),
                            void *arg, char *err, size_t errlen) STEER_NONNULL(1, 3, 5);
+
+/**
+ * Decode the base64 secret @p b64 (whitespace ignored) into @p out (room for @p cap bytes).
+ * Returns the secret's length, or -1 when it is not valid base64, empty or too long.
+ */
+int dns_tsig_secret_decode(const char *b64, uint8_t *out, size_t cap) STEER_NONNULL(1, 2);

@@ -319,8 +319,10 @@ static uint64_t now_ms(void)
 
 static bool forwardable(const net_view_t *view, const dns_query_t *q, dns_query_status_t status)
 {
+	/* A signed query is ours to verify (and answer signed), never a resolver's to pass on. */
 	return view->fwd.engine != NULL && status == DNS_QUERY_OK &&
-	       q->opcode == DNS_OPCODE_QUERY && q->has_question && !auth_serves(&view->auth, q);
+	       q->opcode == DNS_OPCODE_QUERY && q->has_question && q->tsig_offset == 0 &&
+	       !auth_serves(&view->auth, q);
 }
 
 /* The forwarder's answers from the query thread carry the identity too (RFC 5001), within

@@ -85,12 +85,12 @@ static void test_valid(void)
 	CHECK(str_eq(z->file, "conf/zones/example.test.zone"), "zone 0 file resolved: %s", z->file);
 	CHECK(z->n_xfr_allow == 3, "zone 0 has three xfr-allow prefixes: %zu", z->n_xfr_allow);
 	if (z->n_xfr_allow == 3) {
-		CHECK(strcmp(prefix_str(&z->xfr_allow[0]), "127.0.0.1/32") == 0, "acl 0 %s",
-		      prefix_str(&z->xfr_allow[0]));
-		CHECK(strcmp(prefix_str(&z->xfr_allow[1]), "10.0.0.0/8") == 0, "acl 1 %s",
-		      prefix_str(&z->xfr_allow[1]));
-		CHECK(strcmp(prefix_str(&z->xfr_allow[2]), "2001:db8::/32") == 0, "acl 2 %s",
-		      prefix_str(&z->xfr_allow[2]));
+		CHECK(strcmp(prefix_str(&z->xfr_allow[0].prefix), "127.0.0.1/32") == 0, "acl 0 %s",
+		      prefix_str(&z->xfr_allow[0].prefix));
+		CHECK(strcmp(prefix_str(&z->xfr_allow[1].prefix), "10.0.0.0/8") == 0, "acl 1 %s",
+		      prefix_str(&z->xfr_allow[1].prefix));
+		CHECK(strcmp(prefix_str(&z->xfr_allow[2].prefix), "2001:db8::/32") == 0, "acl 2 %s",
+		      prefix_str(&z->xfr_allow[2].prefix));
 	}
 	CHECK(str_eq(c->zones[1].domain, "Other.Test."), "zone 1 domain as written");
 	CHECK(str_eq(c->zones[1].file, "/var/lib/steer/other.test.zone"),
@@ -361,7 +361,8 @@ static const struct {
                                   "'server' (did you mean 'listen'?)"},
     {"conf/err-unknown-section.yaml",
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
-     "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, dnstap, "
+     "keys, health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, "
+     "dnstap, "
      "stats-snapshots, alerts, "
      "decision-log, paths)"},
     {"conf/err-uint.yaml",
@@ -416,7 +417,8 @@ static const struct {
     {"conf/err-type-list.yaml",
      "conf/err-type-list.yaml:2: server.listen: expected a list, got a mapping"},
     {"conf/err-list-item.yaml",
-     "conf/err-list-item.yaml:5: zones.xfr-allow: list items must be single values"},
+     "conf/err-list-item.yaml:5: zones.xfr-allow: expected PREFIX or { address: PREFIX, key: "
+     "NAME }, got a list"},
     {"conf/err-enum.yaml", "conf/err-enum.yaml:2: log.level: expected one of error, warning, "
                            "notice, info, debug; got 'loud'"},
     {"conf/err-dup-key.yaml",
@@ -2668,6 +2670,132 @@ static void test_paths_errors(void)
 	remove(PATHS_TOKEN);
 }
 
+#define KEYS_BIND "conf-keys-bind.key"
+#define KEYS_KNOT "conf-keys-knot.key"
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL, "write %s", path);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void test_keys(void)
+{
+	char err[1024];
+	const char *msg;
+	conf_t *c = NULL;
+	write_file(KEYS_BIND, "key \"bind-key\" {\n\talgorithm hmac-sha512;\n"
+	                      "\tsecret \"AQIDBAUGBwg=\";\n};\n");
+	write_file(KEYS_KNOT, "# hmac-sha1:knot-key:AQID\nkey:\n  - id: knot-key\n"
+	                      "    algorithm: hmac-sha1\n    secret: AQID\n");
+	const char *text = "keys:\n"
+	                   "  - name: transfer-key\n"
+	                   "    algorithm: HMAC-SHA256\n"
+	                   "    secret: \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"\n"
+	                   "  - file: " KEYS_BIND "\n"
+	                   "  - file: " KEYS_KNOT "\n"
+	                   "zones:\n"
+	                   "  - domain: example.test\n"
+	                   "    file: example.test.zone\n"
+	                   "    xfr-allow:\n"
+	                   "      - 192.0.2.1\n"
+	                   "      - { address: 10.0.0.0/8, key: Transfer-Key. }\n"
+	                   "      - { key: knot-key }\n";
+	int ret = load_text(text, &c, err, sizeof(err), &msg);
+	CHECK(ret == 0 && c, "keys config loads: %s", err);
+	if (c) {
+		CHECK(c->n_keys == 3, "three keys: %zu", c->n_keys);
+		const conf_tsig_key_t *k = conf_tsig_key_find(c, "TRANSFER-KEY.");
+		CHECK(k && k->secret_len == 32 && k->secret[31] == 31 &&
+		          strcmp(k->algorithm, "hmac-sha256") == 0 && k->line == 2,
+		      "inline key");
+		k = conf_tsig_key_find(c, "bind-key");
+		CHECK(k && k->secret_len == 8 && strcmp(k->algorithm, "hmac-sha512") == 0,
+		      "BIND file key");
+		k = conf_tsig_key_find(c, "knot-key");
+		CHECK(k && k->secret_len == 3 && strcmp(k->algorithm, "hmac-sha1") == 0,
+		      "Knot file key");
+		CHECK(!conf_tsig_key_find(c, "other"), "unknown key");
+		const conf_zone_t *z = &c->zones[0];
+		CHECK(z->n_xfr_allow == 3 && !z->xfr_allow[0].key && !z->xfr_allow[0].any_address &&
+		          z->xfr_allow[1].key &&
+		          strcmp(z->xfr_allow[1].key, "Transfer-Key.") == 0 &&
+		          z->xfr_allow[1].prefix.len == 8 && z->xfr_allow[2].any_address &&
+		          z->xfr_allow[2].line == 13,
+		      "acl entries");
+		dns_acl_entry_t *acl = conf_acl_build(z->xfr_allow, z->n_xfr_allow);
+		CHECK(!acl[0].has_key && acl[1].has_key && acl[1].key_len == 14 &&
+		          memcmp(acl[1].key, "\x0ctransfer-key", 14) == 0 && acl[2].any_address,
+		      "acl in wire form");
+		free(acl);
+		dns_tsig_keyring_t *ring = conf_keyring_new(c);
+		CHECK(ring->n_keys == 3 &&
+		          dns_tsig_keyring_find(ring, (const uint8_t *)"\x08knot-key") &&
+		          ring->keys[1].alg == DNS_TSIG_HMAC_SHA512,
+		      "keyring");
+		conf_keyring_free(ring);
+	}
+	conf_free(c);
+
+	static const struct {
+		const char *text;
+		const char *error; /* after "file:" */
+	} rows[] = {
+	    {"keys:\n  - { name: a, algorithm: hmac-md5, secret: AQID }\n", "2: keys.algorithm: "},
+	    {"keys:\n  - { name: a, algorithm: hmac-sha256, secret: \"AQ!D\" }\n",
+	     "2: keys: key 'a': secret is not valid base64 (or longer than 256 bytes)"},
+	    {"keys:\n  - { name: a, algorithm: hmac-sha256, secret: AQID }\n"
+	     "  - { name: A., algorithm: hmac-sha1, secret: AQID }\n",
+	     "3: keys: duplicate key 'A.' (first defined at line 2)"},
+	    {"keys:\n  - { name: a, secret: AQID }\n",
+	     "2: keys: a key needs `name`, `algorithm` and `secret` (or `file`)"},
+	    {"keys:\n  - { name: a, algorithm: hmac-sha256, secret: AQID, file: x }\n",
+	     "2: keys: give either `file` or `name`, `algorithm` and `secret`"},
+	    {"keys:\n  - file: " KEYS_BIND "\n  - file: " KEYS_BIND "\n",
+	     "3: keys.file: " KEYS_BIND ":1: duplicate key 'bind-key' (first defined at line 2)"},
+	    {"keys:\n  - file: no-such.key\n",
+	     "2: keys.file: cannot open no-such.key: No such file or directory"},
+	    {"keys:\n  - file: conf-keys-bad.key\n",
+	     "2: keys.file: conf-keys-bad.key: line 3: expected `;`"},
+	    {"keys:\n  - { name: a, algorithm: hmac-sha256, secret: AQID }\n"
+	     "zones:\n  - domain: x.test\n    file: example.test.zone\n"
+	     "    xfr-allow:\n      - 127.0.0.1\n      - { address: 10.0.0.0/8, key: b }\n",
+	     "8: zones: x.test: xfr-allow: unknown key 'b' (see `keys`)"},
+	    {"zones:\n  - domain: x.test\n    file: example.test.zone\n"
+	     "    xfr-allow: [{ address: 10.0.0.1/8 }]\n",
+	     NULL},
+	    {"zones:\n  - domain: x.test\n    file: example.test.zone\n"
+	     "    xfr-allow: [{ colour: red }]\n",
+	     "4: zones.xfr-allow: unknown key 'colour' (expected address, key)"},
+	    {"zones:\n  - domain: x.test\n    file: example.test.zone\n    xfr-allow: [{}]\n",
+	     "4: zones.xfr-allow: an entry needs `address`, `key` or both"},
+	};
+	write_file("conf-keys-bad.key",
+	           "key \"a\" {\n algorithm hmac-sha256\n secret \"AQID\"; };\n");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char text2[1024];
+		bool has_zones = strstr(rows[i].text, "zones:") != NULL;
+		snprintf(text2, sizeof(text2), "%s%s", rows[i].text, has_zones ? "" : ZONES_TEXT);
+		c = NULL;
+		ret = load_text(text2, &c, err, sizeof(err), &msg);
+		const char *line = strchr(err, ':');
+		line = line ? line + 1 : "";
+		CHECK(ret == STEER_ECONF && !c &&
+		          (!rows[i].error ||
+		           strncmp(line, rows[i].error, strlen(rows[i].error)) == 0),
+		      "keys row %zu -> \"%s\" expected \"%s\"", i, err,
+		      rows[i].error ? rows[i].error : "an error");
+		conf_free(c);
+	}
+	remove(KEYS_BIND);
+	remove(KEYS_KNOT);
+	remove("conf-keys-bad.key");
+}
+
 int main(void)
 {
 	test_valid();
@@ -2697,6 +2825,7 @@ int main(void)
 	test_ops_errors();
 	test_paths();
 	test_paths_errors();
+	test_keys();
 	test_reference();
 	return unit_finish("test_conf");
 }
