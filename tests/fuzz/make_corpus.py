@@ -501,6 +501,8 @@ def ctl_request_seeds():
         "cluster-health": req("cluster", "health"),
         "cluster-bird": req("cluster", "bird-config", "mode=bgp", "peer=192.0.2.1"),
         "cluster-frr": req("cluster", "frr-config", "mode=ospf"),
+        "cluster-bird-8": req("cluster", "bird-config", "bgp", *[f"o{i}=1" for i in range(7)]),
+        "cluster-frr-9": req("cluster", "frr-config", *[f"o{i}=1" for i in range(9)]),
         "cluster-notify": req("cluster", "notify", "MASTER"),
         "cluster-notify-bad": req("cluster", "notify", "leader"),
         "drain": req("drain", "500ms"),
