@@ -219,7 +219,8 @@ class Steerd:
             # where steerd keeps the transferred zone (a server key of the secondary feature)
             storage_key = f"  storage: {storage}\n"
             secondary = f"""  - domain: {SECONDARY}
-    primaries: [ "127.0.0.1@{knot.port}" ]
+    primaries:
+      - {{ address: "127.0.0.1@{knot.port}" }}
 """
         self.conf = os.path.join(workdir, "steer.yaml")
         run.write(self.conf, f"""server:
