@@ -12,7 +12,8 @@
 #   FUZZ_MERGE=1  merge the inputs that found new coverage into tests/fuzz/corpus/<target>/
 #                 (-merge=1 keeps only those that add coverage); default: they stay in the
 #                 scratch directory, which is printed
-#   FUZZ_ARGS     more libFuzzer options, e.g. "-max_len=4096 -dict=x.dict"
+#   FUZZ_ARGS     more libFuzzer options, e.g. "-max_len=4096"
+# tests/fuzz/<target>.dict, when present, is passed as the target's dictionary.
 #
 # A crash, leak, timeout or out-of-memory input is copied into tests/fuzz/corpus/<target>/ as
 # crash-<sha1> (the replay test then fails until the bug is fixed), and the script exits 1
@@ -68,6 +69,8 @@ for t in "${targets[@]}"; do
 	log=$scratch/$t/fuzz.log
 	par=()
 	[ "$jobs" -gt 1 ] && par=(-jobs="$jobs" -workers="$jobs")
+	# a dictionary of the input's tokens, when the target has one
+	[ -f "$root/tests/fuzz/$t.dict" ] && par+=(-dict="$root/tests/fuzz/$t.dict")
 	set +e
 	# New inputs go to the scratch dir first (the first corpus directory is the one written);
 	# the repository's corpus is only read. -timeout: one input taking longer is a finding.
