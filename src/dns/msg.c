@@ -109,7 +109,10 @@ static void write_owner(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *owner)
 
 int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode)
 {
-	wire_ctx_t ctx = wire_ctx_init(msg->buf, msg->limit);
+	/* The question is a record like any other: it must leave the reservation free, or a long
+	 * name with ECS and NSID leaves no room for the OPT record promised to the caller. */
+	size_t end = msg->limit > msg->reserved ? msg->limit - msg->reserved : 0;
+	wire_ctx_t ctx = wire_ctx_init(msg->buf, end);
 	uint16_t flags = DNS_FLAG_QR | (q->flags & (DNS_FLAG_RD | DNS_FLAG_CD | DNS_OPCODE_MASK));
 	wire_ctx_write_u16(&ctx, q->id);
 	wire_ctx_write_u16(&ctx, (uint16_t)(flags | (rcode & DNS_RCODE_MASK)));
