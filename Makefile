@@ -4,6 +4,8 @@
 #   make run     install build/run dependencies if missing, build, run steerd on 127.0.0.1:5353
 #                (status page and /metrics on http://127.0.0.1:8053/)
 #   make test    install test dependencies if missing, build, run the whole suite
+#   make fuzz    build the libFuzzer targets (clang, ASan+UBSan) and run each for FUZZ_SECONDS
+#                (default 60); FUZZ_TARGETS="conf zone_load" runs only those (scripts/fuzz.sh)
 #   make bench   side-by-side benchmark against gdnsd, Knot and NSD (bench/run.py)
 #   make install meson install: binaries, man pages, systemd unit, /usr/local/etc/steer/steer.yaml
 #   make clean   remove the build directories
@@ -18,7 +20,7 @@ ZONE       ?= examples/zones/example.test.zone
 STEERD   = $(BUILD)/src/daemon/steerd
 STEERCTL = $(BUILD)/tools/steerctl
 
-.PHONY: all run test bench build asan deps-run deps-test format format-fix install clean help
+.PHONY: all run test fuzz bench build asan deps-run deps-test format format-fix install clean help
 
 all: build
 
@@ -53,6 +55,10 @@ run: build
 test: deps-test
 	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) PYTHON=$(PYTHON) scripts/test-all.sh
 
+# Not part of `make test` (which replays the corpus): findings land in tests/fuzz/corpus/.
+fuzz: deps-test
+	@scripts/fuzz.sh $(FUZZ_TARGETS)
+
 # BENCH_ARGS passes options to bench/run.py, e.g. make bench BENCH_ARGS="--rounds 1 --no-memory".
 bench: deps-test build
 	$(PYTHON) bench/run.py --steerd $(STEERD) --loadgen $(BUILD)/bench/loadgen \
@@ -69,4 +75,4 @@ format-fix:
 	@qa/format-check.sh --fix
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

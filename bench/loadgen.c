@@ -96,6 +96,7 @@ typedef struct {
 	unsigned window, sockets, batch, connections, pipeline;
 	unsigned timeout_ms;
 	unsigned edns; /* advertised UDP size, 0 = no OPT record */
+	unsigned rate; /* UDP: queries per second at most, 0 = as fast as the window allows */
 	bool rd;       /* set RD in every query (a forwarder answers RD=0 from cache only) */
 	bool tcp, json, gso;
 } opts_t;
@@ -749,6 +750,8 @@ static void run_udp(const opts_t *o, const qset_t *qs, stats_t *st, measure_t *m
 	uint64_t warm_end = last + (uint64_t)(o->warmup * 1e9);
 	uint64_t end = warm_end + (uint64_t)(o->duration * 1e9);
 	bool warm = o->warmup <= 0;
+	/* --rate: what may have left by now, counted from the start of the run */
+	uint64_t rate_start = last, rate_sent = 0;
 	measure_begin(m, st);
 	/*
 	 * Busy poll, no epoll: this process owns its CPU during a run, and sleeping would make
@@ -768,10 +771,18 @@ static void run_udp(const opts_t *o, const qset_t *qs, stats_t *st, measure_t *m
 			unsigned rb = s->inflight < o->batch ? s->inflight : o->batch;
 			int done = rb ? udp_recv(s, io, rb, qs, st) : 0;
 			udp_expire(s, ms, o->timeout_ms, st);
-			if (s->inflight < per_win) {
-				unsigned want = per_win - s->inflight;
-				done += udp_send(s, io, want < o->batch ? want : o->batch, qs, ms,
+			unsigned want = s->inflight < per_win ? per_win - s->inflight : 0;
+			if (o->rate) {
+				uint64_t due =
+				    (uint64_t)((double)(last - rate_start) * o->rate / 1e9);
+				uint64_t left = due > rate_sent ? due - rate_sent : 0;
+				want = left < want ? (unsigned)left : want;
+			}
+			if (want) {
+				int n = udp_send(s, io, want < o->batch ? want : o->batch, qs, ms,
 				                 &gso, st);
+				rate_sent += (uint64_t)n;
+				done += n;
 			}
 			uint64_t t = now_ns();
 			if (done == 0) {
@@ -779,6 +790,25 @@ static void run_udp(const opts_t *o, const qset_t *qs, stats_t *st, measure_t *m
 			}
 			last = t;
 		}
+		/* At a fixed rate the server is not the limit: do not spin a shared CPU. */
+		if (o->rate) {
+			nanosleep(&(struct timespec){0, 200000}, NULL);
+		}
+	}
+	/* --rate: every query sent is answered or counted lost, none is left uncounted. */
+	for (bool busy = o->rate != 0; busy && !g_stop;) {
+		busy = false;
+		uint32_t ms = (uint32_t)(now_ns() / 1000000u);
+		for (unsigned i = 0; i < ns; i++) {
+			udp_sock_t *s = &socks[i];
+			if (s->inflight) {
+				udp_recv(s, io, s->inflight < o->batch ? s->inflight : o->batch, qs,
+				         st);
+				udp_expire(s, ms, o->timeout_ms, st);
+				busy = busy || s->inflight;
+			}
+		}
+		nanosleep(&(struct timespec){0, 200000}, NULL);
 	}
 	measure_end(m);
 	for (unsigned i = 0; i < ns; i++) {
@@ -1105,6 +1135,9 @@ static void usage(FILE *f)
 	      "  --window N           queries in flight over all sockets, default 128\n"
 	      "  --sockets N          UDP sockets (source ports), default 8, max 64\n"
 	      "  --batch N            queries per sendmmsg/recvmmsg, default 64, max 256\n"
+	      "  --rate QPS           send at most QPS queries per second (a soak test's load)\n"
+	      "                       and wait for what is in flight at the end, so that\n"
+	      "                       sent = received + lost; default 0, unlimited\n"
 	      "  --no-gso             one datagram per sendmmsg entry instead of folding\n"
 	      "                       equal-length queries into UDP GSO sends (cheaper for us,\n"
 	      "                       identical datagrams for the server)\n"
@@ -1145,6 +1178,7 @@ static const opt_spec_t k_opts[] = {
     OPT("window", ARG_UINT, window, 1, 1000000),
     OPT("sockets", ARG_UINT, sockets, 1, SOCKETS_MAX),
     OPT("batch", ARG_UINT, batch, 1, BATCH_MAX),
+    OPT("rate", ARG_UINT, rate, 0, 100000000),
     OPT("no-gso", ARG_CLEAR, gso, 0, 0),
     OPT("tcp", ARG_SET, tcp, 0, 0),
     OPT("connections", ARG_UINT, connections, 1, 10000),

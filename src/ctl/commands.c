@@ -13,8 +13,10 @@
 
 #include "base/err.h"
 
-/* Arguments a row may take; the longest, "override weight PATTERN N FOR", has four. */
-#define CTL_MAX_ARGS 4
+/* Arguments a request may carry, a row's sub-command included: "cluster bird-config" takes
+ * eight options after its sub-command. ctl_dispatch() refuses a row that would take more than
+ * it read, so a longer row is an error, never a NULL argument. */
+#define CTL_MAX_ARGS 9
 
 static int cmd_status(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
                       char *err, size_t errlen)
@@ -483,6 +485,10 @@ int ctl_dispatch(const ctl_backend_t *b, const char *cmd, const json_t *args, un
 	const ctl_command_t *c = ctl_command_match(cmd, argv, argc, err, errlen);
 	if (c == NULL)
 		return STEER_EINVAL;
+	if (argc > CTL_MAX_ARGS) {
+		snprintf(err, errlen, "%s: more than %d arguments", cmd, CTL_MAX_ARGS);
+		return STEER_EINVAL;
+	}
 	if (c->mutates && (flags & CTL_DISPATCH_READ_ONLY)) {
 		snprintf(err, errlen, "'%s%s%s' changes the server: not allowed for this client",
 		         cmd, c->sub ? " " : "", c->sub ? c->sub : "");

@@ -162,8 +162,7 @@ static json_t *error_reply(const char *msg)
 	return json_pack("{s:b, s:o}", "ok", 0, "error", text);
 }
 
-/* Validate the request, run the handler and build the reply object. */
-static json_t *dispatch(ctl_server_t *s, const char *text, size_t len)
+json_t *ctl_request_reply(const char *text, size_t len, ctl_handler_cb handler, void *ctx)
 {
 	json_error_t jerr;
 	char err[1024] = "";
@@ -186,7 +185,7 @@ static json_t *dispatch(ctl_server_t *s, const char *text, size_t len)
 	args = json_is_array(args) ? json_incref(args) : json_array();
 
 	json_t *data = NULL;
-	int ret = s->handler(json_string_value(cmd), args, &data, err, sizeof(err), s->ctx);
+	int ret = handler(json_string_value(cmd), args, &data, err, sizeof(err), ctx);
 	json_decref(args);
 	if (ret == 0) {
 		reply = json_pack("{s:b, s:o}", "ok", 1, "data", data ? data : json_null());
@@ -237,7 +236,8 @@ static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		size_t scanned = c->len;
 		c->len += (size_t)n;
 		if (request_complete(c, scanned, n == 0)) {
-			client_reply(c, dispatch(c->server, c->buf, c->len));
+			client_reply(c, ctl_request_reply(c->buf, c->len, c->server->handler,
+			                                  c->server->ctx));
 			return;
 		}
 	}

@@ -33,6 +33,16 @@ typedef int (*ctl_handler_cb)(const char *cmd, json_t *args, json_t **data, char
 int ctl_server_start(ctl_server_t **out, struct ev_loop *loop, const char *path,
                      ctl_handler_cb handler, void *ctx) STEER_NONNULL(1, 2, 3, 4) STEER_WUR;
 
+/**
+ * The server's handling of one request line (@p len bytes of @p text, no newline): parse the
+ * JSON, check its shape, call @p handler and build the reply object, {"ok": true, "data": ...}
+ * or {"ok": false, "error": "..."} for any input, never NULL but when out of memory. The caller
+ * owns the reply. Exported so the fuzz target runs exactly what the socket serves; any thread
+ * the handler allows.
+ */
+json_t *ctl_request_reply(const char *text, size_t len, ctl_handler_cb handler, void *ctx)
+    STEER_NONNULL(3);
+
 /** Stop serving, close clients and unlink the socket. NULL is ignored. */
 void ctl_server_stop(ctl_server_t *server);
 

@@ -109,7 +109,10 @@ static void write_owner(dns_msg_t *msg, wire_ctx_t *ctx, const uint8_t *owner)
 
 int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode)
 {
-	wire_ctx_t ctx = wire_ctx_init(msg->buf, msg->limit);
+	/* The question is a record like any other: it must leave the reservation free, or a long
+	 * name with ECS and NSID leaves no room for the OPT record promised to the caller. */
+	size_t end = msg->limit > msg->reserved ? msg->limit - msg->reserved : 0;
+	wire_ctx_t ctx = wire_ctx_init(msg->buf, end);
 	/* RD is echoed whatever the opcode (RFC 1035 4.1.1); CD is defined for QUERY only
 	 * (RFC 4035 3.1.6), so other opcodes' answers leave it clear, as Knot DNS does. */
 	uint16_t echoed = q->opcode == DNS_OPCODE_QUERY ? DNS_FLAG_RD | DNS_FLAG_CD : DNS_FLAG_RD;

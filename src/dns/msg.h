@@ -38,7 +38,8 @@ void dns_msg_init(dns_msg_t *msg, uint8_t *buf, size_t limit) STEER_NONNULL(1, 2
 
 /**
  * Write the header (id and RD/CD copied from @p q, QR set, @p rcode) and echo the question
- * exactly as received when @p q has one. Returns 0 or STEER_ESPACE.
+ * exactly as received when @p q has one, leaving the dns_msg_reserve() bytes free (call it
+ * first). Returns 0 or STEER_ESPACE.
  */
 int dns_msg_begin(dns_msg_t *msg, const dns_query_t *q, uint8_t rcode) STEER_NONNULL(1, 2);
 

@@ -25,8 +25,8 @@ static const char *const exprs[][3] = {
 static const char *const bodies[] = {
     "x_total{a=\"1\"} 5\nnode_network_receive_packets_total{device=\"eth0\"} 12\n",
     "{\"a\": {\"b\": [{\"c\": 1}]}, \"x\": 2}",
-    "Active connections: 1 \nserver accepts handled requests\n 1 2 3 \n"
-    "Reading: 0 Writing: 1 Waiting: 0 \n",
+    ("Active connections: 1 \nserver accepts handled requests\n 1 2 3 \n"
+     "Reading: 0 Writing: 1 Waiting: 0 \n"),
 };
 
 static int check_sample(const metrics_sample_t *s, void *ctx)

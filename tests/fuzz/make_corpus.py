@@ -107,12 +107,73 @@ def query_seeds(rng):
     seeds["edns-nsid-ecs"] = header(ar=1) + question() + opt(options=ecs + nsid)
     seeds["edns-nsid-payload"] = header(ar=1) + question() + opt(options=option(3, b"who"))
     seeds["edns-nsid-version1"] = header(ar=1) + question() + opt(version=1, options=nsid)
+    seeds.update(edns_option_seeds())
     base = header(ar=1) + question("manymx.diff.test.", 15) + opt(options=ecs)
     for cut in (13, 20, len(base) - 15, len(base) - 3):
         seeds[f"truncated-at-{cut}"] = base[:cut]
     for i in range(4):
         seeds[f"random-{i}"] = bytes(rng.randrange(256) for _ in range(rng.randint(12, 80)))
     return seeds
+
+
+def edns_option_seeds():
+    """EDNS-heavy queries: ECS (RFC 7871 section 6 rules), COOKIE (RFC 7873 lengths), NSID,
+    EXPIRE, padding, keepalive and unknown options, alone, repeated and malformed."""
+    def q(options, **kw):
+        return header(ar=1) + question() + opt(options=options, **kw)
+    def ecs(family, source, scope, addr):
+        return option(8, struct.pack("!HBB", family, source, scope) + addr)
+    cookie = bytes(range(1, 9))
+    seeds = {
+        "ecs-v4-32": q(ecs(1, 32, 0, bytes([192, 0, 2, 1]))),
+        "ecs-v4-0": q(ecs(1, 0, 0, b"")),
+        "ecs-v4-33": q(ecs(1, 33, 0, bytes(5))),
+        "ecs-v4-scope-set": q(ecs(1, 24, 24, bytes([198, 51, 100]))),
+        "ecs-v4-extra-byte": q(ecs(1, 24, 0, bytes([198, 51, 100, 0]))),
+        "ecs-v4-short-addr": q(ecs(1, 24, 0, bytes([198, 51]))),
+        "ecs-v4-trailing-bits": q(ecs(1, 23, 0, bytes([198, 51, 101]))),
+        "ecs-v6-128": q(ecs(2, 128, 0, bytes.fromhex("20010db8" + "00" * 11 + "01"))),
+        "ecs-v6-129": q(ecs(2, 129, 0, bytes(17))),
+        "ecs-family-0": q(ecs(0, 0, 0, b"")),
+        "ecs-family-3": q(ecs(3, 8, 0, b"\x01")),
+        "ecs-len-3": q(option(8, b"\x00\x01\x18")),
+        "ecs-twice": q(ecs(1, 24, 0, bytes([192, 0, 2])) + ecs(2, 56, 0, bytes(7))),
+        "cookie-client": q(option(10, cookie)),
+        "cookie-server-8": q(option(10, cookie + bytes(8))),
+        "cookie-server-16": q(option(10, cookie + b"\x01\x00\x00\x00" + bytes(12))),
+        "cookie-server-32": q(option(10, cookie + bytes(32))),
+        "cookie-server-33": q(option(10, cookie + bytes(33))),
+        "cookie-7": q(option(10, cookie[:7])),
+        "cookie-empty": q(option(10, b"")),
+        "cookie-twice": q(option(10, cookie) + option(10, cookie + bytes(16))),
+        "cookie-ecs-nsid": q(option(10, cookie + bytes(16)) + ecs(1, 24, 0, bytes(3))
+                             + option(3, b"")),
+        "expire": q(option(9, b"")),
+        "expire-with-data": q(option(9, b"\x00\x00\x0e\x10")),
+        "keepalive": q(option(11, b"")),
+        "padding": q(option(12, bytes(300))),
+        "padding-nonzero": q(option(12, b"\xff" * 17)),
+        "ede-in-query": q(option(15, b"\x00\x17")),
+        "option-len-0-codes": q(b"".join(option(c, b"") for c in range(0, 20))),
+        "option-header-cut": q(option(10, cookie)[:3]),
+        "many-unknown": q(b"".join(option(65000 + i, bytes([i] * i)) for i in range(40))),
+        "do-z-bits": header(ar=1) + question() + b"\x00" + struct.pack("!HHIH", 41, 4096,
+                                                                       0x0000ffff, 0),
+        "ext-rcode-set": header(ar=1) + question() + b"\x00" + struct.pack("!HHIH", 41, 1232,
+                                                                           0x05000000, 0),
+        "version-255-cookie": q(option(10, cookie), version=255),
+        "payload-0": q(option(3, b""), payload=0),
+        "payload-511": q(ecs(1, 24, 0, bytes(3)), payload=511),
+        "opt-in-answer": header(an=1) + question() + opt(options=ecs(1, 24, 0, bytes(3))),
+        "opt-in-authority": header(ns=1) + question() + opt(options=option(10, cookie)),
+        "opt-class-ch-cookie": header(ar=1) + question("version.bind.", 16, 3)
+                               + opt(options=option(10, cookie)),
+        "axfr-cookie": header(ar=1) + question("diff.test.", 252) + opt(options=option(10, cookie)),
+        "tsig-after-opt": (header(ar=2) + question() + opt(options=option(10, cookie))
+                           + rr(b"\x03key\x00", 250, b"\x0bhmac-sha256\x00" + bytes(16),
+                                ttl=0, rclass=255)),
+    }
+    return {f"edns-{k}": v for k, v in seeds.items()}
 
 
 def dname_seeds():
@@ -356,6 +417,119 @@ def pathfmt_seeds():
     return seeds
 
 
+def zone_load_seeds():
+    """Master files for origin fuzz.test. (fuzz_zone_load.c): real zones, every directive,
+    the record types we index, and the errors our semantic checks catch."""
+    head = "$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 86400 60\n@ NS ns1\nns1 A 192.0.2.1\n"
+    z = {}
+    z["minimal"] = head
+    z["types"] = head + (
+        "www A 192.0.2.2\nwww AAAA 2001:db8::2\n@ MX 10 mail\nmail A 192.0.2.3\n"
+        "txt TXT \"a b\" \"\\034quoted\\\"\" plain\n_sip._udp SRV 10 5 5060 www\n"
+        "@ CAA 0 issue \"ca.example\"\n2 PTR www\n@ HTTPS 1 . alpn=h2,h3 port=443\n"
+        "svc SVCB 0 www\nlong TXT " + " ".join(["x" * 255] * 4) + "\n"
+        "u TYPE65280 \\# 4 0a000001\nds DS 12345 13 2 " + "ab" * 32 + "\n"
+        "@ DNSKEY 257 3 13 " + "A" * 88 + "\n@ NAPTR 100 10 \"u\" \"E2U+sip\" \"\" www\n")
+    z["directives"] = ("$ORIGIN fuzz.test.\n$TTL 1h\n@ IN SOA ( ns1.fuzz.test.\n hostmaster\n"
+                       " 2026010101 ; serial\n 1h 10m 1w 1m )\n NS ns1\n NS ns2.other.\n"
+                       "ns1 A 192.0.2.1\n$ORIGIN sub.fuzz.test.\nwww 60 IN A 192.0.2.9\n"
+                       "$TTL 30\n@ TXT sub\n")
+    z["include"] = head + "$INCLUDE inc.zone\n$INCLUDE inc.zone sub.fuzz.test.\nafter A 192.0.2.7\n"
+    z["include-absolute"] = head + "$INCLUDE /etc/passwd\n$include ../zone\n"
+    z["include-quoted"] = head + "$INCLUDE \"inc.zone\"\n$INCLUDE inc.zone2\n"
+    z["wildcard-ent-deleg"] = head + (
+        "*.wild CNAME www\nwww A 192.0.2.2\nx.y.ent A 192.0.2.4\n"
+        "child NS ns.child\nchild NS ns1\nns.child A 192.0.2.5\nocc.child A 192.0.2.6\n"
+        "child DS 1 13 2 " + "cd" * 32 + "\n*.a.b.wc TXT wc\n")
+    z["dname-cname-chain"] = head + "old DNAME new.other.\nc1 CNAME c2\nc2 CNAME c1\n"
+    z["cname-and-a"] = head + "x CNAME www\nx A 192.0.2.1\n"
+    z["cname-rrsig-nsec"] = head + ("x CNAME www\nx NSEC y A RRSIG\nx RRSIG CNAME 13 3 300 "
+                                   "20300101000000 20200101000000 1 fuzz.test. AAAA\n")
+    z["no-soa"] = "$TTL 300\n@ NS ns1\nns1 A 192.0.2.1\n"
+    z["no-ns"] = "$TTL 300\n@ SOA ns1 h 1 2 3 4 5\n"
+    z["two-soa"] = head + "@ SOA ns2 h 2 2 3 4 5\n"
+    z["soa-below-apex"] = head + "sub SOA ns1 h 1 2 3 4 5\n"
+    z["missing-glue"] = "$TTL 300\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\nd NS ns.d\n"
+    z["outside"] = head + "www.other.test. A 192.0.2.1\n. NS a.root.\nfuzz.test.x. A 1.2.3.4\n"
+    z["ttl-mix"] = head + "m 10 A 192.0.2.1\nm 20 A 192.0.2.2\nm 4294967295 A 192.0.2.3\n"
+    z["dup-records"] = head + "d A 192.0.2.1\nd A 192.0.2.1\nd a 192.0.2.1\nD A 192.0.2.1\n"
+    z["case-escapes"] = head + "WwW\\.x A 192.0.2.1\n\\065\\000b A 192.0.2.2\n\\.. A 192.0.2.3\n"
+    z["long-names"] = head + ".".join(["a" * 63] * 3) + " A 192.0.2.1\n" + \
+        ".".join(["b" * 63] * 4) + " A 192.0.2.1\n"
+    z["syntax-errors"] = head + "bad A 300.1.1.1\nbad2 MX mail\n( unbalanced\nx IN IN A 1\n"
+    z["class-ch"] = head + "v CH TXT steer\n"
+    z["no-newline"] = head + "last A 192.0.2.8"
+    z["crlf"] = head.replace("\n", "\r\n") + "w A 192.0.2.1\r\n"
+    z["binary"] = head + "x TXT \"\\000\\255\" \\# 0\n\x00\xff\x80\n"
+    z["many-types-one-node"] = head + "".join(f"t TYPE{1000 + i} \\# 1 {i:02x}\n" for i in range(40))
+    z["empty"] = ""
+    return {k: v.encode("latin-1") for k, v in z.items()}
+
+
+def ctl_request_seeds():
+    """Control socket request lines (fuzz_ctl_request.c): every command row, right and wrong
+    argument counts, failures the backend reports, and malformed requests."""
+    def req(cmd, *args):
+        import json
+        return json.dumps({"cmd": cmd, "args": list(args)}).encode()
+    seeds = {
+        "status": req("status"),
+        "zones": req("zones"),
+        "reload": req("reload"),
+        "reload-force": req("reload", "--force"),
+        "reload-bad": req("reload", "--forse"),
+        "stats": req("stats"),
+        "explain": req("explain", "www.example.test", "192.0.2.1"),
+        "explain-ecs": req("explain", "www.example.test", "192.0.2.1", "198.51.100.0/24"),
+        "explain-few": req("explain", "www"),
+        "health": req("health", "service/*"),
+        "health-fail": req("health", "!x"),
+        "monitors": req("monitors"),
+        "maps": req("maps"),
+        "override-list": req("override", "list"),
+        "override-set": req("override", "set", "service/www/*", "down", "30m"),
+        "override-set-bad-for": req("override", "set", "x", "up", "30x"),
+        "override-clear": req("override", "clear", "x"),
+        "override-weight": req("override", "weight", "x", "65535", "1h"),
+        "override-weight-big": req("override", "weight", "x", "65536"),
+        "override-weight-default": req("override", "weight", "x", "default"),
+        "override-unknown": req("override", "frob"),
+        "upstreams": req("upstreams", "*"),
+        "cache": req("cache"),
+        "cache-flush": req("cache", "flush", "example.test"),
+        "cluster": req("cluster"),
+        "cluster-health": req("cluster", "health"),
+        "cluster-bird": req("cluster", "bird-config", "mode=bgp", "peer=192.0.2.1"),
+        "cluster-frr": req("cluster", "frr-config", "mode=ospf"),
+        "cluster-bird-8": req("cluster", "bird-config", "bgp", *[f"o{i}=1" for i in range(7)]),
+        "cluster-frr-9": req("cluster", "frr-config", *[f"o{i}=1" for i in range(9)]),
+        "cluster-notify": req("cluster", "notify", "MASTER"),
+        "cluster-notify-bad": req("cluster", "notify", "leader"),
+        "drain": req("drain", "500ms"),
+        "drain-overflow": req("drain", "99999999999999999999d"),
+        "undrain": req("undrain"),
+        "paths": req("paths", "10.0.0.0/24"),
+        "events": req("events", "10", "since=5"),
+        "events-bad": req("events", "since=-1", "x"),
+        "unknown": req("frobnicate"),
+        "fail-long-utf8": req("health", "!" + "\u00e9" * 700),
+        "args-null": b'{"cmd": "status", "args": null}',
+        "args-object": b'{"cmd": "status", "args": {}}',
+        "args-numbers": b'{"cmd": "explain", "args": [1, 2.5, true]}',
+        "args-nested": b'{"cmd": "health", "args": [["x"]]}',
+        "cmd-number": b'{"cmd": 5}',
+        "cmd-nul": b'{"cmd": "sta\\u0000tus"}',
+        "array": b'["status"]',
+        "not-json": b"status",
+        "truncated": b'{"cmd": "status", "args": [',
+        "empty": b"",
+        "deep": b"[" * 5000,
+        "dup-keys": b'{"cmd": "status", "cmd": "reload"}',
+        "bad-utf8": b'{"cmd": "\xff\xfe"}',
+    }
+    return seeds
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -376,6 +550,8 @@ def main():
     write("bird_reply", bird_reply_seeds())
     write("http_request", http_request_seeds())
     write("pathfmt", pathfmt_seeds())
+    write("zone_load", zone_load_seeds())
+    write("ctl_request", ctl_request_seeds())
 
 
 if __name__ == "__main__":
