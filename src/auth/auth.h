@@ -28,6 +28,11 @@ typedef struct {
 	 * every other CH query and NSID requests are ignored. */
 	const char *identity;
 	uint8_t identity_len; /* strlen(identity), at most 255 (one TXT string) */
+	/* An accepted NOTIFY (RFC 1996) for the secondary zone @p zone, with the SOA serial the
+	 * primary sent when @p has_serial. Called on the query thread: it must not block, lock
+	 * or allocate (the daemon sets a flag and wakes the transfer thread). NULL = ignored. */
+	void (*on_notify)(void *arg, const zone_t *zone, uint32_t serial_hint, bool has_serial);
+	void *notify_arg;
 } auth_view_t;
 
 typedef struct {

@@ -25,6 +25,7 @@ typedef struct {
 	uint16_t flags; /* host order, as received */
 	uint8_t opcode;
 	uint16_t qdcount, ancount, nscount, arcount;
+	size_t len; /* bytes of the whole message */
 
 	bool has_question;
 	const uint8_t *question;         /* the question section as received (owner case kept) */
@@ -42,6 +43,7 @@ typedef struct {
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
 	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
+	bool has_expire; /* the OPT carries the EXPIRE option (RFC 7314) */
 } dns_query_t;
 
 /**

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,11 @@ typedef struct {
 	dns_acl_entry_t *notify_allow; /* owned; who may NOTIFY this zone (a secondary zone) */
 	size_t n_notify_allow;
 	bool secondary; /* transferred from a primary rather than loaded */
+	/* Secondary zones: when the zone expires (seconds since the epoch, 0 = never), kept by
+	 * the transfer thread and read by query threads for EXPIRE (RFC 7314) and to stop
+	 * serving an expired zone; shared by every set that serves the zone, so a good refresh
+	 * needs no new set. NULL for a primary zone. */
+	const _Atomic int64_t *expire_at;
 } zone_set_entry_t;
 
 typedef struct zone_set zone_set_t;
