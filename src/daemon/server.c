@@ -28,6 +28,7 @@
 #include "daemon/forward.h"
 #include "daemon/notify.h"
 #include "daemon/tap.h"
+#include "daemon/xfr.h"
 #include "daemon/http.h"
 #include "daemon/status.h"
 #include "dns/dname.h"
@@ -153,11 +154,37 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
 		e->xfr_allow[i].prefix = cz->xfr_allow[i];
 }
 
+/*
+ * A secondary zone is never read here: the transfer module holds its current version (left
+ * out of the set until the first transfer), so a reload neither drops nor re-reads it.
+ */
+static int zone_build_secondary(const conf_zone_t *cz, zone_set_t *set, server_report_t *report,
+                                char *err, size_t errlen)
+{
+	zone_set_entry_t tmpl;
+	zone_entry_from_conf(cz, &tmpl);
+	zone_t *zone = daemon_xfr_zone(cz, &tmpl);
+	int ret = 0;
+	if (zone != NULL && (ret = zone_set_add(set, zone, &tmpl)) != 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
+		err_append(err, errlen, msg);
+		zone_unref(zone);
+	}
+	free(tmpl.xfr_allow);
+	free(tmpl.notify_allow);
+	if (ret == 0)
+		report->n_unchanged++;
+	return ret;
+}
+
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
 static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set_t *set,
                           server_report_t *report, char *err, size_t errlen)
 {
 	char msg[1024];
+	if (cz->n_primaries > 0)
+		return zone_build_secondary(cz, set, report, err, errlen);
 	zone_t *zone = zone_reusable(old, cz);
 	bool loaded = zone == NULL;
 	if (zone != NULL) {
@@ -273,6 +300,8 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.identity = conf_identity(conf);
 	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
 	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
+	view->auth.on_notify = daemon_xfr_on_notify;
+	view->auth.notify_arg = daemon_xfr_get();
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
@@ -337,6 +366,29 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 	view_free_shell(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
 	steer_recheck_arm(s);
+}
+
+static void log_lines(const char *prefix, const char *text);
+
+void server_zones_republish(server_t *s)
+{
+	char err[SERVER_ERR_MAX] = "";
+	server_report_t report = {0};
+	zone_set_t *set = NULL;
+	int ret = server_zones_build(s->conf, s->view->auth.zones, &set, &report, err, sizeof(err));
+	server_report_clear(&report);
+	if (ret == 0 && (ret = auth_check_gslb_names(set, s->gslb, err, sizeof(err))) != 0)
+		zone_set_free(set);
+	if (ret != 0) {
+		log_lines("secondary zone update: ", err);
+		log_err("secondary zone update refused: still serving the previous zones");
+		return;
+	}
+	net_view_t *view = view_new(set, s->gslb, s->conf, s->fwd);
+	/* net_publish() waits for the grace period: no query thread sees the old view after. */
+	const net_view_t *old = net_publish(s->net, view);
+	s->view = view;
+	view_free(old);
 }
 
 void server_publish_paths(server_t *s, gslb_paths_t *paths)
@@ -831,6 +883,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	ret = node_spawn(&s->node, conf, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
+	daemon_xfr_init();
 	ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	server_report_clear(&report);
 	if (ret != 0)
@@ -893,8 +946,10 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	    (ret = paths_http_register(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = alerting_start(s)) != 0 ||
-	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0)
+	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0 ||
+	    (ret = daemon_xfr_start(s)) != 0)
 		return ret;
+	daemon_xfr_announce(conf, set, NULL, 0, true);
 	log_started(s);
 	char status[256];
 	serving_status(s, status, sizeof(status));
@@ -995,6 +1050,8 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	paths_reload(s, conf, paths_token, &gslb);
 	explicit_bzero(paths_token, sizeof(paths_token));
 	reload_apply(s, conf, set, gslb);
+	daemon_xfr_applied();
+	daemon_xfr_announce(conf, set, report->loaded, report->n_loaded, false);
 	overrides_expiry_arm(s);
 	server_http_reconfigure(s, conf, http_token);
 	explicit_bzero(http_token, sizeof(http_token));
@@ -1043,6 +1100,7 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
+	daemon_xfr_stop(); /* no query thread can call it any more */
 	/* With no query thread left; it still explains with the GSLB view. */
 	decisions_stop(s);
 	paths_stop(s); /* the demand rings too: no query thread writes them now */
