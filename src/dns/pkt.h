@@ -42,7 +42,7 @@ typedef struct {
 
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
-	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
+	bool has_nsid;   /* the OPT asks for the server's identity (RFC 5001) */
 	bool has_expire; /* the OPT carries the EXPIRE option (RFC 7314) */
 } dns_query_t;
 

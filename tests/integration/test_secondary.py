@@ -20,7 +20,9 @@ import dns.flags
 import dns.message
 import dns.opcode
 import dns.query
+import dns.name
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 import pytest
@@ -410,7 +412,7 @@ def test_expire_option_and_expiry_then_restart_from_disk(steerd, peers, tmp_path
     wait_for(lambda: srv.udp(query("www." + o, "A")).rcode() == dns.rcode.SERVFAIL, 8,
              what="zone expired")
     assert srv.udp(query("www.prim.test.", "A")).rcode() == dns.rcode.NOERROR
-    assert "expired" in srv.log()
+    wait_for(lambda: "expired" in srv.log(), 3, what="the expiry logged")
     srv.stop()
 
     # Restarted with the primary still down: served at once from disk (a fresh SOA expire
@@ -524,10 +526,12 @@ def test_seed003_parent_on_bind_delegates_to_steer(steerd, peers, tmp_path):
                          "  - domain: ecslb.sjtu.test\n    file: ecslb.zone\n"),
                  listen=[("127.0.0.1", port)], ready_zone="ecslb.sjtu.test.")
     r = dns.query.udp(query("vpn." + parent, "A"), "127.0.0.1", port=bind.port, timeout=3)
-    cname = r.find_rrset(r.answer, dns.name.from_text("vpn." + parent), "IN", "CNAME")
+    IN = dns.rdataclass.IN
+    cname = r.find_rrset(r.answer, dns.name.from_text("vpn." + parent), IN,
+                         dns.rdatatype.CNAME)
     target = cname[0].target
-    ns = r.find_rrset(r.authority, dns.name.from_text("ecslb." + parent), "IN", "NS")
-    glue = r.find_rrset(r.additional, ns[0].target, "IN", "A")
+    ns = r.find_rrset(r.authority, dns.name.from_text("ecslb." + parent), IN, dns.rdatatype.NS)
+    glue = r.find_rrset(r.additional, ns[0].target, IN, dns.rdatatype.A)
     assert glue[0].address == "127.0.0.1"
     # The glue's address, at the port Steer listens on (the test cannot bind port 53).
     r2 = dns.query.udp(query(target.to_text(), "A"), glue[0].address, port=port, timeout=3)
