@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import dns.edns
@@ -308,7 +309,9 @@ def test_axfr_from_knot_at_start_and_notify_within_1s(steerd, peers, tmp_path):
     knot = peers(Knot, tmp_path / "knot", {o: zone_text(o, 1)}, notify_port=None)
     storage = tmp_path / "storage"
     storage.mkdir()
-    srv = steerd(config=secondary_config([(o, knot.port)], storage, zone_extra=XFR_ALLOW),
+    http_port = free_port()
+    srv = steerd(config=secondary_config([(o, knot.port)], storage, zone_extra=XFR_ALLOW,
+                                         extra=f"http:\n  listen: [127.0.0.1:{http_port}]\n"),
                  ready_zone=o)
     assert steer_serial(srv, o) == 1
     # Every record of the primary, compressed names in the rdata included, as Knot has them.
@@ -329,6 +332,23 @@ def test_axfr_from_knot_at_start_and_notify_within_1s(steerd, peers, tmp_path):
     r = srv.udp(query("new." + o, "A"))
     assert [rd.to_text() for rd in r.answer[0]] == ["203.0.113.9"]
     assert records(srv, o) == primary_records("127.0.0.1", knot.port, o)
+
+    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == "k.test"]
+    sec = z["secondary"]
+    assert sec["serial"] == 2 and sec["transfers_ok"] == 2 and sec["last_error"] == ""
+    assert sec["primary"] == f"127.0.0.1:{knot.port}" and 86000 < sec["expires_in"] <= 86400
+    assert sec["next_refresh"] > time.time() + 3000
+    body = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5).read()
+    text = body.decode()
+    assert 'steer_xfr_transfers_total{result="ok"} 2' in text
+    assert "steer_xfr_notify_received_total 1" in text
+    # steerctl zone-retransfer: a whole transfer though the serial did not change.
+    srv.ctl("zone-retransfer", o)
+    wait_for(lambda: [z for z in srv.ctl_json("zones")
+                      if z["name"].rstrip(".") == "k.test"][0]["secondary"]["transfers_ok"] == 3,
+             3, what="retransfer")
+    res = srv.ctl("zone-refresh", "nosuch.test", )
+    assert res.returncode != 0 and "not a secondary zone" in res.stdout + res.stderr
 
 
 def test_knot_sends_notify_and_bind_primary(steerd, peers, tmp_path):
