@@ -689,7 +689,7 @@ const conf_key_t conf_keys[] = {
      .name = "primaries",
      .type = CONF_TYPE_NODE,
      .type_doc = "list of addresses or mappings (`address`, `key`, `source`)",
-     .doc = "Makes this a secondary zone: it is transferred (AXFR, RFC 5936) from these "
+     .doc = "Makes this a secondary zone: it is transferred (AXFR, RFC 5936, or IXFR) from these "
             "servers, tried in order, and refreshed as its SOA says (refresh, retry, expire; "
             "serials compared as RFC 1982 says). Entries as in `notify`; with `key` the "
             "queries are signed with that TSIG key. A NOTIFY from a primary refreshes at "
@@ -707,8 +707,8 @@ const conf_key_t conf_keys[] = {
      .offset = offsetof(conf_zone_t, ixfr),
      .def = "true",
      .doc = "Ask for an incremental transfer (IXFR, RFC 1995) when a version of the zone is "
-            "held. This build always transfers the whole zone (AXFR), which RFC 1995 allows; "
-            "the key is accepted for compatibility."},
+            "held; a primary that refuses it, or diffs that do not apply to the version held, "
+            "fall back to AXFR. `false`: always AXFR."},
     {.section = "zones",
      .name = "refresh-min",
      .type = CONF_TYPE_DURATION,

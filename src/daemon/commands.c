@@ -124,6 +124,7 @@ static json_t *secondary_json(const uint8_t *apex)
 	    "last_error", st.last_error, "transfers_ok", (json_int_t)st.transfers_ok,
 	    "transfers_failed", (json_int_t)st.transfers_failed);
 	json_object_set_new(o, "serial", st.has_zone ? json_integer(st.serial) : json_null());
+	json_object_set_new(o, "ixfr_ok", json_integer((json_int_t)st.ixfr_ok));
 	return o;
 }
 

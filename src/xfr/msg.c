@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "dns/dname.h"
 #include "dns/wire.h"
+#include "zone/zone.h"
 
 bool xfr_serial_gt(uint32_t a, uint32_t b)
 {
@@ -208,6 +209,31 @@ void xfr_rx_init(xfr_rx_t *rx, const uint8_t *apex, uint16_t id, uint64_t max_by
 	rx->max_records = max_records;
 }
 
+void xfr_rx_init_ixfr(xfr_rx_t *rx, const uint8_t *apex, uint16_t id, uint64_t max_bytes,
+                      uint64_t max_records, uint32_t have_serial)
+{
+	xfr_rx_init(rx, apex, id, max_bytes, max_records);
+	rx->ixfr_asked = true;
+	rx->have_serial = have_serial;
+}
+
+size_t xfr_ixfr_query_write(uint8_t *buf, size_t cap, uint16_t id, const uint8_t *apex,
+                            uint32_t ttl, const uint8_t *soa_rdata, uint16_t soa_len)
+{
+	size_t len = xfr_query_write(buf, cap, id, apex, DNS_TYPE_IXFR, false, 0, NULL, 0);
+	if (len == 0 || len + 12 + soa_len > cap)
+		return 0;
+	/* RFC 1995 3: our SOA in the authority section. */
+	wire_write_u16(buf + 8, 1);
+	wire_write_u16(buf + len, 0xC000 | DNS_HEADER_LEN);
+	wire_write_u16(buf + len + 2, DNS_TYPE_SOA);
+	wire_write_u16(buf + len + 4, DNS_CLASS_IN);
+	wire_write_u32(buf + len + 6, ttl);
+	wire_write_u16(buf + len + 10, soa_len);
+	memcpy(buf + len + 12, soa_rdata, soa_len);
+	return len + 12 + soa_len;
+}
+
 static int rx_fail(xfr_rx_t *rx, const char *what)
 {
 	snprintf(rx->err, sizeof(rx->err), "%s", what);
@@ -295,6 +321,52 @@ static void rx_reserve(xfr_rx_t *rx, size_t more)
 	rx->cap = cap;
 }
 
+/* Append one record of kind @p op (its rdata is already at its place). */
+static void rx_commit(xfr_rx_t *rx, uint8_t op, const uint8_t *owner, size_t owner_len,
+                      uint16_t type, uint32_t ttl, int rdlen)
+{
+	uint8_t *rec = rx->buf + rx->len;
+	rec[0] = op;
+	rec[1] = (uint8_t)owner_len;
+	memcpy(rec + 2, owner, owner_len);
+	wire_write_u16(rec + 2 + owner_len, type);
+	wire_write_u32(rec + 2 + owner_len + 2, ttl);
+	wire_write_u16(rec + 2 + owner_len + 6, (uint16_t)rdlen);
+	rx->len += 2 + owner_len + 8 + (size_t)rdlen;
+}
+
+/*
+ * One IXFR record after the first SOA (RFC 1995 4): diffs of (old SOA, deletions, new SOA,
+ * additions), chained by serial, closed by the new SOA again. Returns the record's kind, or
+ * -1 with the reason set, or 3 when it is the closing SOA.
+ */
+static int ixfr_step(xfr_rx_t *rx, bool is_soa, const xfr_soa_t *soa)
+{
+	switch (rx->diff_state) {
+	case 0: /* an old SOA, or the end */
+		if (!is_soa)
+			return rx_fail(rx, "an IXFR diff that does not start with an SOA");
+		if (soa->serial != (rx->n_diffs == 0 ? rx->have_serial : rx->diff_new))
+			return rx_fail(rx, "IXFR diffs that do not chain by serial");
+		rx->n_diffs++;
+		rx->diff_state = 1;
+		return XFR_OP_DEL;
+	case 1:
+		if (!is_soa)
+			return XFR_OP_DEL;
+		rx->diff_new = soa->serial;
+		rx->diff_state = 2;
+		return XFR_OP_ADD;
+	default:
+		if (!is_soa)
+			return XFR_OP_ADD;
+		if (soa->serial == rx->soa.serial && rx->diff_new == rx->soa.serial)
+			return 3;
+		rx->diff_state = 0;
+		return ixfr_step(rx, is_soa, soa);
+	}
+}
+
 int xfr_rx_feed(xfr_rx_t *rx, const uint8_t *msg, size_t len)
 {
 	if (rx->done)
@@ -302,8 +374,9 @@ int xfr_rx_feed(xfr_rx_t *rx, const uint8_t *msg, size_t len)
 	rx->bytes += len;
 	if (rx->bytes > rx->max_bytes)
 		return rx_fail(rx, "the transfer exceeds max-transfer-size");
-	size_t pos = check_header(msg, len, rx->id, rx->apex, DNS_TYPE_AXFR, rx->messages == 0,
-	                          rx->err, sizeof(rx->err));
+	uint16_t qtype = rx->ixfr_asked ? DNS_TYPE_IXFR : DNS_TYPE_AXFR;
+	size_t pos = check_header(msg, len, rx->id, rx->apex, qtype, rx->messages == 0, rx->err,
+	                          sizeof(rx->err));
 	if (pos == 0)
 		return -1;
 	if (wire_read_u16(msg + 2) & DNS_FLAG_TC)
@@ -327,36 +400,58 @@ int xfr_rx_feed(xfr_rx_t *rx, const uint8_t *msg, size_t len)
 		size_t owner_len = dname_len(owner);
 		/* Expanded names grow by at most 253 octets each, and no layout has more than 2. */
 		size_t room = (size_t)rr.rdlen + 2 * DNS_DNAME_MAXLEN;
-		rx_reserve(rx, 1 + owner_len + 8 + room);
-		uint8_t *rec = rx->buf + rx->len;
-		int rdlen = expand_rdata(msg, &rr, rec + 1 + owner_len + 8, room);
+		rx_reserve(rx, 2 + owner_len + 8 + room);
+		uint8_t *rdata = rx->buf + rx->len + 2 + owner_len + 8;
+		int rdlen = expand_rdata(msg, &rr, rdata, room);
 		if (rdlen < 0)
 			return rx_fail(rx, "a record with malformed rdata");
-		if (rr.type == DNS_TYPE_SOA && at_apex) {
-			xfr_soa_t soa;
-			if (!xfr_soa_parse(rec + 1 + owner_len + 8, (size_t)rdlen, &soa))
-				return rx_fail(rx, "a malformed SOA");
-			if (rx->records == 0) {
-				rx->soa = soa;
+		bool is_soa = rr.type == DNS_TYPE_SOA && at_apex;
+		xfr_soa_t soa = {0};
+		if (is_soa && !xfr_soa_parse(rdata, (size_t)rdlen, &soa))
+			return rx_fail(rx, "a malformed SOA");
+		int op = XFR_OP_ZONE;
+		if (rx->seen++ == 0) {
+			if (!is_soa)
+				return rx_fail(rx,
+				               "the transfer does not start with the zone's SOA");
+			rx->soa = soa;
+			rx->mode = rx->ixfr_asked ? XFR_RX_UNKNOWN : XFR_RX_AXFR;
+		} else if (rx->mode == XFR_RX_UNKNOWN) {
+			if (is_soa && soa.serial == rx->have_serial &&
+			    soa.serial != rx->soa.serial) {
+				/* Diffs: the first SOA stored so far was not a zone record. */
+				rx->mode = XFR_RX_IXFR;
+				rx->len = 0;
+				rx->records = 0;
+				memmove(rx->buf + 2 + owner_len + 8, rdata, (size_t)rdlen);
 			} else {
-				/* RFC 5936 2.2: the closing SOA repeats the first. */
-				if (soa.serial != rx->soa.serial)
-					return rx_fail(
-					    rx, "the closing SOA's serial differs from the first");
+				rx->mode = XFR_RX_AXFR;
+			}
+		}
+		if (rx->mode == XFR_RX_IXFR) {
+			op = ixfr_step(rx, is_soa, &soa);
+			if (op < 0)
+				return -1;
+			if (op == 3) {
 				rx->done = true;
 				continue;
 			}
-		} else if (rx->records == 0) {
-			return rx_fail(rx, "the transfer does not start with the zone's SOA");
+		} else if (is_soa && rx->seen > 1) {
+			/* RFC 5936 2.2: the closing SOA repeats the first. */
+			if (soa.serial != rx->soa.serial)
+				return rx_fail(rx,
+				               "the closing SOA's serial differs from the first");
+			rx->done = true;
+			continue;
 		}
 		if (++rx->records > rx->max_records)
 			return rx_fail(rx, "the zone exceeds max-records");
-		rec[0] = (uint8_t)owner_len;
-		memcpy(rec + 1, owner, owner_len);
-		wire_write_u16(rec + 1 + owner_len, rr.type);
-		wire_write_u32(rec + 1 + owner_len + 2, rr.ttl);
-		wire_write_u16(rec + 1 + owner_len + 6, (uint16_t)rdlen);
-		rx->len += 1 + owner_len + 8 + (size_t)rdlen;
+		rx_commit(rx, (uint8_t)op, owner, owner_len, rr.type, rr.ttl, rdlen);
+	}
+	/* RFC 1995 4: a single SOA in one message says our version is current. */
+	if (rx->mode == XFR_RX_UNKNOWN && rx->seen == 1 && rx->messages == 1) {
+		rx->mode = XFR_RX_UPTODATE;
+		rx->done = true;
 	}
 	return rx->done ? 1 : 0;
 }
@@ -364,22 +459,24 @@ int xfr_rx_feed(xfr_rx_t *rx, const uint8_t *msg, size_t len)
 int xfr_rx_write(const xfr_rx_t *rx, FILE *f)
 {
 	char owner[DNAME_STR_MAXLEN];
-	fprintf(f, "; transferred by AXFR, serial %u\n$ORIGIN .\n", rx->soa.serial);
+	fprintf(f, "; transferred, serial %u\n$ORIGIN .\n", rx->soa.serial);
 	for (size_t pos = 0; pos < rx->len;) {
 		const uint8_t *rec = rx->buf + pos;
-		size_t owner_len = rec[0];
-		const uint8_t *p = rec + 1 + owner_len;
+		size_t owner_len = rec[1];
+		const uint8_t *p = rec + 2 + owner_len;
 		uint16_t type = wire_read_u16(p);
 		uint32_t ttl = wire_read_u32(p + 2);
 		uint16_t rdlen = wire_read_u16(p + 6);
-		dname_to_str(rec + 1, owner, sizeof(owner));
+		pos += 2 + owner_len + 8 + rdlen;
+		if (rec[0] != XFR_OP_ZONE)
+			continue;
+		dname_to_str(rec + 2, owner, sizeof(owner));
 		fprintf(f, "%s %u IN TYPE%u \\# %u", owner, ttl, type, rdlen);
 		if (rdlen > 0)
 			fputc(' ', f);
 		for (uint16_t i = 0; i < rdlen; i++)
 			fprintf(f, "%02x", p[8 + i]);
 		fputc('\n', f);
-		pos += 1 + owner_len + 8 + rdlen;
 	}
 	return ferror(f) ? -EIO : 0;
 }
@@ -389,4 +486,124 @@ void xfr_rx_free(xfr_rx_t *rx)
 	free(rx->buf);
 	rx->buf = NULL;
 	rx->len = rx->cap = 0;
+}
+
+/* ---- applying IXFR diffs ------------------------------------------------------------------- */
+
+/* One record of the zone being patched; pointers borrow the zone or the receiver. */
+typedef struct {
+	const uint8_t *owner;
+	uint8_t owner_len;
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdlen;
+	bool deleted;
+} patch_rr_t;
+
+static int patch_cmp(const void *a, const void *b)
+{
+	const patch_rr_t *x = a, *y = b;
+	size_t n = x->owner_len < y->owner_len ? x->owner_len : y->owner_len;
+	int c = memcmp(x->owner, y->owner, n);
+	if (c != 0 || x->owner_len != y->owner_len)
+		return c != 0 ? c : (x->owner_len < y->owner_len ? -1 : 1);
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	n = x->rdlen < y->rdlen ? x->rdlen : y->rdlen;
+	c = memcmp(x->rdata, y->rdata, n);
+	if (c != 0 || x->rdlen == y->rdlen)
+		return c;
+	return x->rdlen < y->rdlen ? -1 : 1;
+}
+
+int xfr_rx_apply(const xfr_rx_t *rx, const zone_t *zone, xfr_rx_t *out)
+{
+	xfr_rx_init(out, rx->apex, rx->id, UINT64_MAX, rx->max_records);
+	out->mode = XFR_RX_AXFR;
+	out->soa = rx->soa;
+	out->done = true;
+	size_t n_nodes, n = 0, cap = zone->n_records ? zone->n_records : 1;
+	patch_rr_t *rrs = xmalloc(cap * sizeof(*rrs));
+	const zone_node_t *nodes = zone_nodes(zone, &n_nodes);
+	for (size_t i = 0; i < n_nodes; i++) {
+		for (uint16_t j = 0; j < nodes[i].n_rrsets; j++) {
+			const zone_rrset_t *set = &nodes[i].rrsets[j];
+			zone_rdata_iter_t it = zone_rdata_iter(set);
+			uint16_t len;
+			const uint8_t *rd;
+			while ((rd = zone_rdata_next(&it, &len)) != NULL) {
+				if (n == cap) {
+					cap *= 2;
+					rrs = xrealloc(rrs, cap * sizeof(*rrs));
+				}
+				rrs[n++] = (patch_rr_t){nodes[i].owner,
+				                        (uint8_t)dname_len(nodes[i].owner),
+				                        set->type,
+				                        set->ttl,
+				                        rd,
+				                        len,
+				                        false};
+			}
+		}
+	}
+	qsort(rrs, n, sizeof(*rrs), patch_cmp);
+	int ret = -1;
+	uint64_t kept = n;
+	for (size_t pos = 0; pos < rx->len;) {
+		const uint8_t *rec = rx->buf + pos;
+		patch_rr_t key = {.owner = rec + 2, .owner_len = rec[1]};
+		const uint8_t *p = rec + 2 + key.owner_len;
+		key.type = wire_read_u16(p);
+		key.ttl = wire_read_u32(p + 2);
+		key.rdlen = wire_read_u16(p + 6);
+		key.rdata = p + 8;
+		pos += 2 + key.owner_len + 8 + key.rdlen;
+		if (rec[0] != XFR_OP_DEL)
+			continue;
+		patch_rr_t *hit = bsearch(&key, rrs, n, sizeof(*rrs), patch_cmp);
+		if (hit == NULL || hit->deleted) {
+			char name[DNAME_STR_MAXLEN];
+			snprintf(out->err, sizeof(out->err),
+			         "IXFR deletes a record we do not hold (%s type %u)",
+			         dname_to_str(key.owner, name, sizeof(name)), key.type);
+			goto out;
+		}
+		hit->deleted = true;
+		kept--;
+	}
+	/* The kept records, then the additions; duplicates merge when the file is loaded. */
+	for (size_t i = 0; i < n; i++) {
+		if (rrs[i].deleted)
+			continue;
+		rx_reserve(out, 2 + rrs[i].owner_len + 8 + rrs[i].rdlen);
+		memcpy(out->buf + out->len + 2 + rrs[i].owner_len + 8, rrs[i].rdata, rrs[i].rdlen);
+		rx_commit(out, XFR_OP_ZONE, rrs[i].owner, rrs[i].owner_len, rrs[i].type, rrs[i].ttl,
+		          rrs[i].rdlen);
+	}
+	out->records = kept;
+	for (size_t pos = 0; pos < rx->len;) {
+		const uint8_t *rec = rx->buf + pos;
+		size_t owner_len = rec[1];
+		size_t total = 2 + owner_len + 8 + wire_read_u16(rec + 2 + owner_len + 6);
+		pos += total;
+		if (rec[0] != XFR_OP_ADD)
+			continue;
+		if (++out->records > out->max_records) {
+			snprintf(out->err, sizeof(out->err), "the zone exceeds max-records");
+			goto out;
+		}
+		rx_reserve(out, total);
+		memcpy(out->buf + out->len, rec, total);
+		out->buf[out->len] = XFR_OP_ZONE;
+		out->len += total;
+	}
+	if (out->records > out->max_records) {
+		snprintf(out->err, sizeof(out->err), "the zone exceeds max-records");
+		goto out;
+	}
+	ret = 0;
+out:
+	free(rrs);
+	return ret;
 }

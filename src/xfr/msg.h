@@ -46,18 +46,32 @@ int xfr_soa_reply(const uint8_t *msg, size_t len, uint16_t id, const uint8_t *ap
 bool xfr_notify_reply(const uint8_t *msg, size_t len, uint16_t id, uint8_t *rcode)
     STEER_NONNULL(1, 4);
 
-/* The state of one incoming AXFR. */
+/* What an answer to IXFR turned out to be (RFC 1995 4). */
+enum { XFR_RX_UNKNOWN, XFR_RX_AXFR, XFR_RX_IXFR, XFR_RX_UPTODATE };
+
+/* Record kinds in a receiver: the whole zone (AXFR), or an IXFR diff's deletions and
+ * additions, in order. */
+enum { XFR_OP_ZONE, XFR_OP_DEL, XFR_OP_ADD };
+
+/* The state of one incoming AXFR or IXFR. */
 typedef struct {
 	uint8_t apex[DNS_DNAME_MAXLEN];
 	size_t apex_len;
 	uint16_t id;
+	bool ixfr_asked;      /* we sent IXFR with @c have_serial */
+	uint32_t have_serial; /* our version's serial, when ixfr_asked */
+	int mode;             /* XFR_RX_* */
+	int diff_state;       /* IXFR: expecting 0 an old SOA, 1 deletions, 2 additions */
+	uint32_t diff_new;    /* IXFR: the new serial of the current diff */
+	unsigned n_diffs;
+	uint64_t seen;                   /* answer records seen */
 	uint64_t max_bytes, max_records; /* limits; exceeding one aborts the transfer */
 	uint64_t bytes, records;
 	unsigned messages;
 	bool done;
 	xfr_soa_t soa; /* of the first record */
-	/* Records received, back to back: owner length (1), owner (lowercase wire), type (2),
-	 * ttl (4), rdlength (2), rdata with every name uncompressed. */
+	/* Records received, back to back: op (1, XFR_OP_*), owner length (1), owner (lowercase
+	 * wire), type (2), ttl (4), rdlength (2), rdata with every name uncompressed. */
 	uint8_t *buf;
 	size_t len, cap;
 	char err[160];
@@ -68,11 +82,33 @@ void xfr_rx_init(xfr_rx_t *rx, const uint8_t *apex, uint16_t id, uint64_t max_by
                  uint64_t max_records) STEER_NONNULL(1, 2);
 
 /**
+ * Like xfr_rx_init() for an IXFR query sent with our serial @p have_serial: the answer may
+ * be a single SOA (up to date), a whole zone (AXFR form) or diffs.
+ */
+void xfr_rx_init_ixfr(xfr_rx_t *rx, const uint8_t *apex, uint16_t id, uint64_t max_bytes,
+                      uint64_t max_records, uint32_t have_serial) STEER_NONNULL(1, 2);
+
+/** An IXFR query for @p apex with our SOA (@p soa_rdata, uncompressed) in authority. */
+size_t xfr_ixfr_query_write(uint8_t *buf, size_t cap, uint16_t id, const uint8_t *apex,
+                            uint32_t ttl, const uint8_t *soa_rdata, uint16_t soa_len)
+    STEER_NONNULL(1, 4, 6);
+
+/**
  * Feed the next message. Returns 1 when the transfer is complete (the closing SOA arrived),
  * 0 when more messages are due, or -1 with the reason in rx->err (rcode, malformed message,
  * wrong id or question, a limit exceeded): the transfer must then be dropped.
  */
 int xfr_rx_feed(xfr_rx_t *rx, const uint8_t *msg, size_t len) STEER_NONNULL(1, 2);
+
+struct zone;
+
+/**
+ * Apply the IXFR diffs of @p rx (mode XFR_RX_IXFR) to @p zone, the version whose serial we
+ * sent, into @p out (initialised here, mode XFR_RX_AXFR: the whole new zone). Returns 0, or
+ * -1 with the reason in out->err when a diff does not apply (a deleted record we do not hold)
+ * or the result exceeds the record limit: the caller then falls back to AXFR.
+ */
+int xfr_rx_apply(const xfr_rx_t *rx, const struct zone *zone, xfr_rx_t *out) STEER_NONNULL(1, 2, 3);
 
 /**
  * Write the received records as a master file (RFC 3597 generic rdata, absolute owners) to

@@ -513,58 +513,114 @@ static int fill_zone_file(FILE *f, void *ctx)
 	return xfr_rx_write(ctx, f);
 }
 
-/* AXFR from @p r into a loaded zone in @p out. */
-static int transfer(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r, zone_t **out,
-                    char *err, size_t errlen)
+/* Send @p q to @p r over TCP and receive the whole answer into @p rx. */
+static int receive(xfr_t *x, const xfr_remote_t *r, const uint8_t *q, size_t qlen, xfr_rx_t *rx,
+                   char *err, size_t errlen)
 {
-	uint8_t q[512], *buf = xmalloc(65535);
-	uint16_t id = random_id();
-	size_t qlen = xfr_query_write(q, sizeof(q), id, c->apex, DNS_TYPE_AXFR, false, 0, NULL, 0);
-	xfr_rx_t rx;
-	xfr_rx_init(&rx, c->apex, id, c->max_size, c->max_records);
+	uint8_t *buf = xmalloc(65535);
 	int ret = -1;
 	int fd = tcp_open(x, r);
 	if (fd < 0) {
-		set_err(err, errlen, "cannot connect over TCP for AXFR");
+		set_err(err, errlen, "cannot connect over TCP");
 		goto out;
 	}
 	if (tcp_send_msg(x, fd, q, qlen) != 0) {
-		set_err(err, errlen, "cannot send the AXFR query");
+		set_err(err, errlen, "cannot send the query");
 		goto out;
 	}
 	int st = 0;
 	while (st == 0) {
 		ssize_t n = tcp_recv_msg(x, fd, buf);
 		if (n < 0) {
-			set_err(err, errlen, "AXFR ended before the closing SOA (%u messages)",
-			        rx.messages);
+			set_err(err, errlen,
+			        "the transfer ended before the closing SOA (%u messages)",
+			        rx->messages);
 			goto out;
 		}
-		st = xfr_rx_feed(&rx, buf, (size_t)n);
+		st = xfr_rx_feed(rx, buf, (size_t)n);
 	}
 	if (st < 0) {
-		set_err(err, errlen, "AXFR aborted: %s", rx.err);
-		goto out;
-	}
-	int wr = steer_file_replace(c->file, 0644, fill_zone_file, &rx);
-	if (wr != 0) {
-		set_err(err, errlen, "cannot write %s: %s", c->file, steer_strerror(wr));
-		goto out;
-	}
-	xfr_rx_free(&rx);
-	char msg[1024] = "";
-	int lr = zone_load(c->name, c->file, out, msg, sizeof(msg));
-	if (lr != 0) {
-		set_err(err, errlen, "the transferred zone does not load: %s",
-		        msg[0] ? msg : steer_strerror(lr));
+		set_err(err, errlen, "transfer aborted: %s", rx->err);
 		goto out;
 	}
 	ret = 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	xfr_rx_free(&rx);
 	free(buf);
+	return ret;
+}
+
+/* Write the whole zone of @p rx to the zone's file and load it into @p out. */
+static int apply(const refresh_conf_t *c, const xfr_rx_t *rx, zone_t **out, char *err,
+                 size_t errlen)
+{
+	int wr = steer_file_replace(c->file, 0644, fill_zone_file, (void *)rx);
+	if (wr != 0) {
+		set_err(err, errlen, "cannot write %s: %s", c->file, steer_strerror(wr));
+		return -1;
+	}
+	char msg[1024] = "";
+	int lr = zone_load(c->name, c->file, out, msg, sizeof(msg));
+	if (lr != 0) {
+		set_err(err, errlen, "the transferred zone does not load: %s",
+		        msg[0] ? msg : steer_strerror(lr));
+		return -1;
+	}
+	return 0;
+}
+
+/* AXFR from @p r into a loaded zone in @p out. */
+static int transfer(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r, zone_t **out,
+                    char *err, size_t errlen)
+{
+	uint8_t q[512];
+	uint16_t id = random_id();
+	size_t qlen = xfr_query_write(q, sizeof(q), id, c->apex, DNS_TYPE_AXFR, false, 0, NULL, 0);
+	xfr_rx_t rx;
+	xfr_rx_init(&rx, c->apex, id, c->max_size, c->max_records);
+	int ret = receive(x, r, q, qlen, &rx, err, errlen);
+	if (ret == 0)
+		ret = apply(c, &rx, out, err, errlen);
+	xfr_rx_free(&rx);
+	return ret;
+}
+
+/*
+ * IXFR from @p r against our version @p cur (RFC 1995): 1 when it is current, 0 with the new
+ * version in @p out (*@p diffs: it came as diffs, not as a whole zone), -1 when the caller
+ * must fall back to AXFR (refused, broken, or diffs that do not apply).
+ */
+static int transfer_ixfr(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r,
+                         const zone_t *cur, zone_t **out, bool *diffs, char *err, size_t errlen)
+{
+	uint8_t q[1024];
+	uint16_t id = random_id();
+	const zone_rrset_t *soa = cur->soa;
+	uint16_t soa_len = (uint16_t)(soa->rdata[0] << 8 | soa->rdata[1]);
+	size_t qlen =
+	    xfr_ixfr_query_write(q, sizeof(q), id, c->apex, soa->ttl, soa->rdata + 2, soa_len);
+	if (qlen == 0) {
+		set_err(err, errlen, "the SOA does not fit an IXFR query");
+		return -1;
+	}
+	xfr_rx_t rx, whole;
+	xfr_rx_init_ixfr(&rx, c->apex, id, c->max_size, c->max_records, cur->serial);
+	int ret = receive(x, r, q, qlen, &rx, err, errlen);
+	*diffs = rx.mode == XFR_RX_IXFR;
+	if (ret == 0 && rx.mode == XFR_RX_UPTODATE) {
+		ret = 1;
+	} else if (ret == 0 && rx.mode == XFR_RX_IXFR) {
+		ret = xfr_rx_apply(&rx, cur, &whole);
+		if (ret != 0)
+			set_err(err, errlen, "%s", whole.err);
+		else
+			ret = apply(c, &whole, out, err, errlen);
+		xfr_rx_free(&whole);
+	} else if (ret == 0) {
+		ret = apply(c, &rx, out, err, errlen);
+	}
+	xfr_rx_free(&rx);
 	return ret;
 }
 
@@ -601,7 +657,12 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 	c->max_records = z->max_records;
 	bool have = z->current != NULL;
 	uint32_t serial = have ? z->current->serial : 0;
+	bool ixfr = z->ixfr && have && !force_axfr;
+	zone_t *cur = z->current;
+	if (cur != NULL)
+		zone_ref(cur);
 	pthread_mutex_unlock(&x->lock);
+	const char *how = "AXFR";
 
 	char err[192] = "", primary[64] = "";
 	xfr_soa_t soa = {0};
@@ -627,6 +688,21 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 			ok = true; /* up to date (or the primary is behind: keep ours) */
 			break;
 		}
+		if (ixfr) {
+			bool diffs = false;
+			int ir = transfer_ixfr(x, c, r, cur, &fresh, &diffs, e, sizeof(e));
+			if (ir == 1) {
+				ok = true; /* the primary says our version is current */
+				break;
+			}
+			if (ir == 0) {
+				how = diffs ? "IXFR" : "IXFR (answered with the whole zone)";
+				ok = true;
+				break;
+			}
+			log_info("secondary zone %s: IXFR from %s failed (%s), trying AXFR",
+			         c->name, primary, e);
+		}
 		if (transfer(x, c, r, &fresh, e, sizeof(e)) != 0) {
 			set_err(err, sizeof(err), "%s: %s", primary, e);
 			atomic_fetch_add(&x->transfers_failed, 1);
@@ -648,8 +724,9 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 		z->status.serial = z->current->serial;
 		z->status.transfers_ok++;
 		atomic_fetch_add(&x->transfers_ok, 1);
-		log_info("secondary zone %s: transferred serial %u (%zu records) from %s", z->name,
-		         z->current->serial, z->current->n_records, primary);
+		z->status.ixfr_ok += how[0] == 'I' && how[4] == '\0';
+		log_info("secondary zone %s: transferred serial %u (%zu records) from %s by %s",
+		         z->name, z->current->serial, z->current->n_records, primary, how);
 	}
 	if (ok) {
 		z->status.last_refresh = now;
@@ -683,6 +760,7 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 	bool removed = z->removed;
 	pthread_mutex_unlock(&x->lock);
 	zone_unref(fresh);
+	zone_unref(cur);
 	free(c);
 	if (!removed)
 		arm(z, next_ms / 1000.0);

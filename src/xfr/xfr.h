@@ -52,6 +52,7 @@ typedef struct {
 	char primary[64];     /* the primary of the last good refresh */
 	char last_error[192]; /* "" when the last refresh succeeded */
 	uint64_t transfers_ok, transfers_failed;
+	uint64_t ixfr_ok; /* of transfers_ok, those that came as IXFR diffs */
 } xfr_zone_status_t;
 
 /* Process-wide counters for metrics. */

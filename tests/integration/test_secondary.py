@@ -53,7 +53,7 @@ class Knot:
     """knotd serving @zones ({origin: text}) as primaries, or as secondaries of @primary."""
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None,
-                 primary_port: int | None = None):
+                 primary_port: int | None = None, diffs: bool = False):
         self.dir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -94,6 +94,7 @@ template:
   - id: default
     journal-content: changes
     zonefile-sync: -1
+{"    zonefile-load: difference" if diffs else ""}
 zone:
 {zone_yaml}"""
         if not remotes:
@@ -349,6 +350,46 @@ def test_axfr_from_knot_at_start_and_notify_within_1s(steerd, peers, tmp_path):
              3, what="retransfer")
     res = srv.ctl("zone-refresh", "nosuch.test", )
     assert res.returncode != 0 and "not a secondary zone" in res.stdout + res.stderr
+
+
+def ixfr_zone(origin: str, serial: int) -> str:
+    text = zone_text(origin, serial, hosts=40)
+    if serial > 1:
+        # A changed, a removed and an added record.
+        text = text.replace("mail IN MX 10 www\n", "").replace("h7 IN A", "h7 IN TXT \"x\"\n;")
+        text += f"added{serial} IN A 203.0.113.{serial}\n"
+    return text
+
+
+def zone_entry(srv, origin: str) -> dict:
+    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == origin.rstrip(".")]
+    return z
+
+
+def test_ixfr_from_knot(steerd, peers, tmp_path):
+    o = "ix.test."
+    knot = peers(Knot, tmp_path / "knot", {o: ixfr_zone(o, 1)}, diffs=True)
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    srv = steerd(config=secondary_config([(o, knot.port)], storage, zone_extra=XFR_ALLOW),
+                 ready_zone=o)
+    assert zone_entry(srv, o)["secondary"]["ixfr_ok"] == 0
+    for serial in (2, 3):
+        knot.update(o, ixfr_zone(o, serial))
+        knot.wait_serial(o, serial)
+        send_from(notify_msg(o, serial), "127.0.0.1", srv.port)
+        wait_for(lambda: steer_serial(srv, o) == serial, 2, what=f"serial {serial}")
+        assert records(srv, o) == primary_records("127.0.0.1", knot.port, o)
+    sec = zone_entry(srv, o)["secondary"]
+    assert sec["ixfr_ok"] == 2 and sec["transfers_ok"] == 3, sec
+    assert "by IXFR" in srv.log()
+    # Knot's own log: the two incremental transfers it served.
+    assert knot.log_text().count("IXFR") >= 2, knot.log_text()
+    # A retransfer is a whole AXFR again.
+    srv.ctl("zone-retransfer", o)
+    wait_for(lambda: zone_entry(srv, o)["secondary"]["transfers_ok"] == 4, 3, what="AXFR")
+    assert zone_entry(srv, o)["secondary"]["ixfr_ok"] == 2
+    assert records(srv, o) == primary_records("127.0.0.1", knot.port, o)
 
 
 def test_knot_sends_notify_and_bind_primary(steerd, peers, tmp_path):
