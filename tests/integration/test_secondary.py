@@ -638,3 +638,43 @@ def test_config_errors(tmp_path):
     bad.write_text("server:\n  listen: [127.0.0.1:5300]\nzones:\n  - domain: a.test\n")
     res = run_steerd("-c", str(bad), "--check-config")
     assert res.returncode != 0 and "missing required key 'file'" in res.stderr + res.stdout
+
+
+def test_reload_adds_and_removes_secondary_zones(steerd, peers, tmp_path):
+    a, b = "ra.test.", "rb.test."
+    knot = peers(Knot, tmp_path / "knot", {a: zone_text(a, 1), b: zone_text(b, 4)})
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    srv = steerd(config=secondary_config([(a, knot.port)], storage), ready_zone=a)
+    loaded_at = zone_entry(srv, a)["loaded_at"]
+    assert srv.udp(query("www." + b, "A")).rcode() == dns.rcode.REFUSED
+    srv.config_path.write_text(srv.config_path.read_text() + (
+        f"  - domain: {b}\n    primaries: [\"127.0.0.1@{knot.port}\"]\n"))
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    wait_for(lambda: steer_serial(srv, b) == 4, 5, what="the added zone transferred")
+    # The zone that stayed was neither dropped nor re-read.
+    assert zone_entry(srv, a)["loaded_at"] == loaded_at and steer_serial(srv, a) == 1
+    assert srv.log().count(f"secondary zone {a}: transferred") == 1
+    text = srv.config_path.read_text()
+    srv.config_path.write_text(text[:text.index(f"  - domain: {b}")])
+    assert srv.ctl("reload").returncode == 0
+    assert srv.udp(query("www." + b, "A")).rcode() == dns.rcode.REFUSED
+    assert steer_serial(srv, a) == 1
+
+
+def test_axfr_out_of_a_secondary_carries_expire(steerd, peers, tmp_path):
+    """RFC 7314 3: the EXPIRE option in an AXFR query is answered in the first message."""
+    from conftest import tcp_frame, tcp_read_message
+    o = "ax.test."
+    knot = peers(Knot, tmp_path / "knot", {o: zone_text(o, 2, expire=5000)})
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    srv = steerd(config=secondary_config([(o, knot.port)], storage, zone_extra=XFR_ALLOW),
+                 ready_zone=o)
+    q = dns.message.make_query(o, "AXFR", use_edns=0, options=[dns.edns.GenericOption(9, b"")])
+    with srv.tcp_connect() as s:
+        s.sendall(tcp_frame(q.to_wire()))
+        first = dns.message.from_wire(tcp_read_message(s), one_rr_per_rrset=True)
+    left = expire_value(first)
+    assert left is not None and 4990 < left <= 5000
