@@ -908,7 +908,8 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 	x->queued = NULL;
 	size_t n = x->n_zones;
 	xfr_zone_t **zones = xmalloc((n ? n : 1) * sizeof(*zones));
-	memcpy(zones, x->zones, n * sizeof(*zones));
+	if (n > 0)
+		memcpy(zones, x->zones, n * sizeof(*zones));
 	bool *removed = xmalloc(n ? n : 1);
 	for (size_t i = 0; i < n; i++)
 		removed[i] = zones[i]->removed;
