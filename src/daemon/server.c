@@ -158,12 +158,12 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
  * A secondary zone is never read here: the transfer module holds its current version (left
  * out of the set until the first transfer), so a reload neither drops nor re-reads it.
  */
-static int zone_build_secondary(const conf_zone_t *cz, zone_set_t *set, server_report_t *report,
-                                char *err, size_t errlen)
+static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_set_t *set,
+                                server_report_t *report, char *err, size_t errlen)
 {
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
-	zone_t *zone = daemon_xfr_zone(cz, &tmpl);
+	zone_t *zone = daemon_xfr_zone(conf, cz, &tmpl);
 	int ret = 0;
 	if (zone != NULL && (ret = zone_set_add(set, zone, &tmpl)) != 0) {
 		char msg[512];
@@ -179,12 +179,12 @@ static int zone_build_secondary(const conf_zone_t *cz, zone_set_t *set, server_r
 }
 
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
-static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set_t *set,
-                          server_report_t *report, char *err, size_t errlen)
+static int zone_build_one(const conf_t *conf, const conf_zone_t *cz, const zone_set_t *old,
+                          zone_set_t *set, server_report_t *report, char *err, size_t errlen)
 {
 	char msg[1024];
 	if (cz->n_primaries > 0)
-		return zone_build_secondary(cz, set, report, err, errlen);
+		return zone_build_secondary(conf, cz, set, report, err, errlen);
 	zone_t *zone = zone_reusable(old, cz);
 	bool loaded = zone == NULL;
 	if (zone != NULL) {
@@ -227,7 +227,7 @@ int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **o
 		err[0] = '\0';
 	zone_set_t *set = zone_set_new();
 	for (size_t i = 0; i < conf->n_zones; i++) {
-		int ret = zone_build_one(&conf->zones[i], old, set, report, err, errlen);
+		int ret = zone_build_one(conf, &conf->zones[i], old, set, report, err, errlen);
 		if (ret != 0 && first_err == 0)
 			first_err = ret;
 	}

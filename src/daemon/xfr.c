@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "base/alloc.h"
@@ -52,6 +53,22 @@ static steer_prefix_t host_prefix(const steer_sockaddr_t *a)
 	return p;
 }
 
+/* Resolve a remote's key by name in `keys:`, so the transfer thread can sign with it. */
+static void remote_from_conf(const conf_t *conf, const conf_remote_t *cr, xfr_remote_t *r)
+{
+	*r = (xfr_remote_t){.addr = cr->addr, .source = cr->source, .key = cr->key};
+	if (cr->key == NULL || conf == NULL)
+		return;
+	for (size_t k = 0; k < conf->n_keys; k++) {
+		const conf_tsig_key_t *key = &conf->keys[k];
+		if (strcasecmp(key->name, cr->key) == 0) {
+			r->tsig_ok = xfr_tsig_key(key->name, key->algorithm, key->secret,
+			                          key->secret_len, &r->tsig);
+			return;
+		}
+	}
+}
+
 static void fill_entry(const conf_zone_t *cz, zone_set_entry_t *e)
 {
 	e->secondary = true;
@@ -79,7 +96,7 @@ static void fill_entry(const conf_zone_t *cz, zone_set_entry_t *e)
 	}
 }
 
-zone_t *daemon_xfr_zone(const conf_zone_t *cz, zone_set_entry_t *tmpl)
+zone_t *daemon_xfr_zone(const conf_t *conf, const conf_zone_t *cz, zone_set_entry_t *tmpl)
 {
 	fill_entry(cz, tmpl);
 	if (g_xfr == NULL) {
@@ -97,11 +114,8 @@ zone_t *daemon_xfr_zone(const conf_zone_t *cz, zone_set_entry_t *tmpl)
 		return zone;
 	}
 	xfr_remote_t *prim = xcalloc(cz->n_primaries ? cz->n_primaries : 1, sizeof(*prim));
-	for (size_t i = 0; i < cz->n_primaries; i++) {
-		prim[i].addr = cz->primaries[i].addr;
-		prim[i].source = cz->primaries[i].source;
-		prim[i].key = cz->primaries[i].key;
-	}
+	for (size_t i = 0; i < cz->n_primaries; i++)
+		remote_from_conf(conf, &cz->primaries[i], &prim[i]);
 	xfr_zone_conf_t c = {
 	    .name = cz->domain,
 	    .file = cz->file,
@@ -181,11 +195,8 @@ void daemon_xfr_announce(const conf_t *conf, const zone_set_t *set, char *const 
 		if (e == NULL)
 			continue;
 		xfr_remote_t *t = xcalloc(cz->n_notify, sizeof(*t));
-		for (size_t j = 0; j < cz->n_notify; j++) {
-			t[j].addr = cz->notify[j].addr;
-			t[j].source = cz->notify[j].source;
-			t[j].key = cz->notify[j].key;
-		}
+		for (size_t j = 0; j < cz->n_notify; j++)
+			remote_from_conf(conf, &cz->notify[j], &t[j]);
 		log_info("zone %s: sending NOTIFY for serial %u to %zu secondaries", e->zone->name,
 		         e->zone->serial, cz->n_notify);
 		xfr_notify_send(g_xfr, e->zone, t, cz->n_notify);

@@ -19,13 +19,14 @@ struct server;
 void daemon_xfr_init(void);
 
 /**
- * For server_zones_build(): the version of the secondary zone @p cz to serve (a new
+ * For server_zones_build(): the version of the secondary zone @p cz of @p conf to serve (a new
  * reference, NULL when none is held yet: the zone is left out of the set until its first
  * transfer) and its serving data in @p tmpl (secondary, expiry cell, notify-allow list with
  * the primaries, owned by the caller: free tmpl->notify_allow). Without daemon_xfr_init()
  * (--check-config) the file is read when it exists.
  */
-zone_t *daemon_xfr_zone(const conf_zone_t *cz, zone_set_entry_t *tmpl) STEER_NONNULL(1, 2);
+zone_t *daemon_xfr_zone(const conf_t *conf, const conf_zone_t *cz, zone_set_entry_t *tmpl)
+    STEER_NONNULL(1, 2, 3);
 
 /** After a configuration is applied: zones no longer configured stop being refreshed. */
 void daemon_xfr_applied(void);

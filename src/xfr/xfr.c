@@ -134,6 +134,73 @@ static uint32_t clamp_ms(uint32_t seconds, unsigned lo, unsigned hi)
 	return (uint32_t)ms;
 }
 
+/* ---- TSIG ------------------------------------------------------------------------------------ */
+
+bool xfr_tsig_supported(void)
+{
+#ifdef STEER_XFR_TSIG
+	return true;
+#else
+	return false;
+#endif
+}
+
+bool xfr_tsig_key(const char *name, const char *algorithm, const uint8_t *secret, size_t len,
+                  dns_tsig_key_t *out)
+{
+#ifdef STEER_XFR_TSIG
+	memset(out, 0, sizeof(*out));
+	int n = dname_from_str(name, out->name);
+	if (n < 0 || len > DNS_TSIG_SECRET_MAX || !dns_tsig_alg_from_str(algorithm, &out->alg))
+		return false;
+	dname_lower(out->name);
+	out->name_len = (uint8_t)n;
+	memcpy(out->secret, secret, len);
+	out->secret_len = (uint16_t)len;
+	return true;
+#else
+	(void)name;
+	(void)algorithm;
+	(void)secret;
+	(void)len;
+	(void)out;
+	return false;
+#endif
+}
+
+/* Sign the request @p q (@p len bytes, room for @p cap) when @p r has a key; the new length. */
+static size_t tsig_sign(const xfr_remote_t *r, dns_tsig_ctx_t *ctx, uint8_t *q, size_t len,
+                        size_t cap)
+{
+	if (r->key == NULL)
+		return len;
+#ifdef STEER_XFR_TSIG
+	return dns_tsig_sign_request(&r->tsig, ctx, q, len, cap, (uint64_t)time(NULL));
+#else
+	(void)ctx;
+	(void)q;
+	(void)cap;
+	return 0;
+#endif
+}
+
+/* Verify one answer of a signed exchange; 0 when good or unsigned by configuration. */
+static int tsig_verify(const xfr_remote_t *r, dns_tsig_ctx_t *ctx, const uint8_t *msg, size_t len,
+                       bool last)
+{
+	if (r->key == NULL)
+		return 0;
+#ifdef STEER_XFR_TSIG
+	return dns_tsig_verify_response(ctx, msg, len, last, (uint64_t)time(NULL));
+#else
+	(void)ctx;
+	(void)msg;
+	(void)len;
+	(void)last;
+	return -1;
+#endif
+}
+
 /* ---- the zone list ------------------------------------------------------------------------ */
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents);
@@ -471,6 +538,7 @@ typedef struct {
 	uint8_t apex[DNS_DNAME_MAXLEN];
 	char file[4096];
 	xfr_remote_t primaries[64];
+	char keys[64][DNAME_STR_MAXLEN]; /* the key names, which the zone may free meanwhile */
 	size_t n_primaries;
 	unsigned rmin, rmax;
 	uint64_t max_size, max_records;
@@ -481,11 +549,18 @@ static int ask_soa(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r, xfr
 {
 	uint8_t q[512], *resp = xmalloc(65535);
 	uint16_t id = random_id();
+	dns_tsig_ctx_t signed_q = {0}, ctx;
 	size_t qlen = xfr_query_write(q, sizeof(q), id, c->apex, DNS_TYPE_SOA, false, 0, NULL, 0);
+	qlen = tsig_sign(r, &signed_q, q, qlen, sizeof(q));
 	int ret = -1;
-	ssize_t n = udp_exchange(x, r, q, qlen, resp, 65535, id);
+	ssize_t n = qlen ? udp_exchange(x, r, q, qlen, resp, 65535, id) : -1;
 	if (n < 0) {
 		set_err(err, errlen, "no answer to the SOA query");
+		goto out;
+	}
+	ctx = signed_q;
+	if (tsig_verify(r, &ctx, resp, (size_t)n, true) != 0) {
+		set_err(err, errlen, "the SOA answer fails TSIG verification");
 		goto out;
 	}
 	ret = xfr_soa_reply(resp, (size_t)n, id, c->apex, soa, err, errlen);
@@ -498,10 +573,13 @@ static int ask_soa(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r, xfr
 		set_err(err, errlen, "cannot connect over TCP for the SOA");
 		goto out;
 	}
-	if (tcp_send_msg(x, fd, q, qlen) == 0 && (n = tcp_recv_msg(x, fd, resp)) > 0)
-		ret = xfr_soa_reply(resp, (size_t)n, id, c->apex, soa, err, errlen) == 0 ? 0 : -1;
-	else
+	ctx = signed_q;
+	if (tcp_send_msg(x, fd, q, qlen) != 0 || (n = tcp_recv_msg(x, fd, resp)) <= 0)
 		set_err(err, errlen, "no answer to the SOA query over TCP");
+	else if (tsig_verify(r, &ctx, resp, (size_t)n, true) != 0)
+		set_err(err, errlen, "the SOA answer fails TSIG verification");
+	else
+		ret = xfr_soa_reply(resp, (size_t)n, id, c->apex, soa, err, errlen) == 0 ? 0 : -1;
 	close(fd);
 out:
 	free(resp);
@@ -514,12 +592,19 @@ static int fill_zone_file(FILE *f, void *ctx)
 }
 
 /* Send @p q to @p r over TCP and receive the whole answer into @p rx. */
-static int receive(xfr_t *x, const xfr_remote_t *r, const uint8_t *q, size_t qlen, xfr_rx_t *rx,
-                   char *err, size_t errlen)
+static int receive(xfr_t *x, const xfr_remote_t *r, uint8_t *q, size_t qlen, size_t qcap,
+                   xfr_rx_t *rx, char *err, size_t errlen)
 {
 	uint8_t *buf = xmalloc(65535);
 	int ret = -1;
-	int fd = tcp_open(x, r);
+	dns_tsig_ctx_t ctx = {0};
+	int fd = -1;
+	qlen = tsig_sign(r, &ctx, q, qlen, qcap);
+	if (qlen == 0) {
+		set_err(err, errlen, "cannot sign the query");
+		goto out;
+	}
+	fd = tcp_open(x, r);
 	if (fd < 0) {
 		set_err(err, errlen, "cannot connect over TCP");
 		goto out;
@@ -538,6 +623,11 @@ static int receive(xfr_t *x, const xfr_remote_t *r, const uint8_t *q, size_t qle
 			goto out;
 		}
 		st = xfr_rx_feed(rx, buf, (size_t)n);
+		/* Received, not yet used: the transfer is dropped unless every signature holds. */
+		if (st >= 0 && tsig_verify(r, &ctx, buf, (size_t)n, st == 1) != 0) {
+			set_err(err, errlen, "message %u fails TSIG verification", rx->messages);
+			goto out;
+		}
 	}
 	if (st < 0) {
 		set_err(err, errlen, "transfer aborted: %s", rx->err);
@@ -579,7 +669,7 @@ static int transfer(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *r, zo
 	size_t qlen = xfr_query_write(q, sizeof(q), id, c->apex, DNS_TYPE_AXFR, false, 0, NULL, 0);
 	xfr_rx_t rx;
 	xfr_rx_init(&rx, c->apex, id, c->max_size, c->max_records);
-	int ret = receive(x, r, q, qlen, &rx, err, errlen);
+	int ret = receive(x, r, q, qlen, sizeof(q), &rx, err, errlen);
 	if (ret == 0)
 		ret = apply(c, &rx, out, err, errlen);
 	xfr_rx_free(&rx);
@@ -606,7 +696,7 @@ static int transfer_ixfr(xfr_t *x, const refresh_conf_t *c, const xfr_remote_t *
 	}
 	xfr_rx_t rx, whole;
 	xfr_rx_init_ixfr(&rx, c->apex, id, c->max_size, c->max_records, cur->serial);
-	int ret = receive(x, r, q, qlen, &rx, err, errlen);
+	int ret = receive(x, r, q, qlen, sizeof(q), &rx, err, errlen);
 	*diffs = rx.mode == XFR_RX_IXFR;
 	if (ret == 0 && rx.mode == XFR_RX_UPTODATE) {
 		ret = 1;
@@ -649,7 +739,11 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 	for (size_t i = 0; i < c->n_primaries; i++) {
 		c->primaries[i] = z->primaries[i];
 		/* only whether there is one: the name is not needed until TSIG signs here */
-		c->primaries[i].key = z->primaries[i].key ? (char *)"" : NULL;
+		c->primaries[i].key = NULL;
+		if (z->primaries[i].key != NULL) {
+			snprintf(c->keys[i], sizeof(c->keys[i]), "%s", z->primaries[i].key);
+			c->primaries[i].key = c->keys[i];
+		}
 	}
 	c->rmin = z->refresh_min_ms;
 	c->rmax = z->refresh_max_ms;
@@ -672,12 +766,11 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 		const xfr_remote_t *r = &c->primaries[i];
 		char e[160] = "";
 		steer_sockaddr_str(&r->addr, primary, sizeof(primary));
-		if (r->key != NULL) {
+		if (r->key != NULL && !r->tsig_ok) {
 			/* Never fall back to an unsigned transfer when a key is configured. */
-			set_err(err, sizeof(err),
-			        "%s: TSIG-signed transfers are not supported by "
-			        "this build",
-			        primary);
+			set_err(err, sizeof(err), "%s: key '%s' cannot sign: %s", primary, r->key,
+			        xfr_tsig_supported() ? "unknown key or algorithm"
+			                             : "TSIG is not supported by this build");
 			continue;
 		}
 		if (ask_soa(x, c, r, &soa, e, sizeof(e)) != 0) {
@@ -865,10 +958,11 @@ void xfr_notify_send(xfr_t *x, zone_t *zone, const xfr_remote_t *targets, size_t
 	const zone_rrset_t *soa = zone->soa;
 	uint16_t rdlen = (uint16_t)(soa->rdata[0] << 8 | soa->rdata[1]);
 	for (size_t i = 0; i < n; i++) {
-		if (targets[i].key != NULL) {
-			log_warn("zone %s: NOTIFY to a target with a TSIG key: signing is not "
-			         "supported by this build, not sent",
-			         zone->name);
+		if (targets[i].key != NULL && !targets[i].tsig_ok) {
+			log_warn("zone %s: NOTIFY not sent: key '%s' cannot sign (%s)", zone->name,
+			         targets[i].key,
+			         xfr_tsig_supported() ? "unknown key or algorithm"
+			                              : "TSIG is not supported by this build");
 			continue;
 		}
 		notify_job_t *j = xcalloc(1, sizeof(*j));
@@ -880,6 +974,9 @@ void xfr_notify_send(xfr_t *x, zone_t *zone, const xfr_remote_t *targets, size_t
 		j->id = random_id();
 		j->len = xfr_query_write(j->msg, sizeof(j->msg), j->id, zone->apex, DNS_TYPE_SOA,
 		                         true, soa->ttl, soa->rdata + 2, rdlen);
+		dns_tsig_ctx_t ctx = {0};
+		if (j->len != 0)
+			j->len = tsig_sign(&targets[i], &ctx, j->msg, j->len, sizeof(j->msg));
 		if (j->len == 0) {
 			free(j);
 			continue;

@@ -20,6 +20,7 @@
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "dns/tsig.h"
 #include "zone/zone.h"
 
 typedef struct xfr xfr_t;
@@ -29,7 +30,21 @@ typedef struct {
 	steer_sockaddr_t addr;
 	steer_sockaddr_t source; /* family 0: the kernel's choice */
 	char *key;               /* TSIG key name; NULL = unsigned */
+	dns_tsig_key_t tsig;     /* the key itself, when @c tsig_ok */
+	bool tsig_ok;            /* @c key was resolved (xfr_tsig_key()); a remote with a key
+	                          * that is not is never sent anything unsigned */
 } xfr_remote_t;
+
+/** Whether this build signs transfers and NOTIFYs (TSIG, dns/tsig.c). */
+bool xfr_tsig_supported(void);
+
+/**
+ * The TSIG key @p name (presentation form) with @p algorithm ("hmac-sha256") and the decoded
+ * @p secret into @p out. False when TSIG is not supported, or the name, algorithm or secret
+ * is unusable.
+ */
+bool xfr_tsig_key(const char *name, const char *algorithm, const uint8_t *secret, size_t len,
+                  dns_tsig_key_t *out) STEER_NONNULL(1, 2, 5);
 
 /* How a secondary zone is configured (copied by xfr_zone_sync()). */
 typedef struct {

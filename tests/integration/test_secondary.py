@@ -678,3 +678,54 @@ def test_axfr_out_of_a_secondary_carries_expire(steerd, peers, tmp_path):
         first = dns.message.from_wire(tcp_read_message(s), one_rr_per_rrset=True)
     left = expire_value(first)
     assert left is not None and 4990 < left <= 5000
+
+
+def tsig_supported() -> bool:
+    """The binary takes `keys:` (TSIG, merged from the keys and signing work)."""
+    from conftest import STEERD
+    try:
+        out = subprocess.run([STEERD, "--config-reference"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except OSError:
+        return False
+    return "\n## `keys`" in out
+
+
+SECRET = "c2VjcmV0LWZvci10aGUtc2Vjb25kYXJ5LXRlc3RzLTAxMjM0NQ=="
+
+
+@pytest.mark.skipif(not tsig_supported(), reason="this steerd has no TSIG (`keys:`) yet")
+@pytest.mark.parametrize("wrong", [False, True], ids=["right-key", "wrong-key"])
+def test_signed_transfer_from_knot(steerd, peers, tmp_path, wrong):
+    """Knot requires the key for transfers; Steer signs its SOA query and AXFR and verifies
+    every answer. With another secret Knot refuses (NOTAUTH/BADSIG) and nothing is served."""
+    o = "tsig.test."
+    kdir = tmp_path / "knot"
+    knot = peers(Knot, kdir, {o: zone_text(o, 3)})
+    knot.stop()
+    conf = knot.conf.read_text()
+    conf = conf.replace("acl:\n", f"key:\n  - id: xfr-key\n    algorithm: hmac-sha256\n"
+                        f"    secret: {SECRET}\nacl:\n")
+    conf = conf.replace("    action: [transfer, notify]\n",
+                        "    key: xfr-key\n    action: [transfer, notify]\n")
+    knot.conf.write_text(conf)
+    knot.log = open(kdir / "knotd.log", "ab")
+    knot.proc = subprocess.Popen([KNOTD, "-c", str(knot.conf)], stdout=knot.log,
+                                 stderr=subprocess.STDOUT)
+    knot.wait_serial(o, 3)
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    secret = SECRET if not wrong else "d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC0wMTIzNDU2Nzg="
+    cfg = ("server:\n  listen: {listen}\n  control-socket: {ctl}\n  workers: 1\n"
+           "  tcp-workers: 1\n  storage: " + str(storage) + "\nkeys:\n  - name: xfr-key\n"
+           "    algorithm: hmac-sha256\n    secret: \"" + secret + "\"\nzones:\n"
+           "  - domain: " + o + "\n    primaries: [{ address: \"127.0.0.1@" + str(knot.port)
+           + "\", key: xfr-key }]\n    refresh-min: 500ms\n")
+    if not wrong:
+        srv = steerd(config=cfg, ready_zone=o)
+        assert steer_serial(srv, o) == 3
+        return
+    srv = steerd(config=cfg, ready=False)
+    wait_for(lambda: "refresh failed" in srv.log(), 10, what="the refused refresh")
+    assert srv.udp(query(o, "SOA")).rcode() == dns.rcode.REFUSED
+    assert not (storage / "tsig.test.zone").exists()
