@@ -370,13 +370,50 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 
 static void log_lines(const char *prefix, const char *text);
 
+/*
+ * The running set with the current versions of the secondary zones: primary zones are
+ * shared as they are (a changed file waits for a reload, as always).
+ */
+static int zones_with_secondaries(const server_t *s, zone_set_t **out, char *err, size_t errlen)
+{
+	server_report_t report = {0};
+	zone_set_t *set = zone_set_new();
+	const zone_set_t *old = s->view->auth.zones;
+	int ret = 0;
+	for (size_t i = 0; i < s->conf->n_zones && ret == 0; i++) {
+		const conf_zone_t *cz = &s->conf->zones[i];
+		if (cz->n_primaries > 0) {
+			ret = zone_build_secondary(s->conf, cz, set, &report, err, errlen);
+			continue;
+		}
+		uint8_t apex[DNS_DNAME_MAXLEN];
+		if (dname_from_str(cz->domain, apex) < 0)
+			continue;
+		dname_lower(apex);
+		const zone_set_entry_t *e = zone_set_get(old, apex);
+		if (e == NULL)
+			continue;
+		zone_set_entry_t tmpl;
+		zone_entry_from_conf(cz, &tmpl);
+		zone_ref(e->zone);
+		if ((ret = zone_set_add(set, e->zone, &tmpl)) != 0)
+			zone_unref(e->zone);
+		free(tmpl.xfr_allow);
+	}
+	server_report_clear(&report);
+	if (ret != 0) {
+		zone_set_free(set);
+		return ret;
+	}
+	*out = set;
+	return 0;
+}
+
 void server_zones_republish(server_t *s)
 {
 	char err[SERVER_ERR_MAX] = "";
-	server_report_t report = {0};
 	zone_set_t *set = NULL;
-	int ret = server_zones_build(s->conf, s->view->auth.zones, &set, &report, err, sizeof(err));
-	server_report_clear(&report);
+	int ret = zones_with_secondaries(s, &set, err, sizeof(err));
 	if (ret == 0 && (ret = auth_check_gslb_names(set, s->gslb, err, sizeof(err))) != 0)
 		zone_set_free(set);
 	if (ret != 0) {

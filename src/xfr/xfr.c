@@ -808,7 +808,8 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 	}
 	time_t now = time(NULL);
 	pthread_mutex_lock(&x->lock);
-	if (fresh != NULL && !z->removed) {
+	bool updated = fresh != NULL && !z->removed;
+	if (updated) {
 		zone_t *old = z->current;
 		z->current = fresh;
 		fresh = NULL;
@@ -857,7 +858,7 @@ static void refresh(xfr_zone_t *z, bool force_axfr)
 	free(c);
 	if (!removed)
 		arm(z, next_ms / 1000.0);
-	if (ok && x->on_update != NULL)
+	if (updated && x->on_update != NULL)
 		x->on_update(x->arg);
 }
 
