@@ -215,9 +215,10 @@ void daemon_xfr_on_notify(void *arg, const zone_t *zone, uint32_t serial, bool h
 
 void daemon_xfr_stop(void)
 {
-	if (g_server != NULL && g_server->loop != NULL)
-		ev_async_stop(g_server->loop, &g_update_w);
+	/* The thread first: it may still wake the control loop. */
 	xfr_free(g_xfr);
 	g_xfr = NULL;
+	if (g_server != NULL && g_server->loop != NULL)
+		ev_async_stop(g_server->loop, &g_update_w);
 	g_server = NULL;
 }
