@@ -548,6 +548,9 @@ int xfr_rx_apply(const xfr_rx_t *rx, const zone_t *zone, xfr_rx_t *out)
 		}
 	}
 	qsort(rrs, n, sizeof(*rrs), patch_cmp);
+	/* Diffs apply in order: a record one diff adds, a later one may delete. */
+	patch_rr_t *adds = NULL;
+	size_t n_adds = 0, cap_adds = 0;
 	int ret = -1;
 	uint64_t kept = n;
 	for (size_t pos = 0; pos < rx->len;) {
@@ -559,10 +562,25 @@ int xfr_rx_apply(const xfr_rx_t *rx, const zone_t *zone, xfr_rx_t *out)
 		key.rdlen = wire_read_u16(p + 6);
 		key.rdata = p + 8;
 		pos += 2 + key.owner_len + 8 + key.rdlen;
+		if (rec[0] == XFR_OP_ADD) {
+			if (n_adds == cap_adds) {
+				cap_adds = cap_adds ? cap_adds * 2 : 64;
+				adds = xrealloc(adds, cap_adds * sizeof(*adds));
+			}
+			adds[n_adds++] = key;
+			kept++;
+			continue;
+		}
 		if (rec[0] != XFR_OP_DEL)
 			continue;
 		patch_rr_t *hit = bsearch(&key, rrs, n, sizeof(*rrs), patch_cmp);
-		if (hit == NULL || hit->deleted) {
+		if (hit != NULL && hit->deleted)
+			hit = NULL;
+		for (size_t i = n_adds; hit == NULL && i > 0; i--) {
+			if (!adds[i - 1].deleted && patch_cmp(&adds[i - 1], &key) == 0)
+				hit = &adds[i - 1];
+		}
+		if (hit == NULL) {
 			char name[DNAME_STR_MAXLEN];
 			snprintf(out->err, sizeof(out->err),
 			         "IXFR deletes a record we do not hold (%s type %u)",
@@ -572,38 +590,32 @@ int xfr_rx_apply(const xfr_rx_t *rx, const zone_t *zone, xfr_rx_t *out)
 		hit->deleted = true;
 		kept--;
 	}
+	if (kept > out->max_records) {
+		snprintf(out->err, sizeof(out->err), "the zone exceeds max-records");
+		goto out;
+	}
 	/* The kept records, then the additions; duplicates merge when the file is loaded. */
-	for (size_t i = 0; i < n; i++) {
-		if (rrs[i].deleted)
-			continue;
-		rx_reserve(out, 2 + rrs[i].owner_len + 8 + rrs[i].rdlen);
-		memcpy(out->buf + out->len + 2 + rrs[i].owner_len + 8, rrs[i].rdata, rrs[i].rdlen);
-		rx_commit(out, XFR_OP_ZONE, rrs[i].owner, rrs[i].owner_len, rrs[i].type, rrs[i].ttl,
-		          rrs[i].rdlen);
+	for (int list = 0; list < 2; list++) {
+		const patch_rr_t *v = list == 0 ? rrs : adds;
+		size_t count = list == 0 ? n : n_adds;
+		for (size_t i = 0; i < count; i++) {
+			if (v[i].deleted)
+				continue;
+			rx_reserve(out, 2 + v[i].owner_len + 8 + v[i].rdlen);
+			memcpy(out->buf + out->len + 2 + v[i].owner_len + 8, v[i].rdata,
+			       v[i].rdlen);
+			rx_commit(out, XFR_OP_ZONE, v[i].owner, v[i].owner_len, v[i].type, v[i].ttl,
+			          v[i].rdlen);
+		}
 	}
 	out->records = kept;
-	for (size_t pos = 0; pos < rx->len;) {
-		const uint8_t *rec = rx->buf + pos;
-		size_t owner_len = rec[1];
-		size_t total = 2 + owner_len + 8 + wire_read_u16(rec + 2 + owner_len + 6);
-		pos += total;
-		if (rec[0] != XFR_OP_ADD)
-			continue;
-		if (++out->records > out->max_records) {
-			snprintf(out->err, sizeof(out->err), "the zone exceeds max-records");
-			goto out;
-		}
-		rx_reserve(out, total);
-		memcpy(out->buf + out->len, rec, total);
-		out->buf[out->len] = XFR_OP_ZONE;
-		out->len += total;
-	}
 	if (out->records > out->max_records) {
 		snprintf(out->err, sizeof(out->err), "the zone exceeds max-records");
 		goto out;
 	}
 	ret = 0;
 out:
+	free(adds);
 	free(rrs);
 	return ret;
 }
