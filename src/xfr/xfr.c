@@ -646,6 +646,18 @@ static int apply(const refresh_conf_t *c, const xfr_rx_t *rx, zone_t **out, char
                  size_t errlen)
 {
 	int wr = steer_file_replace(c->file, 0644, fill_zone_file, (void *)rx);
+	if (wr == -ENOENT) {
+		/* The storage folder on a fresh system: create it (not its parents). */
+		char dir[sizeof(c->file)];
+		snprintf(dir, sizeof(dir), "%s", c->file);
+		char *slash = strrchr(dir, '/');
+		if (slash != NULL && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0750) == 0)
+				log_info("created %s for secondary zones", dir);
+			wr = steer_file_replace(c->file, 0644, fill_zone_file, (void *)rx);
+		}
+	}
 	if (wr != 0) {
 		set_err(err, errlen, "cannot write %s: %s", c->file, steer_strerror(wr));
 		return -1;

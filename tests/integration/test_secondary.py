@@ -418,9 +418,9 @@ def test_knot_sends_notify_and_bind_primary(steerd, peers, tmp_path):
 def test_notify_from_disallowed_address_refused(steerd, peers, tmp_path):
     o = "deny.test."
     knot = peers(Knot, tmp_path / "knot", {o: zone_text(o, 1)})
-    storage = tmp_path / "storage"
-    storage.mkdir()
+    storage = tmp_path / "storage"  # not there yet: created by the first transfer
     srv = steerd(config=secondary_config([(o, knot.port)], storage), ready_zone=o)
+    assert (storage / "deny.test.zone").exists()
     knot.update(o, zone_text(o, 2))
     knot.wait_serial(o, 2)
     # 127.0.0.2 is not the primary and not in notify-allow: NOTAUTH, and no refresh.
