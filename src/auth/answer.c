@@ -7,6 +7,7 @@
  */
 #include "auth/auth.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@
 #include "dns/nsid.h"
 #include "dns/pkt.h"
 #include "dns/rdata.h"
+#include "dns/wire.h"
 
 /* Longest CNAME chain followed inside a zone; longer chains are answered as far as this. */
 #define CNAME_HOPS_MAX 12
@@ -35,6 +37,7 @@ typedef struct {
 	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
+	const zone_set_entry_t *entry; /* the zone answered from, NULL when none */
 } answer_t;
 
 /* Writes a whole rrset; on overflow removes what it wrote and reports it. */
@@ -485,6 +488,19 @@ static void count(auth_stats_t *stats, const answer_t *a, const auth_client_t *c
 	}
 }
 
+/* Seconds until the secondary zone of @p entry expires: 0 when it has, -1 when it never does
+ * (a primary zone, or a secondary whose SOA says so). */
+static int64_t expire_left(const zone_set_entry_t *entry)
+{
+	if (entry == NULL || entry->expire_at == NULL)
+		return -1;
+	int64_t at = atomic_load_explicit(entry->expire_at, memory_order_relaxed);
+	if (at == 0)
+		return -1;
+	int64_t left = at - (int64_t)time(NULL);
+	return left > 0 ? left : 0;
+}
+
 static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
                      auth_stats_t *stats)
 {
@@ -496,7 +512,7 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
 	if (q->has_edns) {
-		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX];
+		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX + 8];
 		size_t options_len = 0;
 		/* RFC 7871 7.2.1: answers from zone data do not depend on the client: scope 0. */
 		if (q->has_ecs)
@@ -504,6 +520,15 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 		if (q->has_nsid && view->identity)
 			options_len += dns_nsid_write((const uint8_t *)view->identity,
 			                              view->identity_len, options + options_len);
+		/* RFC 7314 4: only secondary zones answer EXPIRE; primaries ignore it. */
+		int64_t left = q->has_expire ? expire_left(a->entry) : -1;
+		if (left >= 0) {
+			wire_write_u16(options + options_len, DNS_EDNS_OPT_EXPIRE);
+			wire_write_u16(options + options_len + 2, 4);
+			wire_write_u32(options + options_len + 4,
+			               left > UINT32_MAX ? UINT32_MAX : (uint32_t)left);
+			options_len += 8;
+		}
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
@@ -543,6 +568,13 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 		a->rcode = DNS_RCODE_REFUSED;
 		return;
 	}
+	/* An expired secondary zone is no longer ours to answer (RFC 1035 4.3.5); Knot DNS
+	 * answers SERVFAIL for it. */
+	if (STEER_UNLIKELY(entry->expire_at != NULL) && expire_left(entry) == 0) {
+		a->rcode = DNS_RCODE_SERVFAIL;
+		return;
+	}
+	a->entry = entry;
 	a->zone = entry->zone;
 	a->gslb = view->gslb;
 	a->client = client;
@@ -629,6 +661,7 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	a.ecs_scope = 0;
 	a.gslb_qs = &qctx->gslb;
 	a.n_extra = 0;
+	a.entry = NULL;
 	size_t limit = client->tcp ? resp_cap : udp_limit(view, q, resp_cap);
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;
@@ -644,7 +677,8 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	    &a.msg, (q->has_edns ? DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
 	                               (q->has_nsid && view->identity
 	                                    ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
-	                                    : 0)
+	                                    : 0) +
+	                               (q->has_expire ? 8 : 0)
 	                         : 0) +
 	                (tsig_on ? dns_tsig_rr_len(&tsig) : 0));
 	if (dns_msg_begin(&a.msg, q, 0) != 0) {
@@ -657,6 +691,8 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 		a.rcode = status_rcode(status);
 	else if (tsig_rcode != DNS_RCODE_NOERROR)
 		a.rcode = tsig_rcode; /* RFC 8945 5.2: NOTAUTH, the TSIG error says why */
+	else if (q->opcode == DNS_OPCODE_NOTIFY)
+		a.rcode = auth_notify(view, client, q, tsig_on ? &tsig : NULL, &a.msg);
 	else
 		answer_query(&a, view, client, axfr, stats, tsig_on ? &tsig : NULL);
 	size_t len = finish(&a, view, client, stats);

@@ -36,6 +36,11 @@ typedef struct {
 	/* TSIG keys that signed requests are verified against (owned by the view snapshot);
 	 * NULL = none configured: every signed request is answered NOTAUTH/BADKEY. */
 	const dns_tsig_keyring_t *keys;
+	/* An accepted NOTIFY (RFC 1996) for the secondary zone @p zone, with the SOA serial the
+	 * primary sent when @p has_serial. Called on the query thread: it must not block, lock
+	 * or allocate (the daemon sets a flag and wakes the transfer thread). NULL = ignored. */
+	void (*on_notify)(void *arg, const zone_t *zone, uint32_t serial_hint, bool has_serial);
+	void *notify_arg;
 } auth_view_t;
 
 typedef struct {
@@ -59,7 +64,7 @@ typedef struct {
 	const zone_journal_t *journal; /* referenced while it runs; NULL for a full transfer */
 	size_t change;                 /* index of the change being sent */
 	size_t change_pos;             /* byte offset of the next record in that change */
-	bool tsig_on;          /* the request was signed: every message is (RFC 8945 5.3.1) */
+	bool tsig_on; /* the request was signed: every message is (RFC 8945 5.3.1) */
 	dns_tsig_ctx_t tsig;
 } auth_axfr_t;
 

@@ -1090,9 +1090,13 @@ static int load_zone(conf_loader_t *ld, const yaml_node_t *item, size_t index)
 		    "zones: each zone must be a mapping (- domain: NAME, file: PATH), got %s",
 		    conf_kind_name(item));
 	conf_apply_defaults("zones", &zone);
-	int ret = conf_load_keys(ld, "zones", &zone, item, conf_zone_node, NULL);
+	zone.line = (unsigned)conf_node_line(item);
+	int ret = conf_load_keys(ld, "zones", &zone, item, conf_xfr_zone_node, NULL);
+	if (ret == 0)
+		ret = conf_xfr_zone_check(ld, &zone, item);
 	if (ret != 0) {
 		conf_free_fields("zones", &zone);
+		conf_xfr_zone_free(&zone);
 		return ret;
 	}
 	zone_append(ld->conf, &zone);
@@ -1246,6 +1250,8 @@ static int load_root(conf_loader_t *ld, const yaml_node_t *root)
 	}
 	if (ret == 0)
 		ret = conf_keys_check_refs(ld);
+	if (ret == 0)
+		ret = conf_xfr_finish(ld);
 	/* A forwarder needs no zones, but a server must serve something. */
 	if (ret == 0 && ld->zones_optional && ld->conf->n_zones == 0 &&
 	    ld->conf->forward.n_groups == 0)
@@ -1639,8 +1645,10 @@ void conf_free(conf_t *conf)
 {
 	if (!conf)
 		return;
-	for (size_t i = 0; i < conf->n_zones; i++)
+	for (size_t i = 0; i < conf->n_zones; i++) {
 		conf_free_fields("zones", &conf->zones[i]);
+		conf_xfr_zone_free(&conf->zones[i]);
+	}
 	free(conf->zones);
 	conf_free_fields("server", conf);
 	conf_free_fields("log", conf);

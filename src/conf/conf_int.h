@@ -381,3 +381,22 @@ int conf_paths_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1,
 
 /** Free the `paths` fields of @p conf and reset them to empty. */
 void conf_paths_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- zone transfers (conf_xfr.c) ------------------------------------------------------------ */
+
+/** The CONF_TYPE_NODE keys of a zone: primaries, notify, notify-allow, max-records. */
+int conf_xfr_zone_node(conf_loader_t *ld, const conf_key_t *key, void *base,
+                       const yaml_node_t *value, void *ctx) STEER_NONNULL(1, 2, 3, 4);
+
+/** Checks of one zone mapping @p map once its keys are loaded (a file or primaries). */
+int conf_xfr_zone_check(conf_loader_t *ld, conf_zone_t *zone, const yaml_node_t *map)
+    STEER_NONNULL(1, 2, 3);
+
+/**
+ * After every section is loaded: TSIG key names of primaries and notify targets must exist,
+ * and a secondary zone without `file` is kept in <server.storage>/<domain>.zone.
+ */
+int conf_xfr_finish(conf_loader_t *ld) STEER_NONNULL(1);
+
+/** Free the transfer fields (remotes, notify-allow) of @p zone and reset them. */
+void conf_xfr_zone_free(conf_zone_t *zone) STEER_NONNULL(1);

@@ -591,6 +591,13 @@ const conf_key_t conf_keys[] = {
         "Largest UDP reply in bytes when the client advertises EDNS(0) (RFC 6891); "
         "larger answers are truncated (TC=1) so the client retries over TCP. 1232 avoids IP "
         "fragmentation on virtually every path (DNS Flag Day 2020)."),
+    {.section = "server",
+     .name = "storage",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_t, storage),
+     .def = "/var/lib/steer",
+     .doc = "Folder where secondary zones without `file` are kept, one "
+            "`<domain>.zone` each. Must be writable by the daemon's user."},
     SERVER_UINT("tcp-max-clients", tcp_max_clients, 1, 1000000, "1000", 0,
                 "Open TCP connections allowed across all TCP threads. When all are open, a new "
                 "connection takes the socket of an idle one (the oldest, preferring clients "
@@ -699,9 +706,11 @@ const conf_key_t conf_keys[] = {
      .name = "file",
      .type = CONF_TYPE_PATH,
      .offset = offsetof(conf_zone_t, file),
-     .flags = CONF_F_REQUIRED,
      .doc = "Zone file in RFC 1035 master format. A file with an error is refused with its "
-            "`file:line` and, on reload, the previous version of the zone keeps serving."},
+            "`file:line` and, on reload, the previous version of the zone keeps serving. "
+            "Required, except for a secondary zone (one with `primaries`): there it is where "
+            "the transferred zone is kept (written whole after each transfer, then read at "
+            "start so the zone is served at once), by default `<server.storage>/<domain>.zone`."},
     {.section = "zones",
      .name = "xfr-allow",
      .type = CONF_TYPE_NODE,
@@ -756,6 +765,76 @@ const conf_key_t conf_keys[] = {
             "(BIND: `key \"NAME\" { algorithm ...; secret \"...\"; };`) or `keymgr -t NAME` "
             "(Knot: `key:` list of `id`, `algorithm`, `secret`) write it; it may hold several "
             "keys. An error in the file is reported with its line."},
+    {.section = "zones",
+     .name = "notify",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of addresses or mappings (`address`, `key`, `source`)",
+     .doc = "Secondaries sent a NOTIFY (RFC 1996) when this zone is loaded with a new serial "
+            "(at start and on reload): `192.0.2.2`, `\"192.0.2.3@5300\"`, "
+            "`\"[2001:db8::2]:5300\"` or `{ address: ..., key: NAME, source: IP }` (signed "
+            "with the TSIG key NAME of `keys:`, sent from IP). Each is retried up to 5 times, "
+            "2 s apart, until it answers. Unset: none."},
+    {.section = "zones",
+     .name = "primaries",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of addresses or mappings (`address`, `key`, `source`)",
+     .doc = "Makes this a secondary zone: it is transferred (AXFR, RFC 5936, or IXFR) from these "
+            "servers, tried in order, and refreshed as its SOA says (refresh, retry, expire; "
+            "serials compared as RFC 1982 says). Entries as in `notify`; with `key` the "
+            "queries are signed with that TSIG key. A NOTIFY from a primary refreshes at "
+            "once. When the zone expires (no good refresh for the SOA's expire time) it is "
+            "answered SERVFAIL until a transfer succeeds again."},
+    {.section = "zones",
+     .name = "notify-allow",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "list of prefixes or mappings (`address`, `key`)",
+     .doc = "Who may NOTIFY this secondary zone besides its primaries (which always may): "
+            "prefixes like `xfr-allow`. Others get NOTAUTH. Secondary zones only."},
+    {.section = "zones",
+     .name = "ixfr",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_zone_t, ixfr),
+     .def = "true",
+     .doc = "Ask for an incremental transfer (IXFR, RFC 1995) when a version of the zone is "
+            "held; a primary that refuses it, or diffs that do not apply to the version held, "
+            "fall back to AXFR. `false`: always AXFR."},
+    {.section = "zones",
+     .name = "refresh-min",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_zone_t, refresh_min),
+     .size = sizeof(((conf_zone_t *)0)->refresh_min),
+     .min = 100,
+     .max = 86400000,
+     .unit = CONF_UNIT_MS,
+     .def = "2s",
+     .doc = "Lower bound on the SOA's refresh and retry intervals of a secondary zone (also "
+            "the retry interval before any version is held)."},
+    {.section = "zones",
+     .name = "refresh-max",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_zone_t, refresh_max),
+     .size = sizeof(((conf_zone_t *)0)->refresh_max),
+     .min = 100,
+     .max = 2419200000U,
+     .unit = CONF_UNIT_MS,
+     .def = "1d",
+     .doc = "Upper bound on the SOA's refresh and retry intervals of a secondary zone."},
+    {.section = "zones",
+     .name = "max-transfer-size",
+     .type = CONF_TYPE_SIZE,
+     .offset = offsetof(conf_zone_t, max_transfer_size),
+     .size = sizeof(((conf_zone_t *)0)->max_transfer_size),
+     .min = 1,
+     .max = 4194304,
+     .def = "256M",
+     .doc = "Bytes of messages one transfer of a secondary zone may receive; a bigger "
+            "transfer is aborted and the version served keeps serving. At most 4G."},
+    {.section = "zones",
+     .name = "max-records",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "number (1 to 1000000000)",
+     .doc = "Records one version of a secondary zone may have; a transfer with more is "
+            "aborted and the version served keeps serving. Unset: 5000000."},
     /* ---- health monitors ---- */
     {.section = "health",
      .name = "state-file",

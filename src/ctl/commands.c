@@ -45,6 +45,20 @@ static int cmd_reload(const ctl_backend_t *b, const char *const *argv, size_t ar
 	return b->reload(b->ctx, force, data, err, errlen);
 }
 
+static int cmd_zone_refresh(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                            json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	return b->zone_refresh(b->ctx, argv[0], false, data, err, errlen);
+}
+
+static int cmd_zone_retransfer(const ctl_backend_t *b, const char *const *argv, size_t argc,
+                               json_t **data, char *err, size_t errlen)
+{
+	(void)argc;
+	return b->zone_refresh(b->ctx, argv[0], true, data, err, errlen);
+}
+
 static int cmd_maps(const ctl_backend_t *b, const char *const *argv, size_t argc, json_t **data,
                     char *err, size_t errlen)
 {
@@ -334,6 +348,10 @@ static const ctl_command_t commands[] = {
      0, 1, true, cmd_reload},
     {"zones", NULL, "", "served zones with serial, record count and load time", 0, 0, false,
      cmd_zones},
+    {"zone-refresh", NULL, "ZONE", "check a secondary zone's serial with its primaries now", 1, 1,
+     true, cmd_zone_refresh},
+    {"zone-retransfer", NULL, "ZONE", "transfer a secondary zone whole (AXFR) now", 1, 1, true,
+     cmd_zone_retransfer},
     {"stats", NULL, "", "query counters by transport, rcode, type and ECS", 0, 0, false, cmd_stats},
     {"explain", NULL, "NAME CLIENT-IP [ECS-SUBNET]", "the GSLB decision for a client and why", 2, 3,
      false, cmd_explain},

@@ -124,6 +124,9 @@ typedef struct {
 	              size_t errlen);
 	/* @p prefix NULL = only the agents and the table's counts */
 	int (*paths)(void *ctx, const char *prefix, json_t **data, char *err, size_t errlen);
+	/* refresh the secondary zone @p zone now; @p axfr: transfer it whole whatever the serial */
+	int (*zone_refresh)(void *ctx, const char *zone, bool axfr, json_t **data, char *err,
+	                    size_t errlen);
 } ctl_backend_t;
 
 /*

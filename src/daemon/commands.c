@@ -19,9 +19,11 @@
 #include "base/err.h"
 #include "daemon/alerting.h"
 #include "daemon/server.h"
+#include "daemon/xfr.h"
 #include "daemon/decisions.h"
 #include "daemon/paths.h"
 #include "daemon/tap.h"
+#include "dns/dname.h"
 #include "dns/names.h"
 
 #ifndef STEER_VERSION
@@ -88,6 +90,61 @@ static int be_status(void *ctx, json_t **data, char *err, size_t errlen)
 	return 0;
 }
 
+static int be_zone_refresh(void *ctx, const char *zone, bool axfr, json_t **data, char *err,
+                           size_t errlen)
+{
+	(void)ctx;
+	uint8_t apex[DNS_DNAME_MAXLEN];
+	xfr_t *x = daemon_xfr_get();
+	if (dname_from_str(zone, apex) < 0) {
+		snprintf(err, errlen, "'%s' is not a domain name", zone);
+		return STEER_EINVAL;
+	}
+	dname_lower(apex);
+	if (x == NULL || xfr_refresh(x, apex, axfr) != 0) {
+		snprintf(err, errlen, "%s is not a secondary zone", zone);
+		return STEER_ENOENT;
+	}
+	*data = json_pack("{s:s, s:b}", "zone", zone, "axfr", axfr);
+	return 0;
+}
+
+/* The refresh state of a secondary zone, for `steerctl zones`. */
+static json_t *secondary_json(const uint8_t *apex)
+{
+	xfr_zone_status_t st;
+	xfr_t *x = daemon_xfr_get();
+	if (x == NULL || !xfr_zone_status(x, apex, &st))
+		return json_null();
+	time_t now = time(NULL);
+	json_t *o = json_pack(
+	    "{s:I, s:I, s:I, s:s, s:s, s:I, s:I}", "last_refresh", (json_int_t)st.last_refresh,
+	    "next_refresh", (json_int_t)st.next_refresh, "expires_in",
+	    (json_int_t)(st.expire_at > now ? st.expire_at - now : 0), "primary", st.primary,
+	    "last_error", st.last_error, "transfers_ok", (json_int_t)st.transfers_ok,
+	    "transfers_failed", (json_int_t)st.transfers_failed);
+	json_object_set_new(o, "serial", st.has_zone ? json_integer(st.serial) : json_null());
+	json_object_set_new(o, "ixfr_ok", json_integer((json_int_t)st.ixfr_ok));
+	return o;
+}
+
+/* Secondary zones with no version yet (not in the set): listed with their state. */
+static void secondaries_not_served(const server_t *s, json_t *list)
+{
+	for (size_t i = 0; i < s->conf->n_zones; i++) {
+		const conf_zone_t *cz = &s->conf->zones[i];
+		uint8_t apex[DNS_DNAME_MAXLEN];
+		if (cz->n_primaries == 0 || dname_from_str(cz->domain, apex) < 0)
+			continue;
+		dname_lower(apex);
+		if (zone_set_get(s->view->auth.zones, apex) != NULL)
+			continue;
+		json_array_append_new(list, json_pack("{s:s, s:n, s:s, s:o}", "name", cz->domain,
+		                                      "serial", "file", cz->file, "secondary",
+		                                      secondary_json(apex)));
+	}
+}
+
 static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
 {
 	(void)err;
@@ -97,13 +154,15 @@ static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
 	const zone_set_t *set = s->view->auth.zones;
 	for (size_t i = 0; i < zone_set_count(set); i++) {
 		const zone_t *z = zone_set_at(set, i)->zone;
-		json_array_append_new(list, json_pack("{s:o, s:I, s:I, s:I, s:s, s:I}", "name",
-		                                      zone_name_json(z->name), "serial",
-		                                      (json_int_t)z->serial, "records",
-		                                      (json_int_t)z->n_records, "nodes",
-		                                      (json_int_t)z->n_nodes, "file", z->file,
-		                                      "loaded_at", (json_int_t)z->loaded_at));
+		json_t *o = json_pack(
+		    "{s:o, s:I, s:I, s:I, s:s, s:I}", "name", zone_name_json(z->name), "serial",
+		    (json_int_t)z->serial, "records", (json_int_t)z->n_records, "nodes",
+		    (json_int_t)z->n_nodes, "file", z->file, "loaded_at", (json_int_t)z->loaded_at);
+		if (zone_set_at(set, i)->secondary)
+			json_object_set_new(o, "secondary", secondary_json(z->apex));
+		json_array_append_new(list, o);
 	}
+	secondaries_not_served(s, list);
 	*data = list;
 	return 0;
 }
@@ -826,6 +885,7 @@ const ctl_backend_t *commands_backend(server_t *s)
 	    .prepare = be_prepare,
 	    .status = be_status,
 	    .zones = be_zones,
+	    .zone_refresh = be_zone_refresh,
 	    .reload = be_reload,
 	    .stats = be_stats,
 	    .explain = be_explain,

@@ -22,6 +22,7 @@
 #include "daemon/decisions.h"
 #include "daemon/paths.h"
 #include "daemon/server.h"
+#include "daemon/xfr.h"
 #include "daemon/tap.h"
 #include "dns/names.h"
 #include "health/probe.h"
@@ -618,6 +619,29 @@ static void render_reload(prom_t *p, const server_t *s)
 	       "When the last reload was attempted, in unix time (0: never).", (double)r->at);
 }
 
+static void render_xfr(prom_t *p)
+{
+	xfr_t *x = daemon_xfr_get();
+	if (x == NULL)
+		return;
+	xfr_counters_t c;
+	xfr_counters(x, &c);
+	prom_family(p, "steer_xfr_transfers_total",
+	            "Zone transfers of secondary zones, by result (ok: applied; failed: aborted or "
+	            "refused, the old version kept serving).",
+	            PROM_COUNTER);
+	prom_label_t ok = {"result", "ok"}, failed = {"result", "failed"};
+	prom_counter(p, &ok, 1, c.transfers_ok);
+	prom_counter(p, &failed, 1, c.transfers_failed);
+	counter1(p, "steer_xfr_notify_received_total",
+	         "NOTIFY messages accepted for secondary zones.", c.notify_received);
+	prom_family(p, "steer_xfr_notify_sent_total",
+	            "NOTIFY messages sent for primary zones, by result (answered or not).",
+	            PROM_COUNTER);
+	prom_counter(p, &ok, 1, c.notify_sent);
+	prom_counter(p, &failed, 1, c.notify_failed);
+}
+
 static void render_cluster(prom_t *p, const server_t *s)
 {
 	cluster_t *c = s->node.cluster;
@@ -717,6 +741,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 		render_upstreams(&p, s);
 	}
 	render_reload(&p, s);
+	render_xfr(&p);
 	render_cluster(&p, s);
 	render_query_logs(&p, s);
 	render_events(&p, s);

@@ -28,6 +28,7 @@
 #include "daemon/forward.h"
 #include "daemon/notify.h"
 #include "daemon/tap.h"
+#include "daemon/xfr.h"
 #include "daemon/http.h"
 #include "daemon/status.h"
 #include "dns/dname.h"
@@ -156,11 +157,37 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
 	e->xfr_allow = conf_acl_build(cz->xfr_allow, cz->n_xfr_allow);
 }
 
+/*
+ * A secondary zone is never read here: the transfer module holds its current version (left
+ * out of the set until the first transfer), so a reload neither drops nor re-reads it.
+ */
+static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_set_t *set,
+                                server_report_t *report, char *err, size_t errlen)
+{
+	zone_set_entry_t tmpl;
+	zone_entry_from_conf(cz, &tmpl);
+	zone_t *zone = daemon_xfr_zone(conf, cz, &tmpl);
+	int ret = 0;
+	if (zone != NULL && (ret = zone_set_add(set, zone, &tmpl)) != 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
+		err_append(err, errlen, msg);
+		zone_unref(zone);
+	}
+	free(tmpl.xfr_allow);
+	free(tmpl.notify_allow);
+	if (ret == 0)
+		report->n_unchanged++;
+	return ret;
+}
+
 /* Load or reuse one zone and add it to @p set. Returns 0 or a steer_err (line in @p err). */
-static int zone_build_one(const conf_zone_t *cz, const zone_set_t *old, zone_set_t *set,
-                          server_report_t *report, char *err, size_t errlen)
+static int zone_build_one(const conf_t *conf, const conf_zone_t *cz, const zone_set_t *old,
+                          zone_set_t *set, server_report_t *report, char *err, size_t errlen)
 {
 	char msg[1024];
+	if (cz->n_primaries > 0)
+		return zone_build_secondary(conf, cz, set, report, err, errlen);
 	zone_t *zone = zone_reusable(old, cz);
 	bool loaded = zone == NULL;
 	if (zone != NULL) {
@@ -209,7 +236,7 @@ int server_zones_build(const conf_t *conf, const zone_set_t *old, zone_set_t **o
 		err[0] = '\0';
 	zone_set_t *set = zone_set_new();
 	for (size_t i = 0; i < conf->n_zones; i++) {
-		int ret = zone_build_one(&conf->zones[i], old, set, report, err, errlen);
+		int ret = zone_build_one(conf, &conf->zones[i], old, set, report, err, errlen);
 		if (ret != 0 && first_err == 0)
 			first_err = ret;
 	}
@@ -290,6 +317,8 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.version_len = view->auth.version ? (uint8_t)strlen(view->auth.version) : 0;
 	/* Each view owns its keyring, so a reload's new keys come and go with the snapshot. */
 	view->auth.keys = conf_keyring_new(conf);
+	view->auth.on_notify = daemon_xfr_on_notify;
+	view->auth.notify_arg = daemon_xfr_get();
 	forward_view_fill(&view->fwd, conf, fwd);
 	return view;
 }
@@ -355,6 +384,66 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 	view_free_shell(old); /* the zone set now belongs to the new view */
 	gslb_view_free(old_gslb);
 	steer_recheck_arm(s);
+}
+
+static void log_lines(const char *prefix, const char *text);
+
+/*
+ * The running set with the current versions of the secondary zones: primary zones are
+ * shared as they are (a changed file waits for a reload, as always).
+ */
+static int zones_with_secondaries(const server_t *s, zone_set_t **out, char *err, size_t errlen)
+{
+	server_report_t report = {0};
+	zone_set_t *set = zone_set_new();
+	const zone_set_t *old = s->view->auth.zones;
+	int ret = 0;
+	for (size_t i = 0; i < s->conf->n_zones && ret == 0; i++) {
+		const conf_zone_t *cz = &s->conf->zones[i];
+		if (cz->n_primaries > 0) {
+			ret = zone_build_secondary(s->conf, cz, set, &report, err, errlen);
+			continue;
+		}
+		uint8_t apex[DNS_DNAME_MAXLEN];
+		if (dname_from_str(cz->domain, apex) < 0)
+			continue;
+		dname_lower(apex);
+		const zone_set_entry_t *e = zone_set_get(old, apex);
+		if (e == NULL)
+			continue;
+		zone_set_entry_t tmpl;
+		zone_entry_from_conf(cz, &tmpl);
+		zone_ref(e->zone);
+		if ((ret = zone_set_add(set, e->zone, &tmpl)) != 0)
+			zone_unref(e->zone);
+		free(tmpl.xfr_allow);
+	}
+	server_report_clear(&report);
+	if (ret != 0) {
+		zone_set_free(set);
+		return ret;
+	}
+	*out = set;
+	return 0;
+}
+
+void server_zones_republish(server_t *s)
+{
+	char err[SERVER_ERR_MAX] = "";
+	zone_set_t *set = NULL;
+	int ret = zones_with_secondaries(s, &set, err, sizeof(err));
+	if (ret == 0 && (ret = auth_check_gslb_names(set, s->gslb, err, sizeof(err))) != 0)
+		zone_set_free(set);
+	if (ret != 0) {
+		log_lines("secondary zone update: ", err);
+		log_err("secondary zone update refused: still serving the previous zones");
+		return;
+	}
+	net_view_t *view = view_new(set, s->gslb, s->conf, s->fwd);
+	/* net_publish() waits for the grace period: no query thread sees the old view after. */
+	const net_view_t *old = net_publish(s->net, view);
+	s->view = view;
+	view_free(old);
 }
 
 void server_publish_paths(server_t *s, gslb_paths_t *paths)
@@ -849,6 +938,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	ret = node_spawn(&s->node, conf, err, sizeof(err));
 	if (ret != 0)
 		goto fail;
+	daemon_xfr_init();
 	ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	server_report_clear(&report);
 	if (ret != 0)
@@ -911,8 +1001,10 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	    (ret = paths_http_register(s)) != 0 || (ret = pid_file_write(s)) != 0 ||
 	    (ret = node_start(&s->node, conf, s->net, s->fwd, set)) != 0 ||
 	    (ret = drop_privileges(s)) != 0 || (ret = alerting_start(s)) != 0 ||
-	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0)
+	    (ret = forward_run(s)) != 0 || (ret = net_start(s->net)) != 0 ||
+	    (ret = daemon_xfr_start(s)) != 0)
 		return ret;
+	daemon_xfr_announce(conf, set, NULL, 0, true);
 	log_started(s);
 	char status[256];
 	serving_status(s, status, sizeof(status));
@@ -1013,6 +1105,8 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	paths_reload(s, conf, paths_token, &gslb);
 	explicit_bzero(paths_token, sizeof(paths_token));
 	reload_apply(s, conf, set, gslb);
+	daemon_xfr_applied();
+	daemon_xfr_announce(conf, set, report->loaded, report->n_loaded, false);
 	overrides_expiry_arm(s);
 	server_http_reconfigure(s, conf, http_token);
 	explicit_bzero(http_token, sizeof(http_token));
@@ -1061,6 +1155,7 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
+	daemon_xfr_stop(); /* no query thread can call it any more */
 	/* With no query thread left; it still explains with the GSLB view. */
 	decisions_stop(s);
 	paths_stop(s); /* the demand rings too: no query thread writes them now */

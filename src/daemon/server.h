@@ -152,6 +152,13 @@ int server_gslb_build(const conf_t *conf, const gslb_view_build_opts_t *opts, gs
                       steer_warnings_t *warnings, char *err, size_t errlen)
     STEER_NONNULL(1, 3, 5) STEER_WUR;
 
+/**
+ * Rebuild the zone set with the current versions of the secondary zones (the others are
+ * shared) and publish it with the running configuration and GSLB view; on error (a GSLB name
+ * no longer in its zone) the running set stays and the error is logged. Control thread.
+ */
+void server_zones_republish(server_t *server) STEER_NONNULL(1);
+
 /** Free what a report owns and empty it. */
 void server_report_clear(server_report_t *report) STEER_NONNULL(1);
 

@@ -56,6 +56,9 @@ enum dns_type {
 	DNS_TYPE_CAA = 257,
 };
 
+/* EDNS EXPIRE option (RFC 7314): a secondary zone's remaining expire time. */
+#define DNS_EDNS_OPT_EXPIRE 9
+
 enum dns_opcode { DNS_OPCODE_QUERY = 0, DNS_OPCODE_NOTIFY = 4, DNS_OPCODE_UPDATE = 5 };
 
 enum dns_rcode {

@@ -54,6 +54,8 @@ static bool parse_edns_options(dns_query_t *q, const uint8_t *rdata, uint16_t rd
 		/* RFC 5001 2.1: the requester sends an empty payload; any is read as a request. */
 		if (code == DNS_EDNS_OPT_NSID)
 			q->has_nsid = true;
+		if (code == DNS_EDNS_OPT_EXPIRE)
+			q->has_expire = true;
 	}
 	return ctx.err == 0;
 }
@@ -163,6 +165,7 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->has_edns = q->edns_do = false;
 	q->has_ecs = false;
 	q->has_nsid = false;
+	q->has_expire = false;
 	q->edns_version = 0;
 	q->edns_payload = 0;
 	q->has_soa = false;
@@ -198,7 +201,8 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	}
 	if (q->has_edns && q->edns_version > 0)
 		return DNS_QUERY_BADVERS;
-	if (q->opcode != DNS_OPCODE_QUERY)
+	/* NOTIFY (RFC 1996) is answered by auth/notify.c. */
+	if (q->opcode != DNS_OPCODE_QUERY && q->opcode != DNS_OPCODE_NOTIFY)
 		return DNS_QUERY_NOTIMP;
 	if (q->qdcount != 1)
 		return DNS_QUERY_FORMERR;

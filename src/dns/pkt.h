@@ -52,6 +52,7 @@ typedef struct {
 	size_t tsig_offset;
 	const uint8_t *msg;
 	size_t msg_len;
+	bool has_expire; /* the OPT carries the EXPIRE option (RFC 7314) */
 } dns_query_t;
 
 /**

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,11 @@ typedef struct {
 	/* The IXFR history ending at this zone's version, NULL = none (AXFR only); one
 	 * reference held by the set (zone_set_add() takes its own of the template's). */
 	const zone_journal_t *journal;
+	/* Secondary zones: when the zone expires (seconds since the epoch, 0 = never), kept by
+	 * the transfer thread and read by query threads for EXPIRE (RFC 7314) and to stop
+	 * serving an expired zone; shared by every set that serves the zone, so a good refresh
+	 * needs no new set. NULL for a primary zone. */
+	const _Atomic int64_t *expire_at;
 } zone_set_entry_t;
 
 typedef struct zone_set zone_set_t;

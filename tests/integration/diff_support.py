@@ -940,10 +940,14 @@ class Comparator:
         """Where steerd's rcode may differ from Knot's; the rest of the reply still must match."""
         if query is None or any(sm.sections):
             return False
-        if query.opcode in (dns.opcode.NOTIFY, dns.opcode.UPDATE):
-            # steerd implements neither NOTIFY (RFC 1996) nor UPDATE (RFC 2136): NOTIMP, "the
-            # name server does not support the requested kind of query" (RFC 1035 section
-            # 4.1.1). Knot implements both and rejects these with NOTAUTH or FORMERR.
+        if query.opcode == dns.opcode.NOTIFY:
+            # A NOTIFY (RFC 1996) for a zone that is not a secondary zone of steerd's: NOTAUTH,
+            # as Knot answers when no ACL allows it (Knot may see FORMERR first).
+            return sm.rcode == dns.rcode.NOTAUTH
+        if query.opcode == dns.opcode.UPDATE:
+            # steerd does not implement UPDATE (RFC 2136): NOTIMP, "the name server does not
+            # support the requested kind of query" (RFC 1035 section 4.1.1). Knot implements
+            # it and rejects these with NOTAUTH or FORMERR.
             return sm.rcode == dns.rcode.NOTIMP
         if (len(query.question) == 1
                 and query.question[0][1] in (dns.rdatatype.AXFR, dns.rdatatype.IXFR)):

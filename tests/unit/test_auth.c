@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "auth/auth.h"
 #include "base/err.h"
@@ -435,6 +436,102 @@ static void test_identity(void)
 	}
 }
 
+static unsigned notified;
+static uint32_t notified_serial;
+
+static void on_notify(void *arg, const zone_t *zone, uint32_t serial, bool has_serial)
+{
+	(void)zone;
+	CHECK(arg == &notified, "the view's notify_arg is passed");
+	notified++;
+	notified_serial = has_serial ? serial : 0;
+}
+
+/* A NOTIFY for @p qname, with an SOA of @p serial in the answer section when not 0. */
+static size_t make_notify(uint8_t *buf, const char *qname, uint32_t serial)
+{
+	size_t len = make_query_class(buf, qname, DNS_TYPE_SOA, DNS_CLASS_IN, -1, false);
+	wire_write_u16(buf + 2, (uint16_t)(DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT | DNS_FLAG_AA));
+	if (serial == 0)
+		return len;
+	wire_write_u16(buf + 6, 1);
+	static const uint8_t soa_rr[] = {0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 22, 0, 0};
+	memcpy(buf + len, soa_rr, sizeof(soa_rr));
+	len += sizeof(soa_rr);
+	wire_write_u32(buf + len, serial);
+	memset(buf + len + 4, 0, 16);
+	return len + 20;
+}
+
+static void test_notify_and_expire(void)
+{
+	zone_set_t *set = zone_set_new();
+	zone_t *zone = NULL;
+	char err[256];
+	CHECK(zone_load("auth.test", "zones/auth/auth.test.zone", &zone, err, sizeof(err)) == 0,
+	      "load: %s", err);
+	dns_acl_entry_t allow = {0};
+	CHECK(steer_prefix_parse("192.0.2.1", &allow.prefix) == 0, "acl");
+	static _Atomic int64_t expire_at;
+	atomic_store(&expire_at, (int64_t)time(NULL) + 1000);
+	zone_set_entry_t tmpl = {.notify_allow = &allow,
+	                         .n_notify_allow = 1,
+	                         .secondary = true,
+	                         .expire_at = &expire_at};
+	CHECK(zone_set_add(set, zone, &tmpl) == 0, "add");
+	auth_view_t view = {
+	    .zones = set, .udp_max_payload = 1232, .on_notify = on_notify, .notify_arg = &notified};
+	steer_sockaddr_t primary, other;
+	CHECK(steer_sockaddr_parse("192.0.2.1", 0, &primary) == 0, "addr");
+	CHECK(steer_sockaddr_parse("192.0.2.2", 0, &other) == 0, "addr");
+	static auth_qctx_t qctx;
+	auth_qctx_init(&qctx, 1);
+	uint8_t query[512], resp[512];
+	auth_client_t client = {.remote = &primary};
+	size_t qlen = make_notify(query, "auth.test", 42);
+	size_t len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	uint16_t flags = len >= 12 ? wire_read_u16(resp + 2) : 0;
+	CHECK(len > 12 && (flags & 0xf) == DNS_RCODE_NOERROR && (flags & DNS_FLAG_AA) &&
+	          ((flags & DNS_OPCODE_MASK) >> DNS_OPCODE_SHIFT) == DNS_OPCODE_NOTIFY &&
+	          wire_read_u16(resp + 4) == 1,
+	      "NOTIFY from the primary: NOERROR, AA, opcode and question echoed");
+	CHECK(notified == 1 && notified_serial == 42, "callback with the serial hint (%u, %u)",
+	      notified, notified_serial);
+	client.remote = &other;
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == DNS_RCODE_NOTAUTH && notified == 1,
+	      "NOTIFY from another address: NOTAUTH, no callback");
+	client.remote = &primary;
+	qlen = make_notify(query, "nosuch.test", 0);
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == DNS_RCODE_NOTAUTH && notified == 1,
+	      "NOTIFY for a zone not ours: NOTAUTH");
+	qlen = make_notify(query, "auth.test", 0);
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 12 && notified == 2 && notified_serial == 0, "NOTIFY without a serial");
+
+	/* EXPIRE: the seconds left; none for a primary zone; SERVFAIL once expired. */
+	qlen = make_query_class(query, "auth.test", DNS_TYPE_SOA, DNS_CLASS_IN, 0, false);
+	static const uint8_t expire_opt[] = {0, 9, 0, 0};
+	wire_write_u16(query + qlen - 2, sizeof(expire_opt));
+	memcpy(query + qlen, expire_opt, sizeof(expire_opt));
+	qlen += sizeof(expire_opt);
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 8 && (wire_read_u16(resp + 2) & 0xf) == DNS_RCODE_NOERROR, "SOA answered");
+	CHECK(len > 8 && wire_read_u16(resp + len - 8) == 9 && wire_read_u16(resp + len - 6) == 4 &&
+	          wire_read_u32(resp + len - 4) >= 999 && wire_read_u32(resp + len - 4) <= 1000,
+	      "EXPIRE option with the seconds left");
+	auth_view_t primary_view = {.zones = zones, .udp_max_payload = 1232};
+	len = auth_answer(&primary_view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 8 && wire_read_u16(resp + len - 4) != 9, "no EXPIRE for a primary zone");
+	atomic_store(&expire_at, (int64_t)time(NULL) - 1);
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == DNS_RCODE_SERVFAIL &&
+	          wire_read_u16(resp + 6) == 0,
+	      "an expired zone: SERVFAIL");
+	zone_set_free(set);
+}
+
 int main(void)
 {
 	zones = zone_set_new();
@@ -450,6 +547,7 @@ int main(void)
 	test_axfr();
 	test_ixfr();
 	test_identity();
+	test_notify_and_expire();
 	zone_set_free(zones);
 	return unit_finish("test_auth");
 }

@@ -713,7 +713,8 @@ static void test_dispatch(void)
 	     {NULL},
 	     0,
 	     STEER_EINVAL,
-	     "unknown command 'frobnicate' (try status, reload, zones, stats, explain, health, "
+	     "unknown command 'frobnicate' (try status, reload, zones, zone-refresh, "
+	     "zone-retransfer, stats, explain, health, "
 	     "monitors, maps, override, upstreams, cache, cluster, drain, undrain, paths, events)"},
 	    {"upstreams", {NULL}, 0, 0, "upstreams -"},
 	    {"upstreams", {"link*", NULL}, 0, 0, "upstreams link*"},
@@ -856,7 +857,8 @@ static void test_table(void)
 	const ctl_command_t *t = ctl_command_table(&n);
 	static const char *const mutating[] = {"reload",          "override set", "override clear",
 	                                       "override weight", "cache flush",  "cluster notify",
-	                                       "drain",           "undrain"};
+	                                       "drain",           "undrain",      "zone-refresh",
+	                                       "zone-retransfer"};
 	size_t n_mutating = 0;
 	for (size_t i = 0; i < n; i++) {
 		CHECK(t[i].handler && t[i].summary && t[i].args, "row %zu complete", i);

@@ -168,7 +168,7 @@ static void test_query_parse(void)
 	    {"EDNS version 1", 0, 1, 1, 0, DNS_QUERY_BADVERS},
 	    {"truncated OPT", 0, 1, 0, 3, DNS_QUERY_FORMERR},
 	    {"trailing garbage", 0, 1, -1, 1001, DNS_QUERY_FORMERR},
-	    {"NOTIFY", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, -1, 0, DNS_QUERY_NOTIMP},
+	    {"NOTIFY", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, -1, 0, DNS_QUERY_OK},
 	    {"UPDATE", DNS_OPCODE_UPDATE << DNS_OPCODE_SHIFT, 1, -1, 0, DNS_QUERY_NOTIMP},
 	    {"short", 0, 1, -1, 25, DNS_QUERY_FORMERR},
 	};
@@ -198,7 +198,8 @@ static void test_query_opt_on_errors(void)
 	} rows[] = {
 	    {"no question, OPT", 0, 0, 0, 0, DNS_QUERY_FORMERR, true},
 	    {"opcode 15, OPT", 15 << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_NOTIMP, true},
-	    {"NOTIFY, OPT", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_NOTIMP, true},
+	    {"UPDATE, OPT", DNS_OPCODE_UPDATE << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_NOTIMP, true},
+	    {"NOTIFY, OPT", DNS_OPCODE_NOTIFY << DNS_OPCODE_SHIFT, 1, 0, 0, DNS_QUERY_OK, true},
 	    {"EDNS version 1", 0, 1, 1, 0, DNS_QUERY_BADVERS, true},
 	    {"truncated OPT", 0, 1, 0, 3, DNS_QUERY_FORMERR, false},
 	    {"OPT then garbage", 0, 1, 0, 1001, DNS_QUERY_FORMERR, false},
