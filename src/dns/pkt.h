@@ -10,6 +10,7 @@
 
 #include "base/compiler.h"
 #include "dns/const.h"
+#include "dns/cookie.h"
 #include "dns/ecs.h"
 
 typedef enum {
@@ -42,6 +43,8 @@ typedef struct {
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
 	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
+	bool has_cookie; /* a well-formed COOKIE option (RFC 7873), the first one, in @c cookie */
+	dns_cookie_t cookie;
 } dns_query_t;
 
 /**
