@@ -345,3 +345,15 @@ int conf_paths_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1,
 
 /** Free the `paths` fields of @p conf and reset them to empty. */
 void conf_paths_free(conf_t *conf) STEER_NONNULL(1);
+
+/* ---- attack resistance (conf_hardening.c) ------------------------------------------------- */
+
+/** Section loaders for `rrl` and `cookies`. */
+int conf_rrl_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_cookies_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Set the `rrl` and `cookies` defaults in @p conf (a new configuration). */
+void conf_hardening_defaults(conf_t *conf) STEER_NONNULL(1);
+
+/** Free the `rrl` and `cookies` fields of @p conf and wipe the secrets. */
+void conf_hardening_free(conf_t *conf) STEER_NONNULL(1);
