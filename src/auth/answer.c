@@ -8,6 +8,7 @@
 #include "auth/auth.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "auth/auth_int.h"
 #include "dns/dname.h"
@@ -32,6 +33,10 @@ typedef struct {
 	bool truncated;
 	uint8_t rcode;
 	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	bool cookie;                          /* answer with a COOKIE option */
+	dns_cookie_status_t cookie_status;
+	uint32_t now;                         /* wall clock seconds, read only for cookies */
+	const uint8_t *cut;                   /* the delegation of a referral, for RRL */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
 } answer_t;
@@ -206,6 +211,7 @@ static void put_referral(answer_t *a, const zone_node_t *cut)
 		return;
 	if (a->msg.count[DNS_SEC_ANSWER] == 0)
 		dns_msg_set_flags(&a->msg, 0, DNS_FLAG_AA);
+	a->cut = cut->owner;
 	if (!put_required(a, DNS_SEC_AUTHORITY, cut->owner, ns, ns->ttl))
 		return;
 	zone_rdata_iter_t it = zone_rdata_iter(ns);
@@ -473,6 +479,54 @@ static void count(auth_stats_t *stats, const answer_t *a, const auth_client_t *c
 	}
 }
 
+/* The client address a server cookie is bound to (RFC 9018 4.4); false when unknown. */
+static bool client_ip(const auth_client_t *client, const uint8_t **ip, size_t *len)
+{
+	const steer_sockaddr_t *r = client->remote;
+	if (r == NULL)
+		return false;
+	if (r->sa.sa_family == AF_INET) {
+		*ip = (const uint8_t *)&r->sin.sin_addr;
+		*len = 4;
+		return true;
+	}
+	if (r->sa.sa_family == AF_INET6) {
+		*ip = (const uint8_t *)&r->sin6.sin6_addr;
+		*len = 16;
+		return true;
+	}
+	return false;
+}
+
+/* The response class and its name, for the UDP layer's rate limiter. */
+static void rrl_info(const answer_t *a, const auth_view_t *view, auth_qctx_t *qctx)
+{
+	const dns_query_t *q = a->q;
+	auth_rrl_info_t *info = &qctx->rrl;
+	const uint8_t *name = NULL;
+	uint16_t type = 0;
+	info->cookie_ok = a->cookie_status == DNS_COOKIE_VALID ||
+	                  a->cookie_status == DNS_COOKIE_STALE;
+	info->question_end = (uint16_t)(DNS_HEADER_LEN + (q->has_question ? q->question_len : 0));
+	if (a->rcode == DNS_RCODE_NXDOMAIN && a->zone) {
+		info->cls = AUTH_RRL_NXDOMAIN;
+		name = a->zone->apex;
+	} else if (a->rcode != DNS_RCODE_NOERROR) {
+		info->cls = AUTH_RRL_ERROR;
+	} else if (a->msg.count[DNS_SEC_ANSWER] > 0) {
+		info->cls = AUTH_RRL_POSITIVE;
+		name = q->qname;
+		type = q->qtype;
+	} else if (a->cut) {
+		info->cls = AUTH_RRL_REFERRAL;
+		name = a->cut;
+	} else {
+		info->cls = AUTH_RRL_NODATA;
+		name = q->has_question ? q->qname : NULL;
+	}
+	info->name_hash = auth_rrl_name_hash(view->rrl.table, name, type);
+}
+
 static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
                      auth_stats_t *stats)
 {
@@ -484,7 +538,8 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
 	if (q->has_edns) {
-		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX];
+		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX +
+		                DNS_COOKIE_OPTION_LEN];
 		size_t options_len = 0;
 		/* RFC 7871 7.2.1: answers from zone data do not depend on the client: scope 0. */
 		if (q->has_ecs)
@@ -492,6 +547,11 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 		if (q->has_nsid && view->identity)
 			options_len += dns_nsid_write((const uint8_t *)view->identity,
 			                              view->identity_len, options + options_len);
+		const uint8_t *ip;
+		size_t ip_len;
+		if (a->cookie && client_ip(client, &ip, &ip_len))
+			options_len += dns_cookie_write(&view->cookies, &q->cookie, a->cookie_status,
+			                                ip, ip_len, a->now, options + options_len);
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
@@ -586,21 +646,45 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	if (limit > DNS_MSG_MAXLEN)
 		limit = DNS_MSG_MAXLEN;
 	dns_msg_init(&a.msg, resp, limit);
+	a.cookie = false;
+	a.cookie_status = DNS_COOKIE_NO_SERVER;
+	a.cut = NULL;
+	const uint8_t *ip;
+	size_t ip_len;
+	if (q->has_cookie && view->cookies_enable && client_ip(client, &ip, &ip_len)) {
+		a.cookie = true;
+		a.now = (uint32_t)time(NULL);
+		a.cookie_status = dns_cookie_check(&view->cookies, &q->cookie, ip, ip_len, a.now);
+		STEER_COUNTER_INC(stats->cookie_queries);
+		if (a.cookie_status == DNS_COOKIE_VALID || a.cookie_status == DNS_COOKIE_STALE)
+			STEER_COUNTER_INC(stats->cookie_valid);
+		else if (a.cookie_status == DNS_COOKIE_INVALID)
+			STEER_COUNTER_INC(stats->cookie_invalid);
+	}
 	if (q->has_edns)
 		dns_msg_reserve(&a.msg, DNS_OPT_RR_LEN +
 		                            (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
 		                            (q->has_nsid && view->identity
 		                                 ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
-		                                 : 0));
+		                                 : 0) +
+		                            (a.cookie ? DNS_COOKIE_OPTION_LEN : 0));
 	if (dns_msg_begin(&a.msg, q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
 		q->has_question = false;
 		if (dns_msg_begin(&a.msg, q, 0) != 0)
 			return 0;
 	}
-	if (status != DNS_QUERY_OK)
+	if (status != DNS_QUERY_OK) {
 		a.rcode = status_rcode(status);
-	else
+	} else if (a.cookie && view->cookies_require && !client->tcp &&
+	           a.cookie_status != DNS_COOKIE_VALID && a.cookie_status != DNS_COOKIE_STALE) {
+		/* RFC 7873 5.2.3: no answer data until the client shows our cookie. */
+		a.rcode = DNS_RCODE_BADCOOKIE;
+		STEER_COUNTER_INC(stats->cookie_badcookie);
+	} else {
 		answer_query(&a, view, client, axfr, stats);
+	}
+	if (view->rrl.table != NULL && !client->tcp)
+		rrl_info(&a, view, qctx);
 	return finish(&a, view, client, stats);
 }

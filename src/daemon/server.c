@@ -264,7 +264,7 @@ static bool gslb_has_names(const gslb_view_t *gslb)
 }
 
 static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const conf_t *conf,
-                            fwd_engine_t *fwd)
+                            fwd_engine_t *fwd, hardening_t *hardening)
 {
 	net_view_t *view = xcalloc(1, sizeof(*view));
 	view->auth.zones = zones;
@@ -274,6 +274,7 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	/* the schema caps server.identity at 255 bytes and cluster.node-id at 63 */
 	view->auth.identity_len = view->auth.identity ? (uint8_t)strlen(view->auth.identity) : 0;
 	forward_view_fill(&view->fwd, conf, fwd);
+	hardening_view(hardening, conf, &view->auth);
 	return view;
 }
 
@@ -328,7 +329,8 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd);
+	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd,
+	                              &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	net_view_t *old = (net_view_t *)net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
@@ -820,6 +822,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	s->opts = *opts;
 	s->conf = s->boot_conf = conf;
 	s->started_at = time(NULL);
+	hardening_init(&s->hardening);
 	metrics_init(&s->metrics);
 	log_setup(conf->log_target, conf->log_level);
 	alerting_init(s);
@@ -871,7 +874,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
-	s->view = view_new(set, s->gslb, conf, NULL);
+	s->view = view_new(set, s->gslb, conf, NULL, &s->hardening);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret == 0)
@@ -926,9 +929,10 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 {
 	gslb_admin_log_all_down(conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	net_view_t *view = view_new(set, gslb, conf, s->fwd);
+	net_view_t *view = view_new(set, gslb, conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const net_view_t *old = net_publish(s->net, view);
+	hardening_retire(&s->hardening);
 	gslb_view_t *old_gslb = s->gslb;
 	metrics_gslb_replaced(&s->metrics, s->net, old_gslb, gslb);
 	s->view = view;
@@ -1048,6 +1052,7 @@ void server_stop(server_t *s)
 	paths_stop(s); /* the demand rings too: no query thread writes them now */
 	view_free(s->view);
 	s->view = NULL;
+	hardening_deinit(&s->hardening);
 	fwd_engine_free(s->fwd);
 	s->fwd = NULL;
 	/* After every thread that writes to it. */

@@ -358,7 +358,7 @@ static const struct {
      "conf/err-unknown-section.yaml:3: unknown section 'logging' (expected server, log, zones, "
      "health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, dnstap, "
      "stats-snapshots, alerts, "
-     "decision-log, paths)"},
+     "decision-log, paths, rrl, cookies)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
