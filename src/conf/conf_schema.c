@@ -1933,9 +1933,10 @@ const conf_key_t conf_keys[] = {
      .max = 3600000,
      .unit = CONF_UNIT_MS,
      .def = "15s",
-     .doc = "The averaging window: a bucket saves up at most `window` seconds of unused "
-            "answers for a burst, and goes at most as far into debt, so a flood must stop "
-            "for that long before its answers resume."},
+     .doc = "The averaging window, as BIND's: a bucket holds at most one second's worth of "
+            "answers (a burst of `rate`) and goes at most `window` seconds' worth into debt, "
+            "so a client flooding far above the rate gets almost nothing through until it "
+            "slows down for a while."},
     {.section = "rrl",
      .name = "ipv4-prefix",
      .type = CONF_TYPE_NODE,
