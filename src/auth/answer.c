@@ -32,8 +32,8 @@ typedef struct {
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
-	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
-	bool cookie;                          /* answer with a COOKIE option */
+	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	bool cookie;       /* answer with a COOKIE option */
 	dns_cookie_status_t cookie_status;
 	uint32_t now;                         /* wall clock seconds, read only for cookies */
 	const uint8_t *cut;                   /* the delegation of a referral, for RRL */
@@ -505,8 +505,8 @@ static void rrl_info(const answer_t *a, const auth_view_t *view, auth_qctx_t *qc
 	auth_rrl_info_t *info = &qctx->rrl;
 	const uint8_t *name = NULL;
 	uint16_t type = 0;
-	info->cookie_ok = a->cookie_status == DNS_COOKIE_VALID ||
-	                  a->cookie_status == DNS_COOKIE_STALE;
+	info->cookie_ok =
+	    a->cookie_status == DNS_COOKIE_VALID || a->cookie_status == DNS_COOKIE_STALE;
 	info->question_end = (uint16_t)(DNS_HEADER_LEN + (q->has_question ? q->question_len : 0));
 	if (a->rcode == DNS_RCODE_NXDOMAIN && a->zone) {
 		info->cls = AUTH_RRL_NXDOMAIN;
@@ -550,8 +550,9 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 		const uint8_t *ip;
 		size_t ip_len;
 		if (a->cookie && client_ip(client, &ip, &ip_len))
-			options_len += dns_cookie_write(&view->cookies, &q->cookie, a->cookie_status,
-			                                ip, ip_len, a->now, options + options_len);
+			options_len +=
+			    dns_cookie_write(&view->cookies, &q->cookie, a->cookie_status, ip,
+			                     ip_len, a->now, options + options_len);
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */

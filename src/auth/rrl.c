@@ -141,8 +141,7 @@ static bool take(bucket_t *b, uint32_t now, int64_t rate, int64_t debt)
 }
 
 auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                                  const auth_rrl_info_t *info, uint32_t now_s,
-                                  auth_stats_t *stats)
+                                  const auth_rrl_info_t *info, uint32_t now_s, auth_stats_t *stats)
 {
 	const auth_rrl_conf_t *c = &rrl->conf;
 	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE)
@@ -192,8 +191,7 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t 
 }
 
 size_t auth_rrl_apply(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                      const auth_rrl_info_t *info, uint8_t *resp, size_t len,
-                      auth_stats_t *stats)
+                      const auth_rrl_info_t *info, uint8_t *resp, size_t len, auth_stats_t *stats)
 {
 	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE || len < DNS_HEADER_LEN)
 		return len;

@@ -55,10 +55,10 @@ typedef struct {
 
 /* What the answering code learnt about one response, for auth_rrl_apply(). */
 typedef struct {
-	uint8_t cls;            /* auth_rrl_class_t */
-	bool cookie_ok;         /* the query had a valid server cookie */
-	uint16_t question_end;  /* offset after the response's question (the slip length) */
-	uint64_t name_hash;     /* auth_rrl_name_hash() of the class's name */
+	uint8_t cls;           /* auth_rrl_class_t */
+	bool cookie_ok;        /* the query had a valid server cookie */
+	uint16_t question_end; /* offset after the response's question (the slip length) */
+	uint64_t name_hash;    /* auth_rrl_name_hash() of the class's name */
 } auth_rrl_info_t;
 
 /**
@@ -84,8 +84,8 @@ uint64_t auth_rrl_name_hash(const auth_rrl_table_t *t, const uint8_t *name, uint
  * decisions in @p stats (the calling thread's). Any query thread; lock-free.
  */
 auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                                  const auth_rrl_info_t *info, uint32_t now_s,
-                                  auth_stats_t *stats) STEER_NONNULL(1, 2, 3, 5);
+                                  const auth_rrl_info_t *info, uint32_t now_s, auth_stats_t *stats)
+    STEER_NONNULL(1, 2, 3, 5);
 
 /**
  * Apply auth_rrl_check() to the UDP response @p resp (@p len bytes) for @p remote: returns
@@ -93,5 +93,5 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t 
  * (header and question, no records, TC=1). Uses the monotonic clock. Any query thread.
  */
 size_t auth_rrl_apply(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                      const auth_rrl_info_t *info, uint8_t *resp, size_t len,
-                      auth_stats_t *stats) STEER_NONNULL(1, 2, 3, 4, 6);
+                      const auth_rrl_info_t *info, uint8_t *resp, size_t len, auth_stats_t *stats)
+    STEER_NONNULL(1, 2, 3, 4, 6);

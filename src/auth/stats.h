@@ -28,6 +28,7 @@ typedef struct {
 	steer_counter_t axfr_refused;
 	steer_counter_t ecs_v4; /* queries with a valid IPv4 ECS option (RFC 7871) */
 	steer_counter_t ecs_v6; /* ... IPv6 ECS option */
+
 	steer_counter_t rrl_dropped;      /* UDP answers RRL dropped */
 	steer_counter_t rrl_slipped;      /* ... sent truncated instead (slip) */
 	steer_counter_t rrl_logged;       /* ... would have limited, with log-only */

@@ -88,10 +88,11 @@ static int cookies_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base,
 		return ret;
 	bool prev = strcmp(key->name, "previous-secret") == 0;
 	if (secret_from_hex(text, strlen(text), prev ? c->previous : c->secret) != 0)
-		return conf_fail(ld, conf_node_line(value),
-		                 "cookies.%s: expected 32 hex digits (16 bytes), got %zu characters%s",
-		                 key->name, strlen(text),
-		                 strlen(text) == 32 ? " that are not all hex digits" : "");
+		return conf_fail(
+		    ld, conf_node_line(value),
+		    "cookies.%s: expected 32 hex digits (16 bytes), got %zu characters%s",
+		    key->name, strlen(text),
+		    strlen(text) == 32 ? " that are not all hex digits" : "");
 	if (prev)
 		c->previous_set = true;
 	else
@@ -104,8 +105,8 @@ static int read_secret_file(conf_loader_t *ld, conf_cookies_t *c, size_t line)
 {
 	FILE *f = fopen(c->secret_file, "r");
 	if (!f)
-		return conf_fail(ld, line, "cookies.secret-file: cannot open %s: %s", c->secret_file,
-		                 strerror(errno));
+		return conf_fail(ld, line, "cookies.secret-file: cannot open %s: %s",
+		                 c->secret_file, strerror(errno));
 	char buf[256];
 	int n = 0, ret = 0;
 	while (ret == 0 && fgets(buf, sizeof(buf), f) != NULL) {
@@ -125,7 +126,8 @@ static int read_secret_file(conf_loader_t *ld, conf_cookies_t *c, size_t line)
 	}
 	fclose(f);
 	if (ret == 0 && n == 0)
-		ret = conf_fail(ld, line, "cookies.secret-file: %s holds no secret", c->secret_file);
+		ret =
+		    conf_fail(ld, line, "cookies.secret-file: %s holds no secret", c->secret_file);
 	if (ret == 0) {
 		c->secret_set = true;
 		c->previous_set = n == 2;

@@ -329,8 +329,8 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd,
-	                              &s->hardening);
+	net_view_t *view =
+	    view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	net_view_t *old = (net_view_t *)net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;

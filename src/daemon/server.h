@@ -121,7 +121,8 @@ typedef struct server {
 	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
 	metrics_t metrics;   /* what /metrics keeps between scrapes (answers of replaced views) */
 	struct paths *paths; /* measured paths: agent tables and demand (daemon/paths.c) */
-	hardening_t hardening; /* RRL table and cookie secret kept across reloads */
+	/* RRL table and cookie secret kept across reloads (daemon/hardening.c) */
+	hardening_t hardening;
 } server_t;
 
 /**

@@ -17,22 +17,22 @@ static inline uint64_t load_le64(const uint8_t *p)
 	return v;
 }
 
-#define SIPROUND                                                                               \
-	do {                                                                                   \
-		v0 += v1;                                                                      \
-		v1 = ROTL(v1, 13);                                                             \
-		v1 ^= v0;                                                                      \
-		v0 = ROTL(v0, 32);                                                             \
-		v2 += v3;                                                                      \
-		v3 = ROTL(v3, 16);                                                             \
-		v3 ^= v2;                                                                      \
-		v0 += v3;                                                                      \
-		v3 = ROTL(v3, 21);                                                             \
-		v3 ^= v0;                                                                      \
-		v2 += v1;                                                                      \
-		v1 = ROTL(v1, 17);                                                             \
-		v1 ^= v2;                                                                      \
-		v2 = ROTL(v2, 32);                                                             \
+#define SIPROUND                                                                                   \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = ROTL(v1, 13);                                                                 \
+		v1 ^= v0;                                                                          \
+		v0 = ROTL(v0, 32);                                                                 \
+		v2 += v3;                                                                          \
+		v3 = ROTL(v3, 16);                                                                 \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = ROTL(v3, 21);                                                                 \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = ROTL(v1, 17);                                                                 \
+		v1 ^= v2;                                                                          \
+		v2 = ROTL(v2, 32);                                                                 \
 	} while (0)
 
 uint64_t dns_siphash24(const uint8_t key[16], const uint8_t *data, size_t len)
@@ -68,9 +68,8 @@ uint64_t dns_siphash24(const uint8_t key[16], const uint8_t *data, size_t len)
 int dns_cookie_parse(const uint8_t *data, size_t len, dns_cookie_t *out)
 {
 	/* RFC 7873 5.2.2: a client cookie alone, or with a server cookie of 8 to 32 bytes. */
-	if (len != DNS_COOKIE_CLIENT_LEN &&
-	    (len < DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_MIN ||
-	     len > DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_MAX))
+	if (len != DNS_COOKIE_CLIENT_LEN && (len < DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_MIN ||
+	                                     len > DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_MAX))
 		return -1;
 	memcpy(out->client, data, DNS_COOKIE_CLIENT_LEN);
 	out->server_len = (uint8_t)(len - DNS_COOKIE_CLIENT_LEN);
@@ -99,8 +98,8 @@ static void store_le64(uint8_t *p, uint64_t v)
 }
 
 void dns_cookie_make(const uint8_t secret[DNS_COOKIE_SECRET_LEN],
-                     const uint8_t client[DNS_COOKIE_CLIENT_LEN], const uint8_t *ip,
-                     size_t ip_len, uint32_t now, uint8_t out[DNS_COOKIE_SERVER_LEN])
+                     const uint8_t client[DNS_COOKIE_CLIENT_LEN], const uint8_t *ip, size_t ip_len,
+                     uint32_t now, uint8_t out[DNS_COOKIE_SERVER_LEN])
 {
 	out[0] = 1; /* version */
 	out[1] = out[2] = out[3] = 0;
@@ -147,8 +146,8 @@ dns_cookie_status_t dns_cookie_check(const dns_cookie_secrets_t *secrets, const 
 }
 
 size_t dns_cookie_write(const dns_cookie_secrets_t *secrets, const dns_cookie_t *c,
-                        dns_cookie_status_t status, const uint8_t *ip, size_t ip_len,
-                        uint32_t now, uint8_t *out)
+                        dns_cookie_status_t status, const uint8_t *ip, size_t ip_len, uint32_t now,
+                        uint8_t *out)
 {
 	out[0] = 0;
 	out[1] = DNS_EDNS_OPT_COOKIE;

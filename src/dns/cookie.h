@@ -11,17 +11,17 @@
 
 #include "base/compiler.h"
 
-#define DNS_EDNS_OPT_COOKIE     10
-#define DNS_COOKIE_CLIENT_LEN   8
-#define DNS_COOKIE_SERVER_MIN   8
-#define DNS_COOKIE_SERVER_MAX   32
-#define DNS_COOKIE_SERVER_LEN   16 /* ours: RFC 9018 version 1 */
-#define DNS_COOKIE_SECRET_LEN   16 /* a SipHash-2-4 key */
-#define DNS_COOKIE_OPTION_LEN   (4 + DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_LEN)
-#define DNS_RCODE_BADCOOKIE     23
-#define DNS_COOKIE_MAX_AGE      3600 /* RFC 9018 4.3: older cookies are invalid */
-#define DNS_COOKIE_MAX_FUTURE   300  /* ... and so are ones from further in the future */
-#define DNS_COOKIE_REFRESH_AGE  1800 /* older valid ones are answered with a fresh cookie */
+#define DNS_EDNS_OPT_COOKIE    10
+#define DNS_COOKIE_CLIENT_LEN  8
+#define DNS_COOKIE_SERVER_MIN  8
+#define DNS_COOKIE_SERVER_MAX  32
+#define DNS_COOKIE_SERVER_LEN  16 /* ours: RFC 9018 version 1 */
+#define DNS_COOKIE_SECRET_LEN  16 /* a SipHash-2-4 key */
+#define DNS_COOKIE_OPTION_LEN  (4 + DNS_COOKIE_CLIENT_LEN + DNS_COOKIE_SERVER_LEN)
+#define DNS_RCODE_BADCOOKIE    23
+#define DNS_COOKIE_MAX_AGE     3600 /* RFC 9018 4.3: older cookies are invalid */
+#define DNS_COOKIE_MAX_FUTURE  300  /* ... and so are ones from further in the future */
+#define DNS_COOKIE_REFRESH_AGE 1800 /* older valid ones are answered with a fresh cookie */
 
 /* The COOKIE option of a query, as received. */
 typedef struct {
@@ -45,8 +45,7 @@ typedef enum {
 } dns_cookie_status_t;
 
 /** SipHash-2-4 of @p len bytes at @p data under @p key, as the reference implementation. */
-uint64_t dns_siphash24(const uint8_t key[16], const uint8_t *data, size_t len)
-    STEER_NONNULL(1);
+uint64_t dns_siphash24(const uint8_t key[16], const uint8_t *data, size_t len) STEER_NONNULL(1);
 
 /**
  * Parse a COOKIE option payload (@p len bytes at @p data) into @p out. Returns 0, or -1 for
@@ -60,9 +59,8 @@ int dns_cookie_parse(const uint8_t *data, size_t len, dns_cookie_t *out) STEER_N
  * nodes must agree) into @p out.
  */
 void dns_cookie_make(const uint8_t secret[DNS_COOKIE_SECRET_LEN],
-                     const uint8_t client[DNS_COOKIE_CLIENT_LEN], const uint8_t *ip,
-                     size_t ip_len, uint32_t now, uint8_t out[DNS_COOKIE_SERVER_LEN])
-    STEER_NONNULL(1, 2, 3, 6);
+                     const uint8_t client[DNS_COOKIE_CLIENT_LEN], const uint8_t *ip, size_t ip_len,
+                     uint32_t now, uint8_t out[DNS_COOKIE_SERVER_LEN]) STEER_NONNULL(1, 2, 3, 6);
 
 /**
  * Check the server cookie of @p c from address @p ip at time @p now against @p secrets:
@@ -79,5 +77,5 @@ dns_cookie_status_t dns_cookie_check(const dns_cookie_secrets_t *secrets, const 
  * current secret) into @p out (DNS_COOKIE_OPTION_LEN bytes). Returns the bytes written.
  */
 size_t dns_cookie_write(const dns_cookie_secrets_t *secrets, const dns_cookie_t *c,
-                        dns_cookie_status_t status, const uint8_t *ip, size_t ip_len,
-                        uint32_t now, uint8_t *out) STEER_NONNULL(1, 2, 4, 7);
+                        dns_cookie_status_t status, const uint8_t *ip, size_t ip_len, uint32_t now,
+                        uint8_t *out) STEER_NONNULL(1, 2, 4, 7);

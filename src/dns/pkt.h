@@ -43,7 +43,8 @@ typedef struct {
 	bool has_ecs; /* a valid EDNS Client Subnet option (RFC 7871) is in @c ecs */
 	dns_ecs_t ecs;
 	bool has_nsid; /* the OPT asks for the server's identity (RFC 5001) */
-	bool has_cookie; /* a well-formed COOKIE option (RFC 7873), the first one, in @c cookie */
+	/* A well-formed COOKIE option (RFC 7873), the first one, is in @c cookie. */
+	bool has_cookie;
 	dns_cookie_t cookie;
 } dns_query_t;
 

@@ -21,14 +21,13 @@ static void test_siphash(void)
 	static const struct {
 		size_t len;
 		uint64_t want; /* the output bytes read little-endian */
-	} rows[] = {
-	    {0, 0x726fdb47dd0e0e31ULL},
-	    {1, 0x74f839c593dc67fdULL},
-	    {7, 0xab0200f58b01d137ULL},
-	    {8, 0x93f5f5799a932462ULL},
-	    {15, 0xa129ca6149be45e5ULL}, /* the paper's appendix A example */
-	    {63, 0x958a324ceb064572ULL},
-	};
+	} rows[] =
+	    {
+	        {0, 0x726fdb47dd0e0e31ULL},  {1, 0x74f839c593dc67fdULL},
+	        {7, 0xab0200f58b01d137ULL},  {8, 0x93f5f5799a932462ULL},
+	        {15, 0xa129ca6149be45e5ULL}, /* the paper's appendix A example */
+	        {63, 0x958a324ceb064572ULL},
+	    };
 	uint8_t key[16], msg[64];
 	for (int i = 0; i < 16; i++)
 		key[i] = (uint8_t)i;
@@ -89,13 +88,13 @@ static void test_windows(void)
 		int64_t delta; /* now - timestamp */
 		dns_cookie_status_t want;
 	} rows[] = {
-	    {0, DNS_COOKIE_VALID},          {1800, DNS_COOKIE_VALID},
-	    {1801, DNS_COOKIE_STALE},       {3600, DNS_COOKIE_STALE},
-	    {3601, DNS_COOKIE_INVALID},     {-300, DNS_COOKIE_VALID},
-	    {-301, DNS_COOKIE_INVALID},     {-86400, DNS_COOKIE_INVALID},
+	    {0, DNS_COOKIE_VALID},      {1800, DNS_COOKIE_VALID},     {1801, DNS_COOKIE_STALE},
+	    {3600, DNS_COOKIE_STALE},   {3601, DNS_COOKIE_INVALID},   {-300, DNS_COOKIE_VALID},
+	    {-301, DNS_COOKIE_INVALID}, {-86400, DNS_COOKIE_INVALID},
 	};
 	for (size_t i = 0; i < STEER_ARRAY_LEN(rows); i++) {
-		dns_cookie_status_t st = dns_cookie_check(&sec, &c, ip, 4, (uint32_t)(t + rows[i].delta));
+		dns_cookie_status_t st =
+		    dns_cookie_check(&sec, &c, ip, 4, (uint32_t)(t + rows[i].delta));
 		CHECK(st == rows[i].want, "delta %lld: %d, want %d", (long long)rows[i].delta, st,
 		      rows[i].want);
 	}
@@ -147,9 +146,9 @@ static void test_parse(void)
 /* A query with a COOKIE option of @p optlen bytes; returns the packet length. */
 static size_t make_query(uint8_t *pkt, size_t optlen)
 {
-	static const uint8_t head[] = {0x12, 0x34, 0x00, 0x00, 0, 1, 0, 0, 0, 0, 0, 1,
-	                               4,    't',  'e',  's',  't', 0, 0, 1, 0, 1,
-	                               0,    0,    41,   0x04, 0xd0, 0, 0, 0, 0};
+	static const uint8_t head[] = {0x12, 0x34, 0x00, 0x00, 0,    1,   0, 0, 0, 0, 0,
+	                               1,    4,    't',  'e',  's',  't', 0, 0, 1, 0, 1,
+	                               0,    0,    41,   0x04, 0xd0, 0,   0, 0, 0};
 	size_t n = sizeof(head);
 	memcpy(pkt, head, n);
 	pkt[n++] = 0;
