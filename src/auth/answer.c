@@ -32,9 +32,9 @@ typedef struct {
 	bool tcp;
 	bool truncated;
 	uint8_t rcode;
-	uint8_t ecs_scope; /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
-	bool cookie;       /* answer with a COOKIE option */
-	dns_cookie_status_t cookie_status;
+	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	bool cookie;                          /* answer with a COOKIE option */
+	dns_cookie_status_t cookie_status;    /* of the query's server cookie */
 	uint32_t now;                         /* wall clock seconds, read only for cookies */
 	const uint8_t *cut;                   /* the delegation of a referral, for RRL */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
