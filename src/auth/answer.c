@@ -499,7 +499,8 @@ static bool client_ip(const auth_client_t *client, const uint8_t **ip, size_t *l
 }
 
 /* The response class and its name, for the UDP layer's rate limiter. */
-static void rrl_info(const answer_t *a, const auth_view_t *view, auth_qctx_t *qctx)
+static void rrl_info(const answer_t *a, const auth_view_t *view, const auth_client_t *client,
+                     auth_qctx_t *qctx)
 {
 	const dns_query_t *q = a->q;
 	auth_rrl_info_t *info = &qctx->rrl;
@@ -524,7 +525,10 @@ static void rrl_info(const answer_t *a, const auth_view_t *view, auth_qctx_t *qc
 		info->cls = AUTH_RRL_NODATA;
 		name = q->has_question ? q->qname : NULL;
 	}
-	info->name_hash = auth_rrl_name_hash(view->rrl.table, name, type);
+	if (client->remote != NULL)
+		auth_rrl_classify(&view->rrl, client->remote, name, type, info);
+	else
+		info->cls = AUTH_RRL_NONE;
 }
 
 static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
@@ -686,6 +690,6 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 		answer_query(&a, view, client, axfr, stats);
 	}
 	if (view->rrl.table != NULL && !client->tcp)
-		rrl_info(&a, view, qctx);
+		rrl_info(&a, view, client, qctx);
 	return finish(&a, view, client, stats);
 }

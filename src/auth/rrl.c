@@ -51,20 +51,6 @@ size_t auth_rrl_table_size(const auth_rrl_table_t *t)
 	return t->size;
 }
 
-uint64_t auth_rrl_name_hash(const auth_rrl_table_t *t, const uint8_t *name, uint16_t qtype)
-{
-	uint8_t buf[2 + DNS_DNAME_MAXLEN];
-	buf[0] = (uint8_t)(qtype >> 8);
-	buf[1] = (uint8_t)qtype;
-	size_t len = 2;
-	if (name != NULL) {
-		size_t n = dname_len(name);
-		memcpy(buf + 2, name, n);
-		len += n;
-	}
-	return dns_siphash24(t->key, buf, len);
-}
-
 /* The client's prefix (masked address) into @p out; returns false for other families. */
 static bool client_prefix(const auth_rrl_conf_t *c, const steer_sockaddr_t *remote, uint8_t out[17])
 {
@@ -140,23 +126,40 @@ static bool take(bucket_t *b, uint32_t now, int64_t rate, int64_t debt)
 	return ok;
 }
 
-auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                                  const auth_rrl_info_t *info, uint32_t now_s, auth_stats_t *stats)
+void auth_rrl_classify(const auth_rrl_t *rrl, const steer_sockaddr_t *remote, const uint8_t *name,
+                       uint16_t qtype, auth_rrl_info_t *info)
 {
 	const auth_rrl_conf_t *c = &rrl->conf;
-	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE)
-		return AUTH_RRL_PASS;
-	if (info->cookie_ok && c->exempt_cookies)
-		return AUTH_RRL_PASS;
-	uint8_t key[17 + 1 + 8];
-	if (!client_prefix(c, remote, key))
-		return AUTH_RRL_PASS;
+	/* Prefix, class, type and name in one buffer: a single hash per answer. */
+	uint8_t key[17 + 1 + 2 + DNS_DNAME_MAXLEN];
+	info->exempt = true;
+	info->slot = 0;
+	if (info->cls == AUTH_RRL_NONE || (info->cookie_ok && c->exempt_cookies) ||
+	    !client_prefix(c, remote, key))
+		return;
 	if (c->n_exempt > 0 && steer_prefix_list_match(c->exempt, c->n_exempt, remote))
-		return AUTH_RRL_PASS;
+		return;
+	info->exempt = false;
 	key[17] = info->cls;
-	memcpy(key + 18, &info->name_hash, 8);
-	auth_rrl_table_t *t = rrl->table;
-	_Atomic uint64_t *slot = &t->bucket[dns_siphash24(t->key, key, sizeof(key)) % t->size];
+	key[18] = (uint8_t)(qtype >> 8);
+	key[19] = (uint8_t)qtype;
+	size_t len = 20;
+	if (name != NULL) {
+		size_t n = dname_len(name);
+		memcpy(key + len, name, n);
+		len += n;
+	}
+	const auth_rrl_table_t *t = rrl->table;
+	info->slot = (uint32_t)(dns_siphash24(t->key, key, len) % t->size);
+}
+
+auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *info,
+                                  uint32_t now_s, auth_stats_t *stats)
+{
+	const auth_rrl_conf_t *c = &rrl->conf;
+	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE || info->exempt)
+		return AUTH_RRL_PASS;
+	_Atomic uint64_t *slot = &rrl->table->bucket[info->slot % rrl->table->size];
 
 	int64_t rate = class_rate(c, info->cls);
 	if (rate > BALANCE_MAX)
@@ -190,14 +193,14 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t 
 	return AUTH_RRL_DROP;
 }
 
-size_t auth_rrl_apply(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                      const auth_rrl_info_t *info, uint8_t *resp, size_t len, auth_stats_t *stats)
+size_t auth_rrl_apply(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint8_t *resp, size_t len,
+                      auth_stats_t *stats)
 {
 	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE || len < DNS_HEADER_LEN)
 		return len;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	switch (auth_rrl_check(rrl, remote, info, (uint32_t)ts.tv_sec, stats)) {
+	switch (auth_rrl_check(rrl, info, (uint32_t)ts.tv_sec, stats)) {
 	case AUTH_RRL_PASS:
 		return len;
 	case AUTH_RRL_DROP:

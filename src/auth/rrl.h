@@ -57,8 +57,9 @@ typedef struct {
 typedef struct {
 	uint8_t cls;           /* auth_rrl_class_t */
 	bool cookie_ok;        /* the query had a valid server cookie */
+	bool exempt;           /* set by auth_rrl_classify(): never limited */
 	uint16_t question_end; /* offset after the response's question (the slip length) */
-	uint64_t name_hash;    /* auth_rrl_name_hash() of the class's name */
+	uint32_t slot;         /* set by auth_rrl_classify(): the bucket */
 } auth_rrl_info_t;
 
 /**
@@ -73,25 +74,29 @@ void auth_rrl_table_free(auth_rrl_table_t *t);
 /** The number of buckets of @p t. */
 size_t auth_rrl_table_size(const auth_rrl_table_t *t) STEER_NONNULL(1);
 
-/** The hash of @p name (wire form, lowercase; NULL = none) and @p qtype under @p t's key. */
-uint64_t auth_rrl_name_hash(const auth_rrl_table_t *t, const uint8_t *name, uint16_t qtype)
-    STEER_NONNULL(1);
+/**
+ * Pick the bucket of the answer described by @p info (its cls and cookie_ok set) to
+ * @p remote, for the class's name @p name (wire form, lowercase; NULL = none) and @p qtype:
+ * one keyed hash of client prefix, class, type and name into @p info->slot; sets
+ * @p info->exempt for exempt prefixes, valid cookies (with exempt-cookies) and addresses of
+ * other families. @p rrl->table must be set. Any query thread.
+ */
+void auth_rrl_classify(const auth_rrl_t *rrl, const steer_sockaddr_t *remote, const uint8_t *name,
+                       uint16_t qtype, auth_rrl_info_t *info) STEER_NONNULL(1, 2, 5);
 
 /**
- * Account one answer of class @p info->cls to @p remote at @p now_s (a monotonic second
- * count) and say what to do with it. Exempt clients and AUTH_RRL_NONE always pass; with
+ * Account one answer classified by auth_rrl_classify() at @p now_s (a monotonic second
+ * count) and say what to do with it. Exempt answers and AUTH_RRL_NONE always pass; with
  * log-only a limited answer passes too but is counted. Counts drops, slips and log-only
  * decisions in @p stats (the calling thread's). Any query thread; lock-free.
  */
-auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                                  const auth_rrl_info_t *info, uint32_t now_s, auth_stats_t *stats)
-    STEER_NONNULL(1, 2, 3, 5);
+auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *info,
+                                  uint32_t now_s, auth_stats_t *stats) STEER_NONNULL(1, 2, 4);
 
 /**
- * Apply auth_rrl_check() to the UDP response @p resp (@p len bytes) for @p remote: returns
- * @p len to send it, 0 to drop it, or the length of the truncated form written in place
- * (header and question, no records, TC=1). Uses the monotonic clock. Any query thread.
+ * Apply auth_rrl_check() to the UDP response @p resp (@p len bytes): returns @p len to send
+ * it, 0 to drop it, or the length of the truncated form written in place (header and
+ * question, no records, TC=1). Uses the monotonic clock. Any query thread.
  */
-size_t auth_rrl_apply(const auth_rrl_t *rrl, const steer_sockaddr_t *remote,
-                      const auth_rrl_info_t *info, uint8_t *resp, size_t len, auth_stats_t *stats)
-    STEER_NONNULL(1, 2, 3, 4, 6);
+size_t auth_rrl_apply(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint8_t *resp, size_t len,
+                      auth_stats_t *stats) STEER_NONNULL(1, 2, 3, 5);

@@ -342,9 +342,8 @@ static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 		                            udp_client_fill, &fill, &tap, &deferred);
 		/* After answering, before sending: only the answer knows its response class. */
 		if (STEER_UNLIKELY(view->auth.rrl.table != NULL) && pkts[k].tx_len > 0)
-			pkts[k].tx_len =
-			    auth_rrl_apply(&view->auth.rrl, pkts[k].remote, &w->qctx->rrl,
-			                   pkts[k].tx, pkts[k].tx_len, &w->qctx->stats);
+			pkts[k].tx_len = auth_rrl_apply(&view->auth.rrl, &w->qctx->rrl, pkts[k].tx,
+			                                pkts[k].tx_len, &w->qctx->stats);
 	}
 	rcu_read_unlock();
 }
