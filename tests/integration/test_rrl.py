@@ -187,3 +187,24 @@ def test_off_by_default(steerd):
     srv = steerd(zones={"example.test": "example.test.zone"}, config=server_config(""))
     sent, full, tc, _ = flood(srv, VICTIM, seconds=1.0)
     assert full == sent and tc == 0
+
+
+def test_table_survives_reload(steerd):
+    """A reload with the same table-size keeps the buckets: a flood in debt stays limited
+    (a fresh table would hand it a new burst of `rate` answers)."""
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=rrl_config(port, f"{{ rate: {RATE}, slip: 0, window: 30s }}"))
+    sent, full, tc, _ = flood(srv, VICTIM, seconds=1.0)
+    assert full <= RATE * 3 and tc == 0
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    sent, full, tc, _ = flood(srv, VICTIM, qps=200, seconds=0.5)
+    assert full == 0, (full, sent)
+    # A new table-size is a new table: the burst is back.
+    srv.config_path.write_text(srv.config_path.read_text().replace(
+        "window: 30s", "window: 30s, table-size: 4099"))
+    res = srv.ctl("reload")
+    assert res.returncode == 0, res.stdout + res.stderr
+    sent, full, tc, _ = flood(srv, VICTIM, qps=200, seconds=0.5)
+    assert 0 < full <= 2 * RATE + 1, (full, sent)  # a second boundary may refill once
