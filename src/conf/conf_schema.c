@@ -1978,8 +1978,8 @@ const conf_key_t conf_keys[] = {
      .type = CONF_TYPE_BOOL,
      .offset = offsetof(conf_rrl_t, log_only),
      .def = "false",
-     .doc = "Count (and log, rate-limited) what would be limited, but answer everything: for "
-            "trying a rate out."},
+     .doc = "Count what would be limited (`steer_rrl_logged_total`) but answer everything: "
+            "for trying a rate out."},
     {.section = "cookies",
      .name = "enable",
      .type = CONF_TYPE_BOOL,
