@@ -15,7 +15,7 @@ import dns.message
 import dns.rcode
 import pytest
 
-from conftest import free_port, server_config
+from conftest import free_port, run_steerd, server_config
 
 SECRET = "e5e973e5a6b2a43f48e7dc849e37bfcf"
 OTHER_SECRET = "00112233445566778899aabbccddeeff"
@@ -210,3 +210,25 @@ def test_rrl_exempts_valid_cookie(steerd):
             pass
     assert answered <= 8, answered
     assert metric(port, "steer_rrl_dropped_total") >= 32
+
+
+@pytest.mark.parametrize("section,error", [
+    ("cookies: { secret: abc }", "cookies.secret: expected 32 hex digits (16 bytes), got 3"),
+    ("cookies: { secret: 0123456789abcdef0123456789abcdeg }", "not all hex digits"),
+    ("cookies: { previous-secret: 0123456789abcdef0123456789abcdef }",
+     "'previous-secret' needs 'secret'"),
+    ("cookies: { secret-file: bad.secret }", "bad.secret: line 1 is not 32 hex digits"),
+    ("cookies: { secret-file: nothere.secret }", "cannot open"),
+    ("rrl: { rate: 5, ipv6-prefix: 129 }", "rrl.ipv6-prefix: expected 1 to 128, got '129'"),
+    ("rrl: { rate: 5, slip: 11 }", "rrl.slip"),
+])
+def test_config_errors(tmp_path, section, error):
+    (tmp_path / "bad.secret").write_text("deadbeef\n")
+    (tmp_path / "z.zone").write_text("$ORIGIN example.test.\n$TTL 300\n"
+                                     "@ SOA ns hostmaster 1 3600 900 604800 300\n@ NS ns\n"
+                                     "ns A 192.0.2.1\n")
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(f"zones:\n  - {{ domain: example.test, file: z.zone }}\n{section}\n")
+    res = run_steerd("--check-config", "-c", str(conf), cwd=tmp_path)
+    assert res.returncode != 0
+    assert error in res.stderr + res.stdout, res.stderr
