@@ -152,6 +152,9 @@ def test_require_badcookie_then_success(steerd):
     q = dns.message.make_query("www.example.test", "A", use_edns=0)
     assert srv.udp(q).rcode() == dns.rcode.NOERROR
     assert metric(port, "steer_cookies_badcookie_total") == 2
+    stats = srv.ctl_json("stats")
+    assert stats["cookies"]["badcookie"] == 2 and stats["cookies"]["valid"] == 1, stats
+    assert stats["rrl"] == {"dropped": 0, "slipped": 0, "logged": 0}
 
 
 def test_two_nodes_share_secret(steerd, tmp_path):
