@@ -49,7 +49,7 @@
  * carry an ECS option (4 + 4 + 16 bytes at most). */
 #define QUERY_MAX 324
 /* Longest ECS option: code, length, family, source and scope prefix, a full IPv6 address. */
-#define ECS_OPT_MAX (4 + 4 + 16)
+#define ECS_OPT_MAX (4 + 24) /* an ECS option (4 + 4 + 16) or a COOKIE one (4 + 24) */
 /* UDP answers larger than this are counted but cut; 4096 covers any EDNS size we advertise. */
 #define UDP_RECV_MAX 4096
 /* Per-connection TCP input buffer: one maximal frame plus room to keep reading behind it. */
@@ -92,6 +92,7 @@ typedef struct {
 	double duration, warmup;
 	const char *queries_file;
 	const char *ecs_file;
+	const char *cookie; /* hex COOKIE option payload for every query, NULL = none */
 	const char *qname, *qtype;
 	unsigned window, sockets, batch, connections, pipeline;
 	unsigned timeout_ms;
@@ -1129,6 +1130,9 @@ static void usage(FILE *f)
 	      "  --ecs-file FILE      one subnet per line ('198.51.100.0/24', '2001:db8::/56'):\n"
 	      "                       query i carries subnet i mod N as an ECS option (needs\n"
 	      "                       --edns); max(queries, subnets) packets are prebuilt\n"
+	      "  --cookie HEX         a DNS COOKIE option in every query: the client cookie\n"
+	      "                       (16 hex digits) or client and server cookie (48; needs\n"
+	      "                       --edns, excludes --ecs-file)\n"
 	      "  --timeout MS         count a query lost after MS, default 1000\n"
 	      "  --json               print one JSON object instead of text\n"
 	      "UDP (default):\n"
@@ -1173,6 +1177,7 @@ static const opt_spec_t k_opts[] = {
     OPT("edns", ARG_UINT, edns, 0, 65535),
     OPT("rd", ARG_SET, rd, 0, 0),
     OPT("ecs-file", ARG_STR, ecs_file, 0, 0),
+    OPT("cookie", ARG_STR, cookie, 0, 0),
     OPT("timeout", ARG_UINT, timeout_ms, 1, 60000),
     OPT("json", ARG_SET, json, 0, 0),
     OPT("window", ARG_UINT, window, 1, 1000000),
@@ -1387,6 +1392,22 @@ int main(int argc, char **argv)
 		}
 		qset_add_ecs(&qs, ecs, necs);
 		free(ecs);
+	}
+	if (o.cookie != NULL) {
+		/* The same option for every query: the ECS builder appends any one option. */
+		size_t hex = strlen(o.cookie);
+		ecs_opt_t c = {.len = (uint8_t)(4 + hex / 2)};
+		if (o.edns == 0 || o.ecs_file != NULL || (hex != 16 && hex != 48))
+			die("--cookie: 16 or 48 hex digits, with --edns and without --ecs-file");
+		c.wire[1] = 10;
+		c.wire[3] = (uint8_t)(hex / 2);
+		for (size_t i = 0; i < hex / 2; i++) {
+			unsigned v;
+			if (sscanf(o.cookie + 2 * i, "%2x", &v) != 1)
+				die("--cookie: '%s' is not hex", o.cookie);
+			c.wire[4 + i] = (uint8_t)v;
+		}
+		qset_add_ecs(&qs, &c, 1);
 	}
 	if (o.gso && !o.tcp) {
 		qset_sort_chunks(&qs);

@@ -35,6 +35,10 @@ typedef struct {
 	bool truncated;
 	uint8_t rcode;
 	uint8_t ecs_scope;                    /* SCOPE PREFIX-LENGTH of the answer (RFC 7871) */
+	bool cookie;                          /* answer with a COOKIE option */
+	dns_cookie_status_t cookie_status;    /* of the query's server cookie */
+	uint32_t now;                         /* wall clock seconds, read only for cookies */
+	const uint8_t *cut;                   /* the delegation of a referral, for RRL */
 	const uint8_t *extra[ADDITIONAL_MAX]; /* names needing A/AAAA in additional */
 	unsigned n_extra;
 	const zone_set_entry_t *entry; /* the zone answered from, NULL when none */
@@ -210,6 +214,7 @@ static void put_referral(answer_t *a, const zone_node_t *cut)
 		return;
 	if (a->msg.count[DNS_SEC_ANSWER] == 0)
 		dns_msg_set_flags(&a->msg, 0, DNS_FLAG_AA);
+	a->cut = cut->owner;
 	if (!put_required(a, DNS_SEC_AUTHORITY, cut->owner, ns, ns->ttl))
 		return;
 	zone_rdata_iter_t it = zone_rdata_iter(ns);
@@ -501,6 +506,58 @@ static int64_t expire_left(const zone_set_entry_t *entry)
 	return left > 0 ? left : 0;
 }
 
+/* The client address a server cookie is bound to (RFC 9018 4.4); false when unknown. */
+static bool client_ip(const auth_client_t *client, const uint8_t **ip, size_t *len)
+{
+	const steer_sockaddr_t *r = client->remote;
+	if (r == NULL)
+		return false;
+	if (r->sa.sa_family == AF_INET) {
+		*ip = (const uint8_t *)&r->sin.sin_addr;
+		*len = 4;
+		return true;
+	}
+	if (r->sa.sa_family == AF_INET6) {
+		*ip = (const uint8_t *)&r->sin6.sin6_addr;
+		*len = 16;
+		return true;
+	}
+	return false;
+}
+
+/* The response class and its name, for the UDP layer's rate limiter. */
+static void rrl_info(const answer_t *a, const auth_view_t *view, const auth_client_t *client,
+                     auth_qctx_t *qctx)
+{
+	const dns_query_t *q = a->q;
+	auth_rrl_info_t *info = &qctx->rrl;
+	const uint8_t *name = NULL;
+	uint16_t type = 0;
+	info->cookie_ok =
+	    a->cookie_status == DNS_COOKIE_VALID || a->cookie_status == DNS_COOKIE_STALE;
+	info->question_end = (uint16_t)(DNS_HEADER_LEN + (q->has_question ? q->question_len : 0));
+	if (a->rcode == DNS_RCODE_NXDOMAIN && a->zone) {
+		info->cls = AUTH_RRL_NXDOMAIN;
+		name = a->zone->apex;
+	} else if (a->rcode != DNS_RCODE_NOERROR) {
+		info->cls = AUTH_RRL_ERROR;
+	} else if (a->msg.count[DNS_SEC_ANSWER] > 0) {
+		info->cls = AUTH_RRL_POSITIVE;
+		name = q->qname;
+		type = q->qtype;
+	} else if (a->cut) {
+		info->cls = AUTH_RRL_REFERRAL;
+		name = a->cut;
+	} else {
+		info->cls = AUTH_RRL_NODATA;
+		name = q->has_question ? q->qname : NULL;
+	}
+	if (client->remote != NULL)
+		auth_rrl_classify(&view->rrl, client->remote, name, type, info);
+	else
+		info->cls = AUTH_RRL_NONE;
+}
+
 static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *client,
                      auth_stats_t *stats)
 {
@@ -512,7 +569,8 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 	uint8_t rcode = a->rcode;
 	dns_msg_set_rcode(&a->msg, (uint8_t)(rcode & DNS_RCODE_MASK));
 	if (q->has_edns) {
-		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX + 8];
+		uint8_t options[4 + DNS_ECS_MAXLEN + DNS_NSID_HEADER_LEN + UINT8_MAX + 8 +
+		                DNS_COOKIE_OPTION_LEN];
 		size_t options_len = 0;
 		/* RFC 7871 7.2.1: answers from zone data do not depend on the client: scope 0. */
 		if (q->has_ecs)
@@ -529,6 +587,12 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 			               left > UINT32_MAX ? UINT32_MAX : (uint32_t)left);
 			options_len += 8;
 		}
+		const uint8_t *ip;
+		size_t ip_len;
+		if (a->cookie && client_ip(client, &ip, &ip_len))
+			options_len +=
+			    dns_cookie_write(&view->cookies, &q->cookie, a->cookie_status, ip,
+			                     ip_len, a->now, options + options_len);
 		int ret = dns_msg_put_opt(&a->msg, view->udp_max_payload, (uint8_t)(rcode >> 4),
 		                          q->edns_do, options, (uint16_t)options_len);
 		STEER_ASSERT(ret == 0); /* the space was reserved up front */
@@ -673,28 +737,53 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	    verify_tsig(view, q, stats, &tsig, &tsig_rcode, &now, &tsig_on) == DNS_QUERY_FORMERR)
 		status = DNS_QUERY_FORMERR;
 	dns_msg_init(&a.msg, resp, limit);
-	dns_msg_reserve(
-	    &a.msg, (q->has_edns ? DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
-	                               (q->has_nsid && view->identity
-	                                    ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
-	                                    : 0) +
-	                               (q->has_expire ? 8 : 0)
-	                         : 0) +
-	                (tsig_on ? dns_tsig_rr_len(&tsig) : 0));
+	a.cookie = false;
+	a.cookie_status = DNS_COOKIE_NO_SERVER;
+	a.cut = NULL;
+	const uint8_t *ip;
+	size_t ip_len;
+	if (q->has_cookie && view->cookies_enable && client_ip(client, &ip, &ip_len)) {
+		a.cookie = true;
+		a.now = (uint32_t)time(NULL);
+		a.cookie_status = dns_cookie_check(&view->cookies, &q->cookie, ip, ip_len, a.now);
+		STEER_COUNTER_INC(stats->cookie_queries);
+		if (a.cookie_status == DNS_COOKIE_VALID || a.cookie_status == DNS_COOKIE_STALE)
+			STEER_COUNTER_INC(stats->cookie_valid);
+		else if (a.cookie_status == DNS_COOKIE_INVALID)
+			STEER_COUNTER_INC(stats->cookie_invalid);
+	}
+	dns_msg_reserve(&a.msg,
+	                (q->has_edns
+	                     ? DNS_OPT_RR_LEN + (q->has_ecs ? dns_ecs_option_len(&q->ecs) : 0) +
+	                           (q->has_nsid && view->identity
+	                                ? DNS_NSID_HEADER_LEN + (size_t)view->identity_len
+	                                : 0) +
+	                           (q->has_expire ? 8 : 0) + (a.cookie ? DNS_COOKIE_OPTION_LEN : 0)
+	                     : 0) +
+	                    (tsig_on ? dns_tsig_rr_len(&tsig) : 0));
 	if (dns_msg_begin(&a.msg, q, 0) != 0) {
 		/* A question too long for 512 bytes cannot be echoed: answer without it. */
 		q->has_question = false;
 		if (dns_msg_begin(&a.msg, q, 0) != 0)
 			return 0;
 	}
-	if (status != DNS_QUERY_OK)
+	if (status != DNS_QUERY_OK) {
 		a.rcode = status_rcode(status);
-	else if (tsig_rcode != DNS_RCODE_NOERROR)
+	} else if (tsig_rcode != DNS_RCODE_NOERROR) {
 		a.rcode = tsig_rcode; /* RFC 8945 5.2: NOTAUTH, the TSIG error says why */
-	else if (q->opcode == DNS_OPCODE_NOTIFY)
+	} else if (q->opcode == DNS_OPCODE_NOTIFY) {
 		a.rcode = auth_notify(view, client, q, tsig_on ? &tsig : NULL, &a.msg);
-	else
+	} else if (a.cookie && view->cookies_require && !client->tcp && !tsig_on &&
+	           a.cookie_status != DNS_COOKIE_VALID && a.cookie_status != DNS_COOKIE_STALE) {
+		/* RFC 7873 5.2.3: no answer data until the client shows our cookie. */
+		a.rcode = DNS_RCODE_BADCOOKIE;
+		STEER_COUNTER_INC(stats->cookie_badcookie);
+	} else {
 		answer_query(&a, view, client, axfr, stats, tsig_on ? &tsig : NULL);
+	}
+	/* A signed answer is never rewritten by the limiter: the rewrite would break its MAC. */
+	if (view->rrl.table != NULL && !client->tcp && !tsig_on)
+		rrl_info(&a, view, client, qctx);
 	size_t len = finish(&a, view, client, stats);
 	if (!tsig_on || len == 0)
 		return len;

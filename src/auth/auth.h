@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include "auth/qctx.h"
+#include "auth/rrl.h"
 #include "auth/stats.h"
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "dns/cookie.h"
 #include "dns/pkt.h"
 #include "dns/tsig.h"
 #include "gslb/view.h"
@@ -41,6 +43,15 @@ typedef struct {
 	 * or allocate (the daemon sets a flag and wakes the transfer thread). NULL = ignored. */
 	void (*on_notify)(void *arg, const zone_t *zone, uint32_t serial_hint, bool has_serial);
 	void *notify_arg;
+	/* DNS Cookies (RFC 7873, RFC 9018): off unless cookies_enable; the secrets are this
+	 * configuration's snapshot (or the daemon's random one). cookies_require answers UDP
+	 * queries that carry a COOKIE option without a valid server cookie BADCOOKIE. */
+	bool cookies_enable;
+	bool cookies_require;
+	dns_cookie_secrets_t cookies;
+	/* Response rate limiting: limits and the table (owned by the daemon, kept across
+	 * reloads); rrl.table NULL = off. Applied by the UDP layer (auth_rrl_apply()). */
+	auth_rrl_t rrl;
 } auth_view_t;
 
 typedef struct {

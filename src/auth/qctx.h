@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "auth/rrl.h"
 #include "auth/stats.h"
 #include "base/compiler.h"
 #include "gslb/stats.h"
@@ -16,6 +17,9 @@
 typedef struct {
 	auth_stats_t stats; /* written by the owner thread only */
 	gslb_qstate_t gslb; /* written by the owner thread only (through gslb_view_answer()) */
+	/* What the last auth answer was, for the UDP layer's auth_rrl_apply(); the transport
+	 * sets cls to AUTH_RRL_NONE before each query (a forwarded answer leaves it so). */
+	auth_rrl_info_t rrl;
 } auth_qctx_t;
 
 /**

@@ -32,6 +32,14 @@ typedef struct {
 	steer_counter_t tsig_badtime; /* ... good MAC, clock outside the fudge */
 	steer_counter_t ecs_v4;       /* queries with a valid IPv4 ECS option (RFC 7871) */
 	steer_counter_t ecs_v6;       /* ... IPv6 ECS option */
+
+	steer_counter_t rrl_dropped;      /* UDP answers RRL dropped */
+	steer_counter_t rrl_slipped;      /* ... sent truncated instead (slip) */
+	steer_counter_t rrl_logged;       /* ... would have limited, with log-only */
+	steer_counter_t cookie_queries;   /* queries with a COOKIE option (cookies on) */
+	steer_counter_t cookie_valid;     /* ... with a valid server cookie of ours */
+	steer_counter_t cookie_invalid;   /* ... with a server cookie that is not (or no longer) */
+	steer_counter_t cookie_badcookie; /* BADCOOKIE answers (cookies.require) */
 	steer_counter_t rcode[STATS_RCODE_SLOTS];
 	steer_counter_t qtype[STATS_QTYPE_SLOTS]; /* index 0 counts types >= 256 */
 	/* Not a counter: must stay last (auth_stats_sum() walks the counters as an array). */

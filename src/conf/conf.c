@@ -1419,6 +1419,7 @@ conf_t *conf_new_default(void)
 	conf_apply_defaults("stats-snapshots", &conf->snapshots);
 	conf_apply_defaults("decision-log", &conf->decision_log);
 	conf->dnstap.messages = CONF_DNSTAP_AUTH_QUERY | CONF_DNSTAP_AUTH_RESPONSE;
+	conf_hardening_defaults(conf);
 	conf->listen_is_default = true;
 	return conf;
 }
@@ -1659,6 +1660,7 @@ void conf_free(conf_t *conf)
 	conf_ops_free(conf);
 	conf_paths_free(conf);
 	conf_keys_free(conf);
+	conf_hardening_free(conf);
 	free(conf->path);
 	free(conf);
 }

@@ -400,3 +400,14 @@ int conf_xfr_finish(conf_loader_t *ld) STEER_NONNULL(1);
 
 /** Free the transfer fields (remotes, notify-allow) of @p zone and reset them. */
 void conf_xfr_zone_free(conf_zone_t *zone) STEER_NONNULL(1);
+/* ---- attack resistance (conf_hardening.c) ------------------------------------------------- */
+
+/** Section loaders for `rrl` and `cookies`. */
+int conf_rrl_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+int conf_cookies_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1, 2);
+
+/** Set the `rrl` and `cookies` defaults in @p conf (a new configuration). */
+void conf_hardening_defaults(conf_t *conf) STEER_NONNULL(1);
+
+/** Free the `rrl` and `cookies` fields of @p conf and wipe the secrets. */
+void conf_hardening_free(conf_t *conf) STEER_NONNULL(1);

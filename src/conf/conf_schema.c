@@ -564,6 +564,23 @@ const conf_section_t conf_sections[] = {
      "file). DNS nodes ignore it; `steerd --check-config` validates it all the same, so an "
      "agent never starts on a file its nodes would reject.",
      true, NULL},
+    {"rrl", false, 0,
+     "Response Rate Limiting, as in BIND, Knot and NSD: a server that answers spoofed UDP "
+     "queries becomes a reflector; RRL caps the answers one client prefix (`ipv4-prefix`, "
+     "`ipv6-prefix`) gets per second for one kind of response (the same name and type, "
+     "NXDOMAIN from one zone, a referral to one delegation, NODATA, errors). Over the limit, "
+     "every `slip`-th answer goes out empty with TC=1, so a real client retries over TCP, "
+     "the others are dropped. TCP is never limited. Off unless `rate` is set. Every key "
+     "applies on reload; the bucket table is kept when `table-size` is unchanged.",
+     false, conf_rrl_load},
+    {"cookies", false, 0,
+     "DNS Cookies (RFC 7873) with RFC 9018 server cookies (SipHash-2-4, a timestamp valid for "
+     "an hour): a query with a COOKIE option gets our server cookie back; a client presenting "
+     "a valid one proves it is not spoofed, which `rrl.exempt-cookies` honours. Nodes of a "
+     "cluster that share `secret` accept each other's cookies. Without a secret a random one "
+     "is made at start and kept across reloads. Malformed COOKIE options are answered "
+     "FORMERR. Every key applies on reload.",
+     false, conf_cookies_load},
 };
 const size_t conf_n_sections = sizeof(conf_sections) / sizeof(conf_sections[0]);
 
@@ -2038,6 +2055,132 @@ const conf_key_t conf_keys[] = {
     PATHS_DURATION("paths.probe", "forget-after", forget_after, 60, 31536000, CONF_UNIT_S, "28d",
                    "A prefix no node reported for this long is dropped (F5 forgets an LDNS after "
                    "28 days)."),
+    /* ---- attack resistance ---- */
+    {.section = "rrl",
+     .name = "rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_rrl_t, rate),
+     .size = sizeof(unsigned),
+     .max = 1000000,
+     .def = "0",
+     .doc = "Responses per second one client prefix gets for one kind of response; `0` turns "
+            "rate limiting off."},
+    {.section = "rrl",
+     .name = "nxdomain-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_rrl_t, nxdomain_rate),
+     .size = sizeof(unsigned),
+     .max = 1000000,
+     .def = "0",
+     .doc = "The rate for NXDOMAIN answers (counted per zone: random-name floods share one "
+            "bucket); `0` = `rate`."},
+    {.section = "rrl",
+     .name = "error-rate",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_rrl_t, error_rate),
+     .size = sizeof(unsigned),
+     .max = 1000000,
+     .def = "0",
+     .doc = "The rate for error answers (REFUSED, FORMERR, SERVFAIL, NOTIMP, BADCOOKIE); "
+            "`0` = `rate`."},
+    {.section = "rrl",
+     .name = "slip",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_rrl_t, slip),
+     .size = sizeof(unsigned),
+     .max = 10,
+     .def = "2",
+     .doc = "Every Nth limited answer goes out empty with TC=1 (the client may retry over "
+            "TCP), the others are dropped; `0` drops them all, `1` truncates them all."},
+    {.section = "rrl",
+     .name = "window",
+     .type = CONF_TYPE_DURATION,
+     .offset = offsetof(conf_rrl_t, window),
+     .size = sizeof(unsigned),
+     .min = 1000,
+     .max = 3600000,
+     .unit = CONF_UNIT_MS,
+     .def = "15s",
+     .doc = "The averaging window, as BIND's: a bucket holds at most one second's worth of "
+            "answers (a burst of `rate`) and goes at most `window` seconds' worth into debt, "
+            "so a client flooding far above the rate gets almost nothing through until it "
+            "slows down for a while."},
+    {.section = "rrl",
+     .name = "ipv4-prefix",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "prefix length",
+     .def = "24",
+     .doc = "IPv4 clients are counted per prefix of this length (1 to 32)."},
+    {.section = "rrl",
+     .name = "ipv6-prefix",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "prefix length",
+     .def = "56",
+     .doc = "IPv6 clients are counted per prefix of this length (1 to 128)."},
+    {.section = "rrl",
+     .name = "table-size",
+     .type = CONF_TYPE_UINT,
+     .offset = offsetof(conf_rrl_t, table_size),
+     .size = sizeof(unsigned),
+     .min = 1024,
+     .max = 1 << 26,
+     .def = "393241",
+     .doc = "Buckets in the table (8 bytes each), shared by all query threads without locks. "
+            "Prefix and class hash to a bucket; a collision makes two flows share one, which "
+            "only limits sooner. Size it above the number of prefixes seen in a window."},
+    {.section = "rrl",
+     .name = "exempt",
+     .type = CONF_TYPE_PREFIX_LIST,
+     .offset = offsetof(conf_rrl_t, exempt),
+     .size = offsetof(conf_rrl_t, n_exempt),
+     .doc = "Clients never limited (monitoring, your own resolvers): addresses or prefixes."},
+    {.section = "rrl",
+     .name = "exempt-cookies",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_rrl_t, exempt_cookies),
+     .def = "true",
+     .doc = "A query with a valid server cookie (see `cookies`) is never limited: its source "
+            "address cannot be spoofed."},
+    {.section = "rrl",
+     .name = "log-only",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_rrl_t, log_only),
+     .def = "false",
+     .doc = "Count what would be limited (`steer_rrl_logged_total`) but answer everything: "
+            "for trying a rate out."},
+    {.section = "cookies",
+     .name = "enable",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_cookies_t, enable),
+     .def = "true",
+     .doc = "Answer COOKIE options with a server cookie. `false` ignores them (RFC 7873 "
+            "servers without cookies)."},
+    {.section = "cookies",
+     .name = "secret",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "32 hex digits",
+     .doc = "The 16-byte SipHash-2-4 key server cookies are made with. Give every node of a "
+            "cluster the same one (e.g. `openssl rand -hex 16`). Unset: random at start."},
+    {.section = "cookies",
+     .name = "previous-secret",
+     .type = CONF_TYPE_NODE,
+     .type_doc = "32 hex digits",
+     .doc = "A retired secret whose cookies are still accepted (and answered with a new "
+            "one), for a rollover without BADCOOKIE answers."},
+    {.section = "cookies",
+     .name = "secret-file",
+     .type = CONF_TYPE_PATH,
+     .offset = offsetof(conf_cookies_t, secret_file),
+     .doc = "Read the secrets from this file instead: line 1 the secret, optional line 2 the "
+            "previous one, 32 hex digits each. Keeps them out of the configuration."},
+    {.section = "cookies",
+     .name = "require",
+     .type = CONF_TYPE_BOOL,
+     .offset = offsetof(conf_cookies_t, require),
+     .def = "false",
+     .doc = "A UDP query with a COOKIE option but no valid server cookie is answered "
+            "BADCOOKIE with our cookie and no data (RFC 7873 5.2.3); the client retries "
+            "with it. Queries without any COOKIE option and TCP are answered as usual."},
 };
 const size_t conf_n_keys = sizeof(conf_keys) / sizeof(conf_keys[0]);
 

@@ -348,6 +348,15 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	json_object_set_new(*data, "decision_log",
 	                    json_pack("{s:b, s:I, s:I}", "enabled", s->decisions != NULL, "written",
 	                              (json_int_t)dl_written, "dropped", (json_int_t)dl_dropped));
+	json_object_set_new(*data, "rrl",
+	                    json_pack("{s:I, s:I, s:I}", "dropped", COUNTER(st, rrl_dropped),
+	                              "slipped", COUNTER(st, rrl_slipped), "logged",
+	                              COUNTER(st, rrl_logged)));
+	json_object_set_new(
+	    *data, "cookies",
+	    json_pack("{s:I, s:I, s:I, s:I}", "queries", COUNTER(st, cookie_queries), "valid",
+	              COUNTER(st, cookie_valid), "invalid", COUNTER(st, cookie_invalid),
+	              "badcookie", COUNTER(st, cookie_badcookie)));
 	return 0;
 }
 

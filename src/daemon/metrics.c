@@ -256,6 +256,24 @@ static void render_answering(prom_t *p, const auth_stats_t *st)
 	prom_counter(p, &t_key, 1, LOAD(st->tsig_badkey));
 	prom_counter(p, &t_sig, 1, LOAD(st->tsig_badsig));
 	prom_counter(p, &t_time, 1, LOAD(st->tsig_badtime));
+	counter1(p, "steer_rrl_dropped_total", "UDP answers dropped by response rate limiting.",
+	         LOAD(st->rrl_dropped));
+	counter1(p, "steer_rrl_slipped_total",
+	         "UDP answers response rate limiting sent truncated (TC=1) instead.",
+	         LOAD(st->rrl_slipped));
+	counter1(p, "steer_rrl_logged_total",
+	         "UDP answers response rate limiting would have limited (rrl.log-only).",
+	         LOAD(st->rrl_logged));
+	counter1(p, "steer_cookies_queries_total", "Queries with a DNS COOKIE option.",
+	         LOAD(st->cookie_queries));
+	counter1(p, "steer_cookies_valid_total", "Queries with a valid server cookie of ours.",
+	         LOAD(st->cookie_valid));
+	counter1(p, "steer_cookies_invalid_total",
+	         "Queries with a server cookie that is not ours or has expired.",
+	         LOAD(st->cookie_invalid));
+	counter1(p, "steer_cookies_badcookie_total",
+	         "BADCOOKIE answers (cookies.require, UDP without a valid server cookie).",
+	         LOAD(st->cookie_badcookie));
 }
 
 /* The resolvers sending the most ECS queries: a gauge, since an entry can be replaced. */

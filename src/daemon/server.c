@@ -300,7 +300,7 @@ static bool gslb_has_names(const gslb_view_t *gslb)
 }
 
 static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const conf_t *conf,
-                            fwd_engine_t *fwd)
+                            fwd_engine_t *fwd, hardening_t *hardening)
 {
 	net_view_t *view = xcalloc(1, sizeof(*view));
 	view->auth.zones = zones;
@@ -320,6 +320,7 @@ static net_view_t *view_new(zone_set_t *zones, const gslb_view_t *gslb, const co
 	view->auth.on_notify = daemon_xfr_on_notify;
 	view->auth.notify_arg = daemon_xfr_get();
 	forward_view_fill(&view->fwd, conf, fwd);
+	hardening_view(hardening, conf, &view->auth);
 	return view;
 }
 
@@ -375,7 +376,8 @@ static void publish_gslb(server_t *s, gslb_view_t *gslb)
 {
 	gslb_admin_log_all_down(s->conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	net_view_t *view = view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd);
+	net_view_t *view =
+	    view_new((zone_set_t *)s->view->auth.zones, gslb, s->conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	net_view_t *old = (net_view_t *)net_publish(s->net, view);
 	gslb_view_t *old_gslb = s->gslb;
@@ -439,7 +441,7 @@ void server_zones_republish(server_t *s)
 		log_err("secondary zone update refused: still serving the previous zones");
 		return;
 	}
-	net_view_t *view = view_new(set, s->gslb, s->conf, s->fwd);
+	net_view_t *view = view_new(set, s->gslb, s->conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old view after. */
 	const net_view_t *old = net_publish(s->net, view);
 	s->view = view;
@@ -927,6 +929,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	s->opts = *opts;
 	s->conf = s->boot_conf = conf;
 	s->started_at = time(NULL);
+	hardening_init(&s->hardening);
 	metrics_init(&s->metrics);
 	log_setup(conf->log_target, conf->log_level);
 	alerting_init(s);
@@ -979,7 +982,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 		zone_set_free(set);
 		goto fail;
 	}
-	s->view = view_new(set, s->gslb, conf, NULL);
+	s->view = view_new(set, s->gslb, conf, NULL, &s->hardening);
 	s->net = net_new(conf, s->view);
 	ret = net_bind(s->net, err, sizeof(err));
 	if (ret == 0)
@@ -1036,9 +1039,10 @@ static void reload_apply(server_t *s, conf_t *conf, zone_set_t *set, gslb_view_t
 {
 	gslb_admin_log_all_down(conf, gslb_view_health(s->gslb), gslb_view_health(gslb));
 	alerting_health(s, gslb_view_health(s->gslb), gslb_view_health(gslb));
-	net_view_t *view = view_new(set, gslb, conf, s->fwd);
+	net_view_t *view = view_new(set, gslb, conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old views after. */
 	const net_view_t *old = net_publish(s->net, view);
+	hardening_retire(&s->hardening);
 	gslb_view_t *old_gslb = s->gslb;
 	metrics_gslb_replaced(&s->metrics, s->net, old_gslb, gslb);
 	s->view = view;
@@ -1161,6 +1165,7 @@ void server_stop(server_t *s)
 	paths_stop(s); /* the demand rings too: no query thread writes them now */
 	view_free(s->view);
 	s->view = NULL;
+	hardening_deinit(&s->hardening);
 	fwd_engine_free(s->fwd);
 	s->fwd = NULL;
 	/* After every thread that writes to it. */

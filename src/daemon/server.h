@@ -23,6 +23,7 @@
 #include "ctl/ctl.h"
 #include "ctl/http.h"
 #include "daemon/events.h"
+#include "daemon/hardening.h"
 #include "daemon/metrics.h"
 #include "daemon/monitors.h"
 #include "daemon/node.h"
@@ -120,6 +121,8 @@ typedef struct server {
 	struct decisions *decisions; /* the GSLB decision log (daemon/decisions.c); NULL = off */
 	metrics_t metrics;   /* what /metrics keeps between scrapes (answers of replaced views) */
 	struct paths *paths; /* measured paths: agent tables and demand (daemon/paths.c) */
+	/* RRL table and cookie secret kept across reloads (daemon/hardening.c) */
+	hardening_t hardening;
 } server_t;
 
 /**

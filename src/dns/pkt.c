@@ -56,6 +56,12 @@ static bool parse_edns_options(dns_query_t *q, const uint8_t *rdata, uint16_t rd
 			q->has_nsid = true;
 		if (code == DNS_EDNS_OPT_EXPIRE)
 			q->has_expire = true;
+		/* RFC 7873 5.2.2: a malformed cookie is FORMERR; later ones add nothing. */
+		if (code == DNS_EDNS_OPT_COOKIE && !q->has_cookie) {
+			if (dns_cookie_parse(data, optlen, &q->cookie) != 0)
+				return false;
+			q->has_cookie = true;
+		}
 	}
 	return ctx.err == 0;
 }
@@ -166,6 +172,7 @@ dns_query_status_t dns_query_parse(const uint8_t *pkt, size_t len, dns_query_t *
 	q->has_ecs = false;
 	q->has_nsid = false;
 	q->has_expire = false;
+	q->has_cookie = false;
 	q->edns_version = 0;
 	q->edns_payload = 0;
 	q->has_soa = false;

@@ -10,6 +10,7 @@
 
 #include "base/compiler.h"
 #include "dns/const.h"
+#include "dns/cookie.h"
 #include "dns/ecs.h"
 
 typedef enum {
@@ -53,6 +54,9 @@ typedef struct {
 	const uint8_t *msg;
 	size_t msg_len;
 	bool has_expire; /* the OPT carries the EXPIRE option (RFC 7314) */
+	/* A well-formed COOKIE option (RFC 7873), the first one, is in @c cookie. */
+	bool has_cookie;
+	dns_cookie_t cookie;
 } dns_query_t;
 
 /**

@@ -336,9 +336,14 @@ static void answer_batch(udp_worker_t *w, udp_pkt_t *pkts, int n)
 		bool deferred;
 		if (STEER_UNLIKELY(w->tap != NULL))
 			tap.local = packet_local(w, &pkts[k], &local);
+		w->qctx->rrl.cls = AUTH_RRL_NONE;
 		pkts[k].tx_len = net_answer(view, &client, pkts[k].rx, pkts[k].rx_len, pkts[k].tx,
 		                            pkts[k].tx_cap, w->qctx, NULL, &w->fwd_ctr,
 		                            udp_client_fill, &fill, &tap, &deferred);
+		/* After answering, before sending: only the answer knows its response class. */
+		if (STEER_UNLIKELY(view->auth.rrl.table != NULL) && pkts[k].tx_len > 0)
+			pkts[k].tx_len = auth_rrl_apply(&view->auth.rrl, &w->qctx->rrl, pkts[k].tx,
+			                                pkts[k].tx_len, &w->qctx->stats);
 	}
 	rcu_read_unlock();
 }

@@ -364,7 +364,7 @@ static const struct {
      "keys, health, monitors, datacenters, maps, services, whoami, gslb, forward, cluster, http, "
      "dnstap, "
      "stats-snapshots, alerts, "
-     "decision-log, paths)"},
+     "decision-log, paths, rrl, cookies)"},
     {"conf/err-uint.yaml",
      "conf/err-uint.yaml:2: server.workers: expected an unsigned integer, got 'two'"},
     {"conf/err-negative.yaml",
