@@ -634,7 +634,7 @@ def test_config_errors(tmp_path):
     bad.write_text("server:\n  listen: [127.0.0.1:5300]\nzones:\n  - domain: a.test\n"
                    "    primaries: [{ address: 127.0.0.1, key: nokey }]\n")
     res = run_steerd("-c", str(bad), "--check-config")
-    assert res.returncode != 0 and "unknown TSIG key 'nokey'" in res.stderr + res.stdout
+    assert res.returncode != 0 and "primaries: unknown key 'nokey'" in res.stderr + res.stdout
     bad.write_text("server:\n  listen: [127.0.0.1:5300]\nzones:\n  - domain: a.test\n")
     res = run_steerd("-c", str(bad), "--check-config")
     assert res.returncode != 0 and "missing required key 'file'" in res.stderr + res.stdout
@@ -719,8 +719,8 @@ def test_signed_transfer_from_knot(steerd, peers, tmp_path, wrong):
     cfg = ("server:\n  listen: {listen}\n  control-socket: {ctl}\n  workers: 1\n"
            "  tcp-workers: 1\n  storage: " + str(storage) + "\nkeys:\n  - name: xfr-key\n"
            "    algorithm: hmac-sha256\n    secret: \"" + secret + "\"\nzones:\n"
-           "  - domain: " + o + "\n    primaries: [{ address: \"127.0.0.1@" + str(knot.port)
-           + "\", key: xfr-key }]\n    refresh-min: 500ms\n")
+           "  - domain: " + o + "\n    primaries: [{{ address: \"127.0.0.1@" + str(knot.port)
+           + "\", key: xfr-key }}]\n    refresh-min: 500ms\n")
     if not wrong:
         srv = steerd(config=cfg, ready_zone=o)
         assert steer_serial(srv, o) == 3
