@@ -1,68 +1,18 @@
 /*
- * DNS Cookies. The hash is SipHash-2-4 (Aumasson and Bernstein), written here rather than
- * taken from a library: it is a few dozen lines, runs once or twice per query carrying a
- * cookie, and must not allocate or lock.
+ * DNS Cookies. The hash is SipHash-2-4 (base/siphash.h), as RFC 9018 specifies; it runs once
+ * or twice per query carrying a cookie.
  */
 #include "dns/cookie.h"
 
 #include <string.h>
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-
-static inline uint64_t load_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-#define SIPROUND                                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = ROTL(v1, 13);                                                                 \
-		v1 ^= v0;                                                                          \
-		v0 = ROTL(v0, 32);                                                                 \
-		v2 += v3;                                                                          \
-		v3 = ROTL(v3, 16);                                                                 \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = ROTL(v3, 21);                                                                 \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = ROTL(v1, 17);                                                                 \
-		v1 ^= v2;                                                                          \
-		v2 = ROTL(v2, 32);                                                                 \
-	} while (0)
+#include "base/siphash.h"
 
 uint64_t dns_siphash24(const uint8_t key[16], const uint8_t *data, size_t len)
 {
-	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
-	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
-	uint64_t v3 = 0x7465646279746573ULL ^ k1;
-	size_t full = len & ~(size_t)7;
-	for (size_t i = 0; i < full; i += 8) {
-		uint64_t m = load_le64(data + i);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	uint64_t b = (uint64_t)len << 56;
-	for (size_t i = 0; i < (len & 7); i++)
-		b |= (uint64_t)data[full + i] << (8 * i);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
+	uint64_t k0, k1;
+	steer_siphash_key(key, &k0, &k1);
+	return steer_siphash24(k0, k1, data, len);
 }
 
 int dns_cookie_parse(const uint8_t *data, size_t len, dns_cookie_t *out)

@@ -15,6 +15,7 @@
 #include <urcu.h>
 
 #include "base/err.h"
+#include "base/siphash.h"
 #include "dns/dname.h"
 #include "dns/wire.h"
 
@@ -93,51 +94,6 @@ void fwd_cache_opts_default(fwd_cache_opts_t *opts)
 	};
 }
 
-/* SipHash-1-3 (keyed, so a client cannot aim many names at one chain). */
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = ROTL(v1, 13);                                                                 \
-		v1 ^= v0;                                                                          \
-		v0 = ROTL(v0, 32);                                                                 \
-		v2 += v3;                                                                          \
-		v3 = ROTL(v3, 16);                                                                 \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = ROTL(v3, 21);                                                                 \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = ROTL(v1, 17);                                                                 \
-		v1 ^= v2;                                                                          \
-		v2 = ROTL(v2, 32);                                                                 \
-	} while (0)
-
-static uint64_t siphash13(uint64_t k0, uint64_t k1, const uint8_t *in, size_t len)
-{
-	uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
-	uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
-	size_t full = len & ~(size_t)7;
-	for (size_t i = 0; i < full; i += 8) {
-		uint64_t m;
-		memcpy(&m, in + i, 8); /* little-endian hosts; the hash is only used in-process */
-		v3 ^= m;
-		SIPROUND;
-		v0 ^= m;
-	}
-	uint64_t b = (uint64_t)len << 56;
-	for (size_t i = full; i < len; i++)
-		b |= (uint64_t)in[i] << (8 * (i - full));
-	v3 ^= b;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 static uint8_t key_flags(const dns_query_t *q)
 {
 	return (uint8_t)((q->edns_do ? FWD_KEY_DO : 0) |
@@ -151,7 +107,8 @@ static uint64_t key_hash(const fwd_cache_t *c, const dns_query_t *q, uint8_t kfl
 	wire_write_u16(key + q->qname_len, q->qtype);
 	wire_write_u16(key + q->qname_len + 2, q->qclass);
 	key[q->qname_len + 4] = kflags;
-	return siphash13(c->k0, c->k1, key, (size_t)q->qname_len + 5);
+	/* Keyed, so a client cannot aim many names at one chain. */
+	return steer_siphash13(c->k0, c->k1, key, (size_t)q->qname_len + 5);
 }
 
 static inline const uint8_t *entry_qname(const fwd_entry_t *e)

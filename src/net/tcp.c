@@ -61,6 +61,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "dns/const.h"
 
 #define TCP_MSG_MAX DNS_MSG_MAXLEN
@@ -205,40 +206,11 @@ static void list_push(conn_list_t *l, tcp_conn_t *c)
 
 /* ---- the client tables ---------------------------------------------------------------- */
 
-static inline uint64_t rotl64(uint64_t x, int b)
-{
-	return x << b | x >> (64 - b);
-}
-
-#define SIPROUND(v0, v1, v2, v3)                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = rotl64(v1, 13) ^ v0;                                                          \
-		v0 = rotl64(v0, 32);                                                               \
-		v2 += v3;                                                                          \
-		v3 = rotl64(v3, 16) ^ v2;                                                          \
-		v0 += v3;                                                                          \
-		v3 = rotl64(v3, 21) ^ v0;                                                          \
-		v2 += v1;                                                                          \
-		v1 = rotl64(v1, 17) ^ v2;                                                          \
-		v2 = rotl64(v2, 32);                                                               \
-	} while (0)
-
 /* SipHash-1-3 of three words: keyed, so that a client cannot pick addresses that share a
  * counter with the one it wants to crowd out. */
 static uint64_t client_hash(const uint64_t key[2], const uint64_t m[3])
 {
-	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
-	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
-	for (int i = 0; i < 3; i++) {
-		v3 ^= m[i];
-		SIPROUND(v0, v1, v2, v3);
-		v0 ^= m[i];
-	}
-	v2 ^= 0xff;
-	for (int i = 0; i < 3; i++)
-		SIPROUND(v0, v1, v2, v3);
-	return v0 ^ v1 ^ v2 ^ v3;
+	return steer_siphash13(key[0], key[1], m, 3 * sizeof(*m));
 }
 
 /* The counters of @p remote's address and of its /24 or /56. */
