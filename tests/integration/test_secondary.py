@@ -146,7 +146,10 @@ zone:
 class Bind:
     """named serving @zones ({origin: text}) as primaries, NOTIFYing 127.0.0.1@@notify_port."""
 
-    def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None):
+    def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None,
+                 key: str | None = None):
+        """With @key (a base64 hmac-sha256 secret of key "xfr-key"), transfers need the key
+        and NOTIFYs are signed with it."""
         self.dir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -157,16 +160,20 @@ class Bind:
             f.write_text(text)
             self.files[origin] = f
             zone_conf += f'zone "{origin}" {{ type primary; file "{f}"; }};\n'
-        notify = (f"notify explicit; also-notify {{ 127.0.0.1 port {notify_port}; }};"
+        signed = " key xfr-key" if key else ""
+        notify = (f"notify explicit; also-notify {{ 127.0.0.1 port {notify_port}{signed}; }};"
                   if notify_port else "notify no;")
+        allow = "key xfr-key;" if key else "127.0.0.0/8;"
+        keys = (f'key "xfr-key" {{ algorithm hmac-sha256; secret "{key}"; }};\n'
+                if key else "")
         self.conf = workdir / "named.conf"
-        self.conf.write_text(f"""options {{
+        self.conf.write_text(keys + f"""options {{
     directory "{workdir}";
     pid-file "{workdir}/named.pid";
     listen-on port {self.port} {{ 127.0.0.1; }};
     listen-on-v6 {{ none; }};
     recursion no;
-    allow-transfer {{ 127.0.0.0/8; }};
+    allow-transfer {{ {allow} }};
     {notify}
     notify-delay 0;
     startup-notify-rate 1000;
@@ -680,21 +687,9 @@ def test_axfr_out_of_a_secondary_carries_expire(steerd, peers, tmp_path):
     assert left is not None and 4990 < left <= 5000
 
 
-def tsig_supported() -> bool:
-    """The binary takes `keys:` (TSIG, merged from the keys and signing work)."""
-    from conftest import STEERD
-    try:
-        out = subprocess.run([STEERD, "--config-reference"], capture_output=True, text=True,
-                             timeout=30).stdout
-    except OSError:
-        return False
-    return "\n## `keys`" in out
-
-
 SECRET = "c2VjcmV0LWZvci10aGUtc2Vjb25kYXJ5LXRlc3RzLTAxMjM0NQ=="
 
 
-@pytest.mark.skipif(not tsig_supported(), reason="this steerd has no TSIG (`keys:`) yet")
 @pytest.mark.parametrize("wrong", [False, True], ids=["right-key", "wrong-key"])
 def test_signed_transfer_from_knot(steerd, peers, tmp_path, wrong):
     """Knot requires the key for transfers; Steer signs its SOA query and AXFR and verifies
@@ -729,3 +724,25 @@ def test_signed_transfer_from_knot(steerd, peers, tmp_path, wrong):
     wait_for(lambda: "refresh failed" in srv.log(), 10, what="the refused refresh")
     assert srv.udp(query(o, "SOA")).rcode() == dns.rcode.REFUSED
     assert not (storage / "tsig.test.zone").exists()
+
+
+def test_signed_transfer_and_notify_from_bind(steerd, peers, tmp_path):
+    """BIND needs the key for transfers and signs its NOTIFYs with it: Steer transfers with
+    the key and refreshes on the signed NOTIFY at once, while an unsigned NOTIFY from the
+    primary's own address is refused, because that primary has a key."""
+    o = "bsig.test."
+    port = free_port()
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    bind = peers(Bind, tmp_path / "bind", {o: zone_text(o, 7)}, notify_port=port, key=SECRET)
+    cfg = ("server:\n  listen: {listen}\n  control-socket: {ctl}\n"
+           "  workers: 1\n  tcp-workers: 1\n  storage: " + str(storage) + "\n"
+           "keys:\n  - name: xfr-key\n    algorithm: hmac-sha256\n    secret: \"" + SECRET +
+           "\"\nzones:\n  - domain: " + o + "\n    primaries: [{{ address: \"127.0.0.1@" +
+           str(bind.port) + "\", key: xfr-key }}]\n    refresh-min: 1h\n    refresh-max: 1h\n")
+    srv = steerd(config=cfg, listen=[("127.0.0.1", port)], ready_zone=o)
+    assert steer_serial(srv, o) == 7
+    assert send_from(notify_msg(o, 8), "127.0.0.1", port).rcode() == dns.rcode.NOTAUTH
+    bind.update(o, zone_text(o, 8), 8)
+    # refresh-min is an hour: only the signed NOTIFY can bring serial 8 this soon.
+    wait_for(lambda: steer_serial(srv, o) == 8, 3, what="the refresh on BIND's signed NOTIFY")
