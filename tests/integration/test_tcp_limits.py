@@ -523,11 +523,14 @@ def test_attack_fills_the_pool(steerd):
     """Without per-client shares, the same attack fills the pool of 1,000: newcomers evict
     idle connections and the attacker's slow ones, and the other client is still served at
     once throughout."""
-    srv = start(steerd, "  tcp-max-clients-per-address: 0\n  tcp-max-clients-per-prefix: 0\n")
+    # A sanitized steerd accepts more slowly: a smaller pool is still filled by the attack.
+    pool = 500 if SANITIZED else 1000
+    srv = start(steerd, f"  tcp-max-clients: {pool}\n  tcp-max-clients-per-address: 0\n"
+                        "  tcp-max-clients-per-prefix: 0\n")
     lat, failures, during, done = run_attack(srv)
     m = metrics(srv)
     check_victim(lat, failures)
-    assert during["steer_tcp_connections"] >= 800, f"the pool was not full: {during}"
+    assert during["steer_tcp_connections"] >= 0.8 * pool, f"the pool was not full: {during}"
     refused = m['steer_tcp_refused_total{reason="total"}']
     print(f"steerd: {during['steer_tcp_connections']:.0f} connections open, "
           f"{m['steer_tcp_evicted_total']:.0f} evicted, {refused:.0f} refused")
