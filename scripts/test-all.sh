@@ -95,7 +95,7 @@ integration_tests() { # NAME STEERD STEERCTL
 	local name=$1 log
 	log="$LOGDIR/pytest-$name.log"
 	banner "integration tests: $name ($2)"
-	STEERD=$2 STEERCTL=$3 "$PYTHON" -m pytest tests/integration -q 2>&1 | tee "$log"
+	STEERD=$2 STEERCTL=$3 "$PYTHON" -m pytest tests/integration -q --durations=15 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
 	local ok fail
 	ok=$(count passed "$log")
