@@ -33,6 +33,7 @@ from conftest import free_port, query, server_config, wait_for
 KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
 KNOTC = shutil.which("knotc") or "/usr/sbin/knotc"
 NAMED = shutil.which("named") or "/usr/sbin/named"
+NSD = shutil.which("nsd") or "/usr/sbin/nsd"
 
 pytestmark = pytest.mark.skipif(not (Path(KNOTD).exists() and Path(NAMED).exists()),
                                 reason="knotd and named (Debian knot, bind9) are needed")
@@ -219,6 +220,48 @@ controls {{ }};
                 self.proc.wait()
         if not self.log.closed:
             self.log.close()
+
+
+class Nsd(Bind):
+    """NSD serving @zones as primaries, allowing transfers to and NOTIFYing 127.0.0.1@@notify_port."""
+
+    def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None):
+        self.dir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.files = {}
+        zone_conf = ""
+        for origin, text in zones.items():
+            f = workdir / f"{origin}zone"
+            f.write_text(text)
+            self.files[origin] = f
+            notify = f"    notify: 127.0.0.1@{notify_port} NOKEY\n" if notify_port else ""
+            zone_conf += (f"zone:\n    name: {origin}\n    zonefile: \"{f}\"\n"
+                          f"    provide-xfr: 127.0.0.0/8 NOKEY\n{notify}")
+        self.conf = workdir / "nsd.conf"
+        self.conf.write_text(f"""server:
+    ip-address: 127.0.0.1@{self.port}
+    do-ip6: no
+    server-count: 1
+    zonesdir: "{workdir}"
+    database: ""
+    zonelistfile: "{workdir}/zone.list"
+    xfrdfile: "{workdir}/xfrd.state"
+    xfrdir: "{workdir}"
+    pidfile: "{workdir}/nsd.pid"
+    cookie-secret-file: "{workdir}/cookiesecrets.txt"
+    username: ""
+    chroot: ""
+    rrl-ratelimit: 0
+remote-control:
+    control-enable: no
+{zone_conf}""")
+        self.log = open(workdir / "named.log", "wb")  # the log_text() of Bind reads this name
+        self.proc = subprocess.Popen([NSD, "-d", "-c", str(self.conf)], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        for origin in zones:
+            wait_for(lambda: self.soa_serial(origin) is not None, 20,
+                     what=f"nsd serving {origin}: {self.log_text()}")
 
 
 @pytest.fixture
@@ -746,3 +789,20 @@ def test_signed_transfer_and_notify_from_bind(steerd, peers, tmp_path):
     bind.update(o, zone_text(o, 8), 8)
     # refresh-min is an hour: only the signed NOTIFY can bring serial 8 this soon.
     wait_for(lambda: steer_serial(srv, o) == 8, 3, what="the refresh on BIND's signed NOTIFY")
+
+
+def test_nsd_primary_axfr_and_notify(steerd, peers, tmp_path):
+    """NSD as the primary: the zone is transferred at start, and NSD's own NOTIFY after it
+    reloads a changed zone brings the new serial."""
+    o = "nsd.test."
+    port = free_port()
+    nsd = peers(Nsd, tmp_path / "nsd", {o: zone_text(o, 30)}, notify_port=port)
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    cfg = secondary_config([(o, nsd.port)], storage, zone_extra=XFR_ALLOW)
+    srv = steerd(config=cfg, listen=[("127.0.0.1", port)], ready_zone=o)
+    assert steer_serial(srv, o) == 30
+    assert records(srv, o) == primary_records("127.0.0.1", nsd.port, o)
+    nsd.update(o, zone_text(o, 31, extra="n IN TXT \"nsd\"\n"), 31)
+    wait_for(lambda: steer_serial(srv, o) == 31, 3, what="NSD's NOTIFY refreshed")
+    assert records(srv, o) == primary_records("127.0.0.1", nsd.port, o)
