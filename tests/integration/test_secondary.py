@@ -50,8 +50,39 @@ def zone_text(origin: str, serial: int, *, extra: str = "", refresh: int = 3600,
     return "\n".join(lines) + "\n" + extra
 
 
-class Knot:
+class _Peer:
+    """What every peer server here shares: its SOA serial, its log (@log_name in @dir), and
+    stopping it by its own PID."""
+    log_name = "peer.log"
+
+    def soa_serial(self, origin: str) -> int | None:
+        try:
+            r = dns.query.udp(query(origin, "SOA"), "127.0.0.1", port=self.port, timeout=0.3)
+        except (dns.exception.Timeout, OSError):
+            return None
+        if r.rcode() != dns.rcode.NOERROR or not r.answer:
+            return None
+        return r.answer[0][0].serial
+
+    def log_text(self) -> str:
+        self.log.flush()
+        return (self.dir / self.log_name).read_text(errors="replace")[-4000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+
+
+class Knot(_Peer):
     """knotd serving @zones ({origin: text}) as primaries, or as secondaries of @primary."""
+    log_name = "knotd.log"
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None,
                  primary_port: int | None = None, diffs: bool = False):
@@ -109,15 +140,6 @@ zone:
             for origin in zones:
                 self.wait_serial(origin, None)
 
-    def soa_serial(self, origin: str) -> int | None:
-        try:
-            r = dns.query.udp(query(origin, "SOA"), "127.0.0.1", port=self.port, timeout=0.3)
-        except (dns.exception.Timeout, OSError):
-            return None
-        if r.rcode() != dns.rcode.NOERROR or not r.answer:
-            return None
-        return r.answer[0][0].serial
-
     def wait_serial(self, origin: str, serial: int | None, timeout: float = 20.0):
         wait_for(lambda: (self.soa_serial(origin) is not None
                           and (serial is None or self.soa_serial(origin) == serial)),
@@ -128,24 +150,11 @@ zone:
         subprocess.run([KNOTC, "-c", str(self.conf), "zone-reload", origin], check=True,
                        capture_output=True, timeout=10)
 
-    def log_text(self) -> str:
-        self.log.flush()
-        return (self.dir / "knotd.log").read_text(errors="replace")[-4000:]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if not self.log.closed:
-            self.log.close()
 
 
-class Bind:
+class Bind(_Peer):
     """named serving @zones ({origin: text}) as primaries, NOTIFYing 127.0.0.1@@notify_port."""
+    log_name = "named.log"
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None,
                  key: str | None = None):
@@ -191,39 +200,17 @@ controls {{ }};
             wait_for(lambda: self.soa_serial(origin) is not None, 20,
                      what=f"named serving {origin}: {self.log_text()}")
 
-    def soa_serial(self, origin: str) -> int | None:
-        try:
-            r = dns.query.udp(query(origin, "SOA"), "127.0.0.1", port=self.port, timeout=0.3)
-        except (dns.exception.Timeout, OSError):
-            return None
-        if r.rcode() != dns.rcode.NOERROR or not r.answer:
-            return None
-        return r.answer[0][0].serial
-
     def update(self, origin: str, text: str, serial: int):
         self.files[origin].write_text(text)
         self.proc.send_signal(signal.SIGHUP)  # named reloads changed zones on SIGHUP
         wait_for(lambda: self.soa_serial(origin) == serial, 20,
                  what=f"named serving {origin} serial {serial}: {self.log_text()}")
 
-    def log_text(self) -> str:
-        self.log.flush()
-        return (self.dir / "named.log").read_text(errors="replace")[-4000:]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if not self.log.closed:
-            self.log.close()
 
 
 class Nsd(Bind):
     """NSD serving @zones as primaries, allowing transfers to and NOTIFYing 127.0.0.1@@notify_port."""
+    log_name = "nsd.log"
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None):
         self.dir = workdir
@@ -256,7 +243,7 @@ class Nsd(Bind):
 remote-control:
     control-enable: no
 {zone_conf}""")
-        self.log = open(workdir / "named.log", "wb")  # the log_text() of Bind reads this name
+        self.log = open(workdir / self.log_name, "wb")
         self.proc = subprocess.Popen([NSD, "-d", "-c", str(self.conf)], stdout=self.log,
                                      stderr=subprocess.STDOUT)
         for origin in zones:
