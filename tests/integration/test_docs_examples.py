@@ -16,6 +16,8 @@ from conftest import ROOT, STEERCTL, run_steerd
 
 DOC = ROOT / "docs" / "operations.md"
 BLOCK = re.compile(r"^```yaml steer\n(.*?)^```$", re.S | re.M)
+# Sections to add to a configuration: checked with the example zone added.
+FRAGMENT = re.compile(r"^```yaml steer-fragment\n(.*?)^```$", re.S | re.M)
 
 
 def steer_blocks() -> list[str]:
@@ -31,7 +33,9 @@ def test_the_guide_has_its_examples():
     # The three migration guides; a block that lost its info string would go unchecked.
     assert len(steer_blocks()) == 3
     fences = DOC.read_text().count("\n```yaml")
-    assert fences == len(steer_blocks()) + 1, "only the Prometheus scrape job is unchecked"
+    fragments = len(FRAGMENT.findall(DOC.read_text()))
+    assert fences == len(steer_blocks()) + fragments + 1, \
+        "only the Prometheus scrape job is unchecked"
 
 
 @pytest.fixture
@@ -144,3 +148,18 @@ def test_promql_metric_names_are_documented():
              for n in re.findall(r"\bsteer_[a-z_]+", e)}
     missing = sorted(n for n in names if n not in listed)
     assert not missing, missing
+
+
+def test_fragments_pass_check_config(example_dir):
+    """Each fragment (sections an operator adds) is valid next to a zone: the cookie secret
+    file it names is written where it says, as the operator would."""
+    fragments = FRAGMENT.findall(DOC.read_text())
+    assert fragments
+    (example_dir / "cookie.secret").write_text("0123456789abcdef0123456789abcdef\n")
+    for text in fragments:
+        conf = example_dir / "steer.yaml"
+        conf.write_text("zones:\n  - domain: example.test\n    file: zones/example.test.zone\n"
+                        + text)
+        res = run_steerd("-c", str(conf), "--check-config", cwd=example_dir)
+        assert res.returncode == 0, f"{text}:\n{res.stdout}{res.stderr}"
+        assert "warning" not in res.stderr, res.stderr
