@@ -6,12 +6,15 @@
  */
 #include "auth/rrl.h"
 
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "dns/cookie.h"
 #include "dns/dname.h"
 #include "dns/wire.h"
@@ -103,8 +106,9 @@ static uint64_t pack(bucket_t b)
 	return (uint64_t)b.ts << 32 | ((uint64_t)((uint32_t)b.balance & 0xffffff) << 8) | b.limited;
 }
 
-/* One token taken from @p b at @p now; returns whether one was there. */
-static bool take(bucket_t *b, uint32_t now, int64_t rate, int64_t debt)
+/* One token taken from @p b at @p now; returns whether one was there. @p dry: the bucket
+ * had credit before this answer found none (the flow starts being limited). */
+static bool take(bucket_t *b, uint32_t now, int64_t rate, int64_t debt, bool *dry)
 {
 	if (b->ts == 0) {
 		b->balance = (int32_t)rate; /* a new flow starts with one second's worth */
@@ -118,6 +122,7 @@ static bool take(bucket_t *b, uint32_t now, int64_t rate, int64_t debt)
 	b->ts = now == 0 ? 1 : now;
 	int64_t bal = (int64_t)b->balance - 1;
 	bool ok = bal >= 0;
+	*dry = !ok && b->balance >= 0;
 	if (bal < -debt)
 		bal = -debt;
 	b->balance = (int32_t)bal;
@@ -140,6 +145,7 @@ void auth_rrl_classify(const auth_rrl_t *rrl, const steer_sockaddr_t *remote, co
 	if (c->n_exempt > 0 && steer_prefix_list_match(c->exempt, c->n_exempt, remote))
 		return;
 	info->exempt = false;
+	memcpy(info->prefix, key, sizeof(info->prefix));
 	key[17] = info->cls;
 	key[18] = (uint8_t)(qtype >> 8);
 	key[19] = (uint8_t)qtype;
@@ -153,9 +159,11 @@ void auth_rrl_classify(const auth_rrl_t *rrl, const steer_sockaddr_t *remote, co
 	info->slot = (uint32_t)(dns_siphash24(t->key, key, len) % t->size);
 }
 
-auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *info,
-                                  uint32_t now_s, auth_stats_t *stats)
+/* auth_rrl_check(), telling in @p dry whether this answer is the first one limited. */
+static auth_rrl_verdict_t check(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint32_t now_s,
+                                auth_stats_t *stats, bool *dry)
 {
+	*dry = false;
 	const auth_rrl_conf_t *c = &rrl->conf;
 	if (rrl->table == NULL || info->cls == AUTH_RRL_NONE || info->exempt)
 		return AUTH_RRL_PASS;
@@ -174,7 +182,7 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *
 	 * (at worst one answer is counted against a slightly stale balance). */
 	for (int i = 0; i < CAS_TRIES; i++) {
 		b = unpack(old);
-		ok = take(&b, now_s, rate, debt);
+		ok = take(&b, now_s, rate, debt, dry);
 		if (atomic_compare_exchange_weak_explicit(slot, &old, pack(b), memory_order_relaxed,
 		                                          memory_order_relaxed))
 			break;
@@ -193,6 +201,59 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *
 	return AUTH_RRL_DROP;
 }
 
+auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *info,
+                                  uint32_t now_s, auth_stats_t *stats)
+{
+	bool dry;
+	return check(rrl, info, now_s, stats, &dry);
+}
+
+static const char *class_name(uint8_t cls)
+{
+	switch (cls) {
+	case AUTH_RRL_POSITIVE:
+		return "positive";
+	case AUTH_RRL_NODATA:
+		return "NODATA";
+	case AUTH_RRL_NXDOMAIN:
+		return "NXDOMAIN";
+	case AUTH_RRL_REFERRAL:
+		return "referral";
+	case AUTH_RRL_ERROR:
+		return "error";
+	default:
+		return "other";
+	}
+}
+
+/* "192.0.2.0/24" for the prefix of @p info into @p buf. */
+static void prefix_str(const auth_rrl_conf_t *c, const auth_rrl_info_t *info, char *buf,
+                       size_t size)
+{
+	int v4 = info->prefix[16] == 4;
+	char addr[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(v4 ? AF_INET : AF_INET6, info->prefix, addr, sizeof(addr));
+	snprintf(buf, size, "%s/%u", addr, v4 ? c->ipv4_prefix : c->ipv6_prefix);
+}
+
+/* The notice for a flow that starts being limited, with the question of @p resp. */
+static void log_limited(const auth_rrl_t *rrl, const auth_rrl_info_t *info,
+                        auth_rrl_verdict_t verdict, const uint8_t *resp, size_t len)
+{
+	static log_ratelimit_t rl;
+	char who[INET6_ADDRSTRLEN + 8], qname[DNAME_STR_MAXLEN] = "?";
+	uint8_t name[DNS_DNAME_MAXLEN];
+	size_t off = DNS_HEADER_LEN;
+	if (wire_read_u16(resp + 4) > 0 && dname_unpack(resp, len, &off, name) >= 0)
+		dname_to_str(name, qname, sizeof(qname));
+	prefix_str(&rrl->conf, info, who, sizeof(who));
+	const char *what = rrl->conf.log_only         ? "would limit (log-only)"
+	                   : verdict == AUTH_RRL_SLIP ? "limiting (this one slipped)"
+	                                              : "limiting (dropped)";
+	log_ratelimited(&rl, LOG_LEVEL_NOTICE, "rate limit: %s %s answers to %s for %s", what,
+	                class_name(info->cls), who, qname);
+}
+
 size_t auth_rrl_apply(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint8_t *resp, size_t len,
                       auth_stats_t *stats)
 {
@@ -200,7 +261,11 @@ size_t auth_rrl_apply(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint8_
 		return len;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	switch (auth_rrl_check(rrl, info, (uint32_t)ts.tv_sec, stats)) {
+	bool dry;
+	auth_rrl_verdict_t verdict = check(rrl, info, (uint32_t)ts.tv_sec, stats, &dry);
+	if (STEER_UNLIKELY(dry))
+		log_limited(rrl, info, verdict, resp, len);
+	switch (verdict) {
 	case AUTH_RRL_PASS:
 		return len;
 	case AUTH_RRL_DROP:

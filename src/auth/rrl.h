@@ -60,6 +60,7 @@ typedef struct {
 	bool exempt;           /* set by auth_rrl_classify(): never limited */
 	uint16_t question_end; /* offset after the response's question (the slip length) */
 	uint32_t slot;         /* set by auth_rrl_classify(): the bucket */
+	uint8_t prefix[17];    /* set by auth_rrl_classify(): masked address, family (4/6) last */
 } auth_rrl_info_t;
 
 /**
@@ -96,7 +97,10 @@ auth_rrl_verdict_t auth_rrl_check(const auth_rrl_t *rrl, const auth_rrl_info_t *
 /**
  * Apply auth_rrl_check() to the UDP response @p resp (@p len bytes): returns @p len to send
  * it, 0 to drop it, or the length of the truncated form written in place (header and
- * question, no records, TC=1). Uses the monotonic clock. Any query thread.
+ * question, no records, TC=1). Uses the monotonic clock. When a flow starts being limited
+ * (its bucket has just run dry), logs one notice naming the client prefix, the response
+ * class, the question's name and what is done (dropping, slipping, or nothing with
+ * log-only); those notices are themselves rate-limited. Any query thread.
  */
 size_t auth_rrl_apply(const auth_rrl_t *rrl, const auth_rrl_info_t *info, uint8_t *resp, size_t len,
                       auth_stats_t *stats) STEER_NONNULL(1, 2, 3, 5);

@@ -181,6 +181,24 @@ def test_exempt_and_log_only(steerd):
     sent, full, tc, elapsed = flood(srv2, VICTIM, seconds=1.0)
     assert full == sent and tc == 0
     assert metric(metrics(port2), "steer_rrl_logged_total") >= sent - RATE * (elapsed + 2)
+    # One notice when the flow starts being limited, not one per answer.
+    notices = [line for line in srv2.log().splitlines() if "rate limit:" in line]
+    assert len(notices) == 1, notices
+    assert ("would limit (log-only) positive answers to 127.0.0.0/24 for www.example.test."
+            in notices[0]), notices
+    assert "rate limit:" not in srv.log()
+
+
+def test_limiting_is_logged_once_per_flow(steerd):
+    """The operator sees who is limited, for what and how, once per flow (not per answer)."""
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=rrl_config(port, f"{{ rate: {RATE}, slip: 0 }}"))
+    flood(srv, VICTIM, seconds=1.0)
+    notices = [line for line in srv.log().splitlines() if "rate limit:" in line]
+    assert len(notices) == 1, notices
+    assert ("limiting (dropped) positive answers to 127.0.0.0/24 for www.example.test."
+            in notices[0]), notices
 
 
 def test_off_by_default(steerd):
