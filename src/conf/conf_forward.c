@@ -25,42 +25,6 @@
 
 /* ---- shared by the YAML loader and quick mode ---------------------------------------------- */
 
-/* "10.53.1.53", "10.53.1.53:5353", "[2001:db8::53]:53"; port 53 when none is given. */
-static int upstream_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
-{
-	if (steer_sockaddr_parse(text, 53, out) != 0) {
-		snprintf(msg, len,
-		         "invalid address '%s' (expected IP or IP:PORT, IPv6 as "
-		         "\"[2001:db8::53]:53\")",
-		         text);
-		return -1;
-	}
-	if (steer_sockaddr_port(out) == 0) {
-		snprintf(msg, len, "port 0 is not allowed in '%s'", text);
-		return -1;
-	}
-	return 0;
-}
-
-/* An address without a port: the source port of every query is random. */
-static int source_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
-{
-	steer_sockaddr_t other;
-	/* A port given in the text is kept by both parses; a missing one takes each default. */
-	if (steer_sockaddr_parse(text, 0, out) != 0 || steer_sockaddr_parse(text, 1, &other) != 0) {
-		snprintf(msg, len, "invalid source address '%s' (expected an IP address)", text);
-		return -1;
-	}
-	if (steer_sockaddr_port(out) != 0 || steer_sockaddr_port(&other) != 1) {
-		snprintf(msg, len,
-		         "source '%s' must be an address without a port (each query leaves from a "
-		         "random port)",
-		         text);
-		return -1;
-	}
-	return 0;
-}
-
 static const char *family_name(const steer_sockaddr_t *a)
 {
 	return a->sa.sa_family == AF_INET6 ? "IPv6" : "IPv4";
@@ -183,8 +147,8 @@ static int upstream_node_cb(conf_loader_t *ld, const conf_key_t *key, void *base
 	if (ret != 0)
 		return ret;
 	bool is_address = strcmp(key->name, "address") == 0;
-	int bad = is_address ? upstream_address(text, &up->address, msg, sizeof(msg))
-	                     : source_address(text, &up->source, msg, sizeof(msg));
+	int bad = is_address ? conf_peer_address(text, &up->address, msg, sizeof(msg))
+	                     : conf_source_address(text, &up->source, msg, sizeof(msg));
 	if (bad)
 		return conf_fail(ld, conf_node_line(value), "%s.%s: %s", key->section, key->name,
 		                 msg);
@@ -361,9 +325,9 @@ int conf_add_forward_arg(conf_t *conf, const char *arg, char *err, size_t errlen
 	int ret = STEER_EINVAL;
 	if (at)
 		*at = '\0';
-	if (upstream_address(text, &up.address, err, errlen) != 0)
+	if (conf_peer_address(text, &up.address, err, errlen) != 0)
 		goto out;
-	if (at && source_address(at + 1, &up.source, err, errlen) != 0)
+	if (at && conf_source_address(at + 1, &up.source, err, errlen) != 0)
 		goto out;
 	if (check_families(&up, err, errlen) != 0)
 		goto out;

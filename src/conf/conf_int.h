@@ -382,6 +382,23 @@ int conf_paths_load(conf_loader_t *ld, const yaml_node_t *node) STEER_NONNULL(1,
 /** Free the `paths` fields of @p conf and reset them to empty. */
 void conf_paths_free(conf_t *conf) STEER_NONNULL(1);
 
+/* ---- peer addresses (conf_addr.c) ---------------------------------------------------------- */
+
+/**
+ * Parse a peer's address into @p out: "192.0.2.1", "192.0.2.1:5300", "192.0.2.1@5300",
+ * "[2001:db8::1]:5300" or "2001:db8::1@5300" (the `@` form is BIND's and Knot's), port 53
+ * when none is given, port 0 refused. Returns 0, or -1 with a message in @p msg.
+ */
+int conf_peer_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
+    STEER_NONNULL(1, 2, 3);
+
+/**
+ * Parse the local address queries to a peer leave from: an IP address without a port (each
+ * query takes a random one). Returns 0, or -1 with a message in @p msg.
+ */
+int conf_source_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
+    STEER_NONNULL(1, 2, 3);
+
 /* ---- zone transfers (conf_xfr.c) ------------------------------------------------------------ */
 
 /** The CONF_TYPE_NODE keys of a zone: primaries, notify, notify-allow, max-records. */

@@ -13,49 +13,6 @@
 #include "base/err.h"
 #include "conf/conf_int.h"
 
-/*
- * "192.0.2.1", "192.0.2.1@5300", "[2001:db8::1]:5300", "2001:db8::1@5300": port 53 when none
- * is given. The `@` form is the one BIND and Knot write.
- */
-static int remote_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
-{
-	char buf[128];
-	const char *at = strrchr(text, '@');
-	const char *parse = text;
-	if (at != NULL) {
-		size_t host = (size_t)(at - text);
-		bool v6 = memchr(text, ':', host) != NULL;
-		int n = snprintf(buf, sizeof(buf), "%s%.*s%s:%s", v6 ? "[" : "", (int)host, text,
-		                 v6 ? "]" : "", at + 1);
-		if (n < 0 || (size_t)n >= sizeof(buf) || host == 0) {
-			snprintf(msg, len, "invalid address '%s'", text);
-			return -1;
-		}
-		parse = buf;
-	}
-	if (steer_sockaddr_parse(parse, 53, out) != 0) {
-		snprintf(msg, len,
-		         "invalid address '%s' (expected IP, IP@PORT or IP:PORT, IPv6 with a port "
-		         "as \"[2001:db8::1]:5300\")",
-		         text);
-		return -1;
-	}
-	if (steer_sockaddr_port(out) == 0) {
-		snprintf(msg, len, "port 0 is not allowed in '%s'", text);
-		return -1;
-	}
-	return 0;
-}
-
-static int source_address(const char *text, steer_sockaddr_t *out, char *msg, size_t len)
-{
-	if (steer_sockaddr_parse(text, 0, out) != 0 || steer_sockaddr_port(out) != 0) {
-		snprintf(msg, len, "invalid source address '%s' (expected an IP address)", text);
-		return -1;
-	}
-	return 0;
-}
-
 /* The text of a scalar, or NULL with an error naming @p what. */
 static const char *scalar(conf_loader_t *ld, const char *what, const yaml_node_t *node, int *ret)
 {
@@ -79,7 +36,7 @@ static int remote_item(conf_loader_t *ld, const char *what, const yaml_node_t *i
 		const char *text = scalar(ld, what, item, &ret);
 		if (text == NULL)
 			return ret;
-		if (remote_address(text, &r->addr, msg, sizeof(msg)) != 0)
+		if (conf_peer_address(text, &r->addr, msg, sizeof(msg)) != 0)
 			return conf_fail(ld, conf_node_line(item), "%s: %s", what, msg);
 		return 0;
 	}
@@ -103,14 +60,14 @@ static int remote_item(conf_loader_t *ld, const char *what, const yaml_node_t *i
 		if (text == NULL)
 			return ret;
 		if (strcmp(name, "address") == 0) {
-			if (remote_address(text, &r->addr, msg, sizeof(msg)) != 0)
+			if (conf_peer_address(text, &r->addr, msg, sizeof(msg)) != 0)
 				return conf_fail(ld, conf_node_line(v), "%s: %s", what, msg);
 			has_addr = true;
 		} else if (strcmp(name, "key") == 0) {
 			free(r->key);
 			r->key = xstrdup(text);
 		} else if (strcmp(name, "source") == 0) {
-			if (source_address(text, &r->source, msg, sizeof(msg)) != 0)
+			if (conf_source_address(text, &r->source, msg, sizeof(msg)) != 0)
 				return conf_fail(ld, conf_node_line(v), "%s: %s", what, msg);
 		} else {
 			return conf_fail(ld, conf_node_line(k),

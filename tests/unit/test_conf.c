@@ -1404,8 +1404,8 @@ static const struct {
                     "        - { name: a, address: 10.0.0.2 }\n",
      "8: duplicate upstream 'a' (first defined at line 5)"},
     {ONE_GROUP "        - { name: a, address: 10.0.0.300 }\n",
-     "5: forward.groups.upstreams.address: invalid address '10.0.0.300' (expected IP or "
-     "IP:PORT, IPv6 as \"[2001:db8::53]:53\")"},
+     "5: forward.groups.upstreams.address: invalid address '10.0.0.300' (expected IP, "
+     "IP:PORT or IP@PORT, IPv6 with a port as \"[2001:db8::53]:53\")"},
     {ONE_GROUP "        - { name: a, address: \"10.0.0.1:0\" }\n",
      "5: forward.groups.upstreams.address: port 0 is not allowed in '10.0.0.1:0'"},
     {ONE_GROUP "        - { name: a, address: 10.0.0.1, source: \"10.1.1.1:53\" }\n",
@@ -1641,12 +1641,12 @@ static void test_add_forward(void)
 	     "source '10.1.1.1:53' must be an address without a port (each query leaves from a "
 	     "random port)"},
 	    {"resolver.example", STEER_EINVAL,
-	     "invalid address 'resolver.example' (expected IP or IP:PORT, IPv6 as "
-	     "\"[2001:db8::53]:53\")"},
+	     "invalid address 'resolver.example' (expected IP, IP:PORT or IP@PORT, IPv6 with "
+	     "a port as \"[2001:db8::53]:53\")"},
 	    {"10.53.1.53:0", STEER_EINVAL, "port 0 is not allowed in '10.53.1.53:0'"},
 	    {"10.53.1.53@", STEER_EINVAL, "invalid source address '' (expected an IP address)"},
 	    {"", STEER_EINVAL,
-	     "invalid address '' (expected IP or IP:PORT, IPv6 as "
+	     "invalid address '' (expected IP, IP:PORT or IP@PORT, IPv6 with a port as "
 	     "\"[2001:db8::53]:53\")"},
 	};
 	conf_t *c = conf_new_default();
