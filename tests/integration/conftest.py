@@ -47,6 +47,35 @@ STEERCTL = os.path.abspath(os.environ.get("STEERCTL") or ROOT / "build" / "tools
 PROBE_RUN = os.path.abspath(os.environ.get("STEER_PROBE_RUN")
                             or Path(STEERD).resolve().parents[2] / "tests" / "probe_run")
 
+
+
+def sanitized(binary: str) -> bool:
+    """@binary was built with AddressSanitizer."""
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    if "libasan" in ldd:
+        return True
+    try:
+        with open(binary, "rb") as f:
+            return b"__asan_init" in f.read()
+    except FileNotFoundError:
+        return False
+
+
+# The steerd under test is a sanitized build (`make test`'s first pytest run).
+SANITIZED = sanitized(STEERD)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A sanitized run leaves the `timing` scenarios to the normal build's run."""
+    if not SANITIZED:
+        return
+    skip = pytest.mark.skip(reason="a timing scenario: the normal build runs it (a sanitized "
+                            "steerd's figures measure the sanitizer, not the failover)")
+    for item in items:
+        if item.get_closest_marker("timing") is not None:
+            item.add_marker(skip)
+
+
 # Seconds; sanitized builds start and answer several times slower than normal ones.
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0

@@ -130,6 +130,7 @@ def test_kill_9_leaves_within_half_a_second(bgp):
     assert rejoined(m), m
 
 
+@pytest.mark.timing  # the kill trial runs the same withdrawal sanitized
 def test_sigstop_leaves_within_half_a_second(bgp):
     m = trial(bgp, "stop")
     assert m["gone"] is not None and m["gone"] <= GONE_STEERD, m
@@ -147,6 +148,7 @@ def test_broken_zone_withdraws_without_loss(bgp):
     assert rejoined(m), m
 
 
+@pytest.mark.timing  # BFD's timing: steerd does nothing here
 def test_link_cut_is_bfd_s_job(bgp):
     m = trial(bgp, "link")
     assert m["gone"] is not None and m["gone"] <= GONE_LINK, m
@@ -196,6 +198,7 @@ def test_anchor_external_monitor(bgp):
 
 # ---- OSPF ------------------------------------------------------------------------------------
 
+@pytest.mark.timing  # OSPF's timers; the BGP trials run the same node sanitized
 def test_ospf_spread_and_kill(ospf):
     m = trial(ospf, "spread")
     assert m["lost"] == 0 and fair(m, ospf.all_ids()), m

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import fwdlab
+from conftest import sanitized
 from fwdlab import CLIENT, SERVICE, ZONE
 
 pytestmark = pytest.mark.lab
@@ -41,16 +42,6 @@ def loadgen_path(fwd) -> str | None:
              str(Path(fwd.binary()).resolve().parents[2] / "bench" / "loadgen"),
              str(ROOT / "build" / "bench" / "loadgen")]
     return next((c for c in cands if c and os.path.exists(c)), None)
-
-
-def sanitized(binary: str) -> bool:
-    """Built with AddressSanitizer (its shadow memory and quarantine of freed blocks dwarf a
-    cache cap, so RSS says nothing about the cache there)."""
-    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-    if "libasan" in ldd:
-        return True
-    with open(binary, "rb") as f:
-        return b"__asan_init" in f.read()
 
 
 def status_kib(pid: int, field: str) -> int:

@@ -649,6 +649,7 @@ def test_swapped_delays_move_answers_within_two_rounds(steering):
 
 
 @in_lab
+@pytest.mark.timing  # jitter statistics over time
 def test_jitter_never_flips_answers(steering):
     """s5 and s20 within 5 % of each other under +-15 % jitter: the raw measurements cross
     (checked in the agents' tables, so the test could see a flip), the answers never do."""

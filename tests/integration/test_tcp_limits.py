@@ -22,7 +22,7 @@ import dns.message
 import dns.rcode
 import pytest
 
-from conftest import STEERD, free_port, query, tcp_frame, tcp_read_message
+from conftest import SANITIZED, free_port, query, tcp_frame, tcp_read_message
 from fwdlab import ns_socket
 
 ZONES = {"example.test": "example.test.zone"}
@@ -45,20 +45,10 @@ http:
 
 
 
-def sanitized(binary: str) -> bool:
-    """Built with AddressSanitizer."""
-    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-    if "libasan" in ldd:
-        return True
-    with open(binary, "rb") as f:
-        return b"__asan_init" in f.read()
-
-
 # Every victim query is answered within VICTIM_BOUND while the attacker opens up to
 # ATTACK_RATE connections a second. A sanitized steerd does the same work several times
 # slower and competes with the attacker for the CPUs: it must still answer every query, under
 # a third of the connection churn and within a looser bound.
-SANITIZED = sanitized(STEERD)
 VICTIM_BOUND = 0.5 if SANITIZED else 0.100
 ATTACK_RATE = 500 if SANITIZED else 1500
 
