@@ -4,7 +4,8 @@
 #   1. normal build (build/) and its Meson tests: unit tests and the fuzz-corpus replay
 #   2. clang-format check
 #   3. ASan+UBSan build (build-asan/): the same Meson tests, then the integration tests
-#      against the sanitized steerd
+#      against the sanitized steerd (without the lab scenarios marked `timing`, whose figures
+#      only a normal build can meet and whose code paths other tests run sanitized)
 #   4. the integration tests (pytest) against the normal build
 #
 # Every stage runs even when an earlier one failed (except what needs a build that failed), so

@@ -18,7 +18,10 @@ and the structural checks: every node gets a fair share of the queries, a withdr
 comes back after the heal without losing a query, `steerctl cluster` says what happened.
 
 Needs root (network namespaces), bird2 (frr, keepalived for those variants: skipped when
-absent) and a steerd with the cluster node."""
+absent) and a steerd with the cluster node. Against a sanitized steerd (the first pytest run
+of `make test`) the scenarios marked `timing` are left to the normal build: their steerd code
+(each announce method, the route check) runs sanitized in test_cluster.py, and the BGP
+trials here (spread, kill, broken zone, drain, anchor) still run."""
 
 from __future__ import annotations
 
@@ -155,6 +158,7 @@ def test_link_cut_is_bfd_s_job(bgp):
     assert rejoined(m), m
 
 
+@pytest.mark.timing  # test_cluster.py runs the self-check's route check sanitized
 def test_default_route_removed_withdraws(bgp):
     m = trial(bgp, "route", during=cluster_state)
     st = m["during_check"]
@@ -171,6 +175,7 @@ def test_drain_then_stop_loses_nothing_and_rejoin_neither(bgp):
     assert m["back"] is not None, m
 
 
+@pytest.mark.timing  # test_cluster.py runs the bird method sanitized
 def test_bird_method_sigstop(bgp):
     """announce: bird: the keeper disables BIRD's static protocol vip over its socket."""
     try:
@@ -211,6 +216,7 @@ def test_ospf_spread_and_kill(ospf):
 
 # ---- FRR on the nodes ------------------------------------------------------------------------
 
+@pytest.mark.timing  # test_cluster.py runs the frr method sanitized
 def test_frr_spread_and_kill(frr):
     m = trial(frr, "spread")
     assert m["lost"] == 0 and fair(m, frr.all_ids()), m
@@ -219,6 +225,7 @@ def test_frr_spread_and_kill(frr):
     assert rejoined(m), m
 
 
+@pytest.mark.timing  # test_cluster.py runs the frr method sanitized
 def test_frr_kernel_route_method(frr):
     """announce: frr: the keeper's kernel host routes to the service address, redistributed
     by FRR (`redistribute kernel`, examples/cluster/frr.conf). zebra prefers a connected
@@ -236,6 +243,7 @@ def test_frr_kernel_route_method(frr):
 
 # ---- VRRP ------------------------------------------------------------------------------------
 
+@pytest.mark.timing  # test_cluster.py runs the keepalived method sanitized
 def test_vrrp_master_killed_address_moves(vrrp):
     m = trial(vrrp, "spread")
     assert m["before"] == {"n1": m["queries"]}, m  # everything to the master
