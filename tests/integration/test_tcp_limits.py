@@ -444,7 +444,7 @@ def victim_queries(srv, seconds, interval=0.05):
     return lat, failures
 
 
-def run_attack(srv, seconds=22.0, rate=ATTACK_RATE):
+def run_attack(srv, seconds=12.0, rate=ATTACK_RATE):
     ctx = multiprocessing.get_context("fork")
     stop, report = ctx.Event(), ctx.Queue()
     p = ctx.Process(target=attacker, args=(srv.host, srv.port, 2000, 2000, rate, stop, report),
