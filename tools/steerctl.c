@@ -33,7 +33,7 @@
  *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
- *            "axfr": n, "axfr_refused": n,
+ *            "axfr": n, "axfr_refused": n, "ixfr": n,
  *            "ecs": {"ipv4": n, "ipv6": n, "ignored": n,
  *                    "resolvers": [{"address": "192.0.2.53", "queries": n}, ...]},
  *            "gslb": {...}, "forward": {"recursion_refused": n, "cache_hits": n,

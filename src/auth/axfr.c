@@ -148,7 +148,7 @@ static uint8_t ixfr_start(const zone_t *zone, const zone_journal_t *journal, siz
                           const dns_query_t *q, const auth_client_t *client, auth_axfr_t *axfr,
                           dns_msg_t *msg, auth_stats_t *stats)
 {
-	STEER_COUNTER_INC(stats->axfr);
+	STEER_COUNTER_INC(stats->ixfr);
 	if (client->tcp && axfr) {
 		transfer_init(zone, q, axfr);
 		axfr->journal = zone_journal_ref(journal);

@@ -24,8 +24,9 @@ typedef struct {
 	steer_counter_t edns_do;   /* ... and the DO bit */
 	steer_counter_t truncated; /* responses sent with TC=1 */
 	steer_counter_t dropped;   /* malformed beyond answering, or QR=1 */
-	steer_counter_t axfr;      /* zone transfers started */
+	steer_counter_t axfr; /* full zone transfers started (AXFR, or IXFR answered in full) */
 	steer_counter_t axfr_refused;
+	steer_counter_t ixfr;         /* incremental transfers started (from the journal) */
 	steer_counter_t tsig_ok;      /* signed requests whose TSIG verified */
 	steer_counter_t tsig_badkey;  /* ... signed with a key we do not have (RFC 8945 BADKEY) */
 	steer_counter_t tsig_badsig;  /* ... whose MAC did not verify */

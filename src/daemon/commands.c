@@ -328,13 +328,13 @@ static int be_stats(void *ctx, json_t **data, char *err, size_t errlen)
 	    "forwarded", COUNTER(fc, forwarded), "norec_misses", COUNTER(fc, norec_miss),
 	    "overload", COUNTER(fc, overload), "prefetches", COUNTER(fc, cache.prefetches));
 	*data = json_pack(
-	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "queries", queries,
+	    "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "queries", queries,
 	    "rcode", counter_map(st->rcode, STATS_RCODE_SLOTS, rcode_slot_name, "RCODE"), "qtype",
 	    counter_map(st->qtype, STATS_QTYPE_SLOTS, qtype_slot_name, "TYPE"), "edns",
 	    COUNTER(st, edns), "edns_do", COUNTER(st, edns_do), "truncated", COUNTER(st, truncated),
 	    "dropped", COUNTER(nc, dropped) + COUNTER(st, dropped), "axfr", COUNTER(st, axfr),
-	    "axfr_refused", COUNTER(st, axfr_refused), "ecs", ecs, "gslb", gslb, "forward",
-	    forward);
+	    "axfr_refused", COUNTER(st, axfr_refused), "ixfr", COUNTER(st, ixfr), "ecs", ecs,
+	    "gslb", gslb, "forward", forward);
 	/* {"<service>": {"<datacenter>": n}}, for the status page's charts */
 	json_object_set_new(*data, "answers", metrics_answers_json(s));
 	json_object_set_new(*data, "alerts", alerting_stats_json(s));

@@ -245,7 +245,11 @@ static void render_answering(prom_t *p, const auth_stats_t *st)
 	prom_label_t v4 = {"family", "ipv4"}, v6 = {"family", "ipv6"};
 	prom_counter(p, &v4, 1, LOAD(st->ecs_v4));
 	prom_counter(p, &v6, 1, LOAD(st->ecs_v6));
-	counter1(p, "steer_axfr_total", "Zone transfers started.", LOAD(st->axfr));
+	counter1(p, "steer_axfr_total",
+	         "Full zone transfers started (AXFR, or an IXFR answered with the whole zone).",
+	         LOAD(st->axfr));
+	counter1(p, "steer_ixfr_total", "Incremental zone transfers started (from the journal).",
+	         LOAD(st->ixfr));
 	counter1(p, "steer_axfr_refused_total", "Zone transfers refused.", LOAD(st->axfr_refused));
 	prom_family(p, "steer_tsig_requests_total",
 	            "Signed requests by TSIG result: ok, or the RFC 8945 error answered.",

@@ -172,6 +172,9 @@ def test_ixfr_differences_with_kdig(primary):
         assert_sequence(kdig_ixfr(port_for(primary, host), 2, host, udp=True), [DIFF_2_3], 3)
         assert kdig_ixfr(port_for(primary, host), 3, host) == [soa(3)]
         assert kdig_ixfr(port_for(primary, host), 3, host, udp=True) == [soa(3)]
+    # Seven incremental answers; the up-to-date clients' SOAs are no transfer.
+    stats = primary.ctl_json("stats")
+    assert (stats["ixfr"], stats["axfr"]) == (7, 0), stats
 
 
 def test_ixfr_applied_by_dnspython_gives_new_version(primary, tmp_path):
@@ -200,6 +203,8 @@ def test_unknown_serial_gets_whole_zone(primary):
     assert kdig_ixfr(port, 0, udp=True) == [soa(2)]
     # a client newer than us gets our SOA alone
     assert kdig_ixfr(port, 77) == [soa(2)]
+    stats = primary.ctl_json("stats")
+    assert (stats["ixfr"], stats["axfr"]) == (0, 1), stats
 
 
 def test_serial_going_back_clears_history(primary):
