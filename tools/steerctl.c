@@ -30,7 +30,9 @@
  *                       "loaded_at": 1700000000, "allow_short_prefixes": false,
  *                       "allow_shrink": false}, ...]}, ...]
  *   zones   [{"name": "example.test", "serial": 2024010101, "records": 120, "nodes": 40,
- *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
+ *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000,
+ *             "state": "serving" | "expired" | "pending: no transfer yet[: last error]",
+ *             "secondary": {...} (secondary zones)}, ...]
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
  *            "axfr": n, "axfr_refused": n,
@@ -338,7 +340,8 @@ static const struct {
 	bool right; /* numbers align right */
 } zone_cols[] = {
     {"name", "ZONE", false},  {"serial", "SERIAL", true},     {"records", "RECORDS", true},
-    {"nodes", "NODES", true}, {"loaded_at", "LOADED", false}, {"file", "FILE", false},
+    {"nodes", "NODES", true}, {"loaded_at", "LOADED", false}, {"state", "STATE", false},
+    {"file", "FILE", false},
 };
 #define N_ZONE_COLS (sizeof(zone_cols) / sizeof(zone_cols[0]))
 

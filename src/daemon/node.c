@@ -108,6 +108,12 @@ void node_reloaded(node_t *node, bool ok, const zone_set_t *zones, const char *e
 		zones_tell(node, zones);
 }
 
+void node_zones_changed(node_t *node, const zone_set_t *zones)
+{
+	if (node->cluster != NULL)
+		zones_tell(node, zones);
+}
+
 void node_stop(node_t *node)
 {
 	if (node->cluster != NULL) {
