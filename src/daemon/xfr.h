@@ -21,9 +21,9 @@ void daemon_xfr_init(void);
 /**
  * For server_zones_build(): the version of the secondary zone @p cz of @p conf to serve (a new
  * reference, NULL when none is held yet: the caller adds the zone as pending, answered
- * SERVFAIL until its first transfer) and its serving data in @p tmpl (secondary, expiry cell, notify-allow list with
- * the primaries, owned by the caller: free tmpl->notify_allow). Without daemon_xfr_init()
- * (--check-config) the file is read when it exists.
+ * SERVFAIL until its first transfer) and its serving data in @p tmpl (secondary, expiry cell,
+ * notify-allow list with the primaries, owned by the caller: free tmpl->notify_allow). Without
+ * daemon_xfr_init() (--check-config) the file is read when it exists.
  */
 zone_t *daemon_xfr_zone(const conf_t *conf, const conf_zone_t *cz, zone_set_entry_t *tmpl)
     STEER_NONNULL(1, 2, 3);
