@@ -134,7 +134,8 @@
  *                           "hold_down_ms": 2000, "good_rounds": n, "hold_down_left_s": 0.0,
  *                           "checks": [{"name": "answer" | "threads" | "routes" | "reload" |
  *                                       "forwarder", "enabled": true, "ok": true,
- *                                       "failures": 0, "detail": "..."}, ...]},
+ *                                       "failures": 0, "detail": "..."}, ...],
+ *                           "zones": ["example.test.", ...] (the answer check's, in turn)},
  *            "drain": {"state": "none" | "draining" | "drained", "started": 1700000000.5 |
  *                      null, "quiet_for_s": 0.4, "timed_out": false},
  *            "keeper": {"pid": 1235, "alive": true, "message": "announced"},
@@ -960,7 +961,14 @@ static void print_cluster_status(const json_t *d)
 	       int_of(sc, "rise"), int_of(sc, "fall"),
 	       json_number_value(json_object_get(sc, "hold_down_left_s")));
 	print_checks(json_object_get(sc, "checks"));
-	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
+	/* The answer check's zones, in turn; without any it asks for id.server. */
+	const json_t *zones = json_object_get(sc, "zones");
+	printf("  %-10s ", "zones");
+	if (json_array_size(zones) > 0)
+		print_list(zones);
+	else
+		fputs("none (id.server)", stdout);
+	printf("\n%-13s%s", "drain", str_of(drain, "state", "none"));
 	if (strcmp(str_of(drain, "state", "none"), "none") != 0)
 		printf(" (quiet for %.1f s%s)",
 		       json_number_value(json_object_get(drain, "quiet_for_s")),

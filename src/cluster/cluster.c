@@ -523,6 +523,24 @@ void cluster_set_zones(cluster_t *c, const char *const *apexes, size_t n)
 	free(old);
 }
 
+char **cluster_zones(cluster_t *c, size_t *n)
+{
+	pthread_mutex_lock(&c->lock);
+	*n = c->n_zones;
+	char **out = c->n_zones ? xcalloc(c->n_zones, sizeof(*out)) : NULL;
+	for (size_t i = 0; i < c->n_zones; i++)
+		out[i] = xstrdup(c->zones[i].text);
+	pthread_mutex_unlock(&c->lock);
+	return out;
+}
+
+void cluster_zones_free(char **zones, size_t n)
+{
+	for (size_t i = 0; i < n && zones != NULL; i++)
+		free(zones[i]);
+	free(zones);
+}
+
 int cluster_start(cluster_t *c)
 {
 	if (c->thread_started)

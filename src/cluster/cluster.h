@@ -105,9 +105,20 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 
 /**
  * The zones the answer check asks for (apex names in presentation form, copied): one per
- * round, in turn. Call at start and after every reload. Any thread.
+ * round, in turn. Call at start, after every reload and whenever the served zones change
+ * (a secondary zone's new version). Any thread.
  */
 void cluster_set_zones(cluster_t *c, const char *const *apexes, size_t n) STEER_NONNULL(1);
+
+/**
+ * A copy of the zones the answer check asks for (presentation form, trailing dot): a new
+ * array of @p n new strings (NULL when none), freed by the caller with cluster_zones_free().
+ * Any thread.
+ */
+char **cluster_zones(cluster_t *c, size_t *n) STEER_NONNULL(1, 2);
+
+/** Free what cluster_zones() returned. */
+void cluster_zones_free(char **zones, size_t n);
 
 /** Start the cluster thread. Returns 0 or a negative steer_err (logged). */
 int cluster_start(cluster_t *c) STEER_NONNULL(1) STEER_WUR;

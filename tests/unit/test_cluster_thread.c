@@ -628,6 +628,11 @@ int main(void)
 	cluster_t *c = cluster_new(&cc, k, &in);
 	static const char *const zones[] = {"example.test"};
 	cluster_set_zones(c, zones, 1);
+	size_t n_copy = 0;
+	char **copy = cluster_zones(c, &n_copy);
+	CHECK(n_copy == 1 && strcmp(copy[0], "example.test.") == 0,
+	      "cluster_zones: the answer check's list, presentation form");
+	cluster_zones_free(copy, n_copy);
 	double start = now_ms();
 	CHECK(cluster_start(c) == 0, "cluster thread started");
 	double t = wait_holder(true, start, 3000);
@@ -659,6 +664,7 @@ int main(void)
 	phase_drain_timeout(c);
 
 	cluster_set_zones(c, NULL, 0);
+	CHECK(cluster_zones(c, &n_copy) == NULL && n_copy == 0, "cluster_zones: none");
 	sleep_ms(300);
 	status_of(c, &st);
 	CHECK(strstr(st.checks[0].detail, "id.server from 2 addresses") != NULL,
