@@ -569,6 +569,7 @@ static void test_pending_zones(void)
 	    {"sub.auth.test", DNS_TYPE_AXFR, DNS_RCODE_SERVFAIL, "AXFR of a pending zone"},
 	    {"sub.auth.test", DNS_TYPE_IXFR, DNS_RCODE_SERVFAIL, "IXFR of a pending zone"},
 	    {"auth.test", DNS_TYPE_SOA, DNS_RCODE_NOERROR, "the served zone inside a pending one"},
+	    {"sub.auth.test", DNS_TYPE_DS, DNS_RCODE_NOERROR, "DS at a pending apex: the parent's"},
 	    {"other.test", DNS_TYPE_A, DNS_RCODE_SERVFAIL, "pending parent, no served zone"},
 	    {"example", DNS_TYPE_A, DNS_RCODE_REFUSED, "not ours at all"},
 	};
