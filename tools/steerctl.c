@@ -135,7 +135,8 @@
  *                           "checks": [{"name": "answer" | "threads" | "routes" | "reload" |
  *                                       "forwarder", "enabled": true, "ok": true,
  *                                       "failures": 0, "detail": "..."}, ...],
- *                           "zones": ["example.test.", ...] (the answer check's, in turn)},
+ *                           "zones": ["example.test.", ...] (the answer check's, in turn),
+ *                           "zones_skipped": {"sec.test.": "expired"} (of those, skipped)},
  *            "drain": {"state": "none" | "draining" | "drained", "started": 1700000000.5 |
  *                      null, "quiet_for_s": 0.4, "timed_out": false},
  *            "keeper": {"pid": 1235, "alive": true, "message": "announced"},
@@ -939,6 +940,32 @@ static void print_checks(const json_t *checks)
 	}
 }
 
+/* The answer check's zones, in turn, those it skips marked with why; without any zone to ask
+ * it asks for id.server. */
+static void print_check_zones(const json_t *sc)
+{
+	const json_t *zones = json_object_get(sc, "zones");
+	const json_t *skipped = json_object_get(sc, "zones_skipped");
+	size_t asked = 0, i;
+	const json_t *z;
+	printf("  %-10s ", "zones");
+	json_array_foreach(zones, i, z)
+	{
+		const char *name = json_string_value(z);
+		const json_t *why = json_object_get(skipped, name ? name : "");
+		printf("%s%s", i ? ", " : "", name ? name : "?");
+		if (why != NULL)
+			printf(" (skipped: %s)", json_string_value(why));
+		else
+			asked++;
+	}
+	if (json_array_size(zones) == 0)
+		fputs("none (id.server)", stdout);
+	else if (asked == 0)
+		fputs("; none to ask (id.server)", stdout);
+	putchar('\n');
+}
+
 static void print_cluster_status(const json_t *d)
 {
 	const json_t *sc = json_object_get(d, "self_check");
@@ -961,14 +988,8 @@ static void print_cluster_status(const json_t *d)
 	       int_of(sc, "rise"), int_of(sc, "fall"),
 	       json_number_value(json_object_get(sc, "hold_down_left_s")));
 	print_checks(json_object_get(sc, "checks"));
-	/* The answer check's zones, in turn; without any it asks for id.server. */
-	const json_t *zones = json_object_get(sc, "zones");
-	printf("  %-10s ", "zones");
-	if (json_array_size(zones) > 0)
-		print_list(zones);
-	else
-		fputs("none (id.server)", stdout);
-	printf("\n%-13s%s", "drain", str_of(drain, "state", "none"));
+	print_check_zones(sc);
+	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
 	if (strcmp(str_of(drain, "state", "none"), "none") != 0)
 		printf(" (quiet for %.1f s%s)",
 		       json_number_value(json_object_get(drain, "quiet_for_s")),
