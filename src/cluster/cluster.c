@@ -281,19 +281,20 @@ static bool zone_expired(const zone_t *z, int64_t now)
 static size_t zones_refresh(cluster_t *c, int64_t now, zone_change_t **changed)
 {
 	size_t n = 0;
-	*changed = NULL;
-	for (size_t i = 0; i < c->n_zones; i++) {
+	for (size_t i = 0; i < c->n_zones; i++)
+		n += zone_expired(&c->zones[i], now) != c->zones[i].skipped;
+	*changed = n ? xcalloc(n, sizeof(**changed)) : NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < c->n_zones && k < n; i++) {
 		zone_t *z = &c->zones[i];
 		bool expired = zone_expired(z, now);
 		if (expired == z->skipped)
 			continue;
 		z->skipped = expired;
-		*changed = xrealloc(*changed, (n + 1) * sizeof(**changed));
-		memcpy((*changed)[n].text, z->text, sizeof(z->text));
-		(*changed)[n].skipped = expired;
-		n++;
+		memcpy((*changed)[k].text, z->text, sizeof(z->text));
+		(*changed)[k++].skipped = expired;
 	}
-	return n;
+	return k;
 }
 
 /* Outside the lock: one line per zone that left or rejoined the answer check; frees it. */
