@@ -358,16 +358,42 @@ static size_t zone_find(const zone_t *zones, size_t n, const uint8_t *wire)
 	return ZONE_NONE;
 }
 
-/* Under the lock, as the new list @p zones replaces the old one: the rotation goes on where it
- * was (a zone that failed is asked again), the round in flight still moves it, and a zone
- * already skipped is not logged again. */
-static void zones_carry(cluster_t *c, zone_t *zones, size_t n)
+typedef const _Atomic int64_t *cell_t;
+
+static int cell_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < c->n_zones; i++) {
-		size_t j = c->zones[i].skipped ? zone_find(zones, n, c->zones[i].wire) : ZONE_NONE;
-		if (j != ZONE_NONE)
-			zones[j].skipped = true;
-	}
+	uintptr_t x = (uintptr_t) * (const cell_t *)a, y = (uintptr_t) * (const cell_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A zone skipped in the old list stays skipped in the new one @p zones, without a second log
+ * line. Matched by expiry cell (one per secondary zone, only they can be skipped), sorted and
+ * searched outside the lock: the cluster thread's heartbeat waits for that lock. */
+static void zones_keep_skipped(cluster_t *c, zone_t *zones, size_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t n_cells = 0;
+	for (size_t i = 0; i < c->n_zones; i++)
+		n_cells += c->zones[i].skipped;
+	cell_t *cells = n_cells ? xcalloc(n_cells, sizeof(*cells)) : NULL;
+	for (size_t i = 0, k = 0; i < c->n_zones && k < n_cells; i++)
+		if (c->zones[i].skipped)
+			cells[k++] = c->zones[i].expire_at;
+	pthread_mutex_unlock(&c->lock);
+	if (n_cells == 0)
+		return;
+	qsort(cells, n_cells, sizeof(*cells), cell_cmp);
+	for (size_t i = 0; i < n; i++)
+		zones[i].skipped =
+		    zones[i].expire_at != NULL &&
+		    bsearch(&zones[i].expire_at, cells, n_cells, sizeof(*cells), cell_cmp) != NULL;
+	free(cells);
+}
+
+/* Under the lock, as the new list @p zones replaces the old one: the rotation goes on where it
+ * was (a zone that failed is asked again) and the round in flight still moves it. */
+static void zones_place(cluster_t *c, const zone_t *zones, size_t n)
+{
 	size_t next = ZONE_NONE, asked = ZONE_NONE;
 	if (c->n_zones) {
 		next = zone_find(zones, n, c->zones[c->zone_next % c->n_zones].wire);
@@ -646,8 +672,9 @@ void cluster_set_zones(cluster_t *c, const cluster_zone_t *zones, size_t n)
 		copy[k].expire_at = zones[i].expire_at;
 		k++;
 	}
+	zones_keep_skipped(c, copy, k);
 	pthread_mutex_lock(&c->lock);
-	zones_carry(c, copy, k);
+	zones_place(c, copy, k);
 	zone_t *old = c->zones;
 	c->zones = copy;
 	c->n_zones = k;
