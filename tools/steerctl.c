@@ -30,7 +30,9 @@
  *                       "loaded_at": 1700000000, "allow_short_prefixes": false,
  *                       "allow_shrink": false}, ...]}, ...]
  *   zones   [{"name": "example.test", "serial": 2024010101, "records": 120, "nodes": 40,
- *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000}, ...]
+ *             "file": "/etc/steer/zones/example.test.zone", "loaded_at": 1700000000,
+ *             "state": "serving" | "expired" | "pending: no transfer yet[: last error]",
+ *             "secondary": {...} (secondary zones)}, ...]
  *   stats   {"queries": {"udp": n, "ipv6": n, "tcp": n}, "rcode": {"NOERROR": n, ...},
  *            "qtype": {"A": n, ...}, "edns": n, "edns_do": n, "truncated": n, "dropped": n,
  *            "axfr": n, "axfr_refused": n, "ixfr": n,
@@ -132,7 +134,9 @@
  *                           "hold_down_ms": 2000, "good_rounds": n, "hold_down_left_s": 0.0,
  *                           "checks": [{"name": "answer" | "threads" | "routes" | "reload" |
  *                                       "forwarder", "enabled": true, "ok": true,
- *                                       "failures": 0, "detail": "..."}, ...]},
+ *                                       "failures": 0, "detail": "..."}, ...],
+ *                           "zones": ["example.test.", ...] (the answer check's, in turn),
+ *                           "zones_skipped": {"sec.test.": "expired"} (of those, skipped)},
  *            "drain": {"state": "none" | "draining" | "drained", "started": 1700000000.5 |
  *                      null, "quiet_for_s": 0.4, "timed_out": false},
  *            "keeper": {"pid": 1235, "alive": true, "message": "announced"},
@@ -338,7 +342,8 @@ static const struct {
 	bool right; /* numbers align right */
 } zone_cols[] = {
     {"name", "ZONE", false},  {"serial", "SERIAL", true},     {"records", "RECORDS", true},
-    {"nodes", "NODES", true}, {"loaded_at", "LOADED", false}, {"file", "FILE", false},
+    {"nodes", "NODES", true}, {"loaded_at", "LOADED", false}, {"state", "STATE", false},
+    {"file", "FILE", false},
 };
 #define N_ZONE_COLS (sizeof(zone_cols) / sizeof(zone_cols[0]))
 
@@ -935,6 +940,32 @@ static void print_checks(const json_t *checks)
 	}
 }
 
+/* The answer check's zones, in turn, those it skips marked with why; without any zone to ask
+ * it asks for id.server. */
+static void print_check_zones(const json_t *sc)
+{
+	const json_t *zones = json_object_get(sc, "zones");
+	const json_t *skipped = json_object_get(sc, "zones_skipped");
+	size_t asked = 0, i;
+	const json_t *z;
+	printf("  %-10s ", "zones");
+	json_array_foreach(zones, i, z)
+	{
+		const char *name = json_string_value(z);
+		const json_t *why = json_object_get(skipped, name ? name : "");
+		printf("%s%s", i ? ", " : "", name ? name : "?");
+		if (why != NULL)
+			printf(" (skipped: %s)", json_string_value(why));
+		else
+			asked++;
+	}
+	if (json_array_size(zones) == 0)
+		fputs("none (id.server)", stdout);
+	else if (asked == 0)
+		fputs("; none to ask (id.server)", stdout);
+	putchar('\n');
+}
+
 static void print_cluster_status(const json_t *d)
 {
 	const json_t *sc = json_object_get(d, "self_check");
@@ -957,6 +988,7 @@ static void print_cluster_status(const json_t *d)
 	       int_of(sc, "rise"), int_of(sc, "fall"),
 	       json_number_value(json_object_get(sc, "hold_down_left_s")));
 	print_checks(json_object_get(sc, "checks"));
+	print_check_zones(sc);
 	printf("%-13s%s", "drain", str_of(drain, "state", "none"));
 	if (strcmp(str_of(drain, "state", "none"), "none") != 0)
 		printf(" (quiet for %.1f s%s)",

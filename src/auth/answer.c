@@ -457,6 +457,22 @@ static const zone_set_entry_t *find_zone(const zone_set_t *zones, const dns_quer
 	return entry;
 }
 
+/*
+ * True when @p q falls in a secondary zone still waiting for its first transfer and more
+ * specific than @p entry (the served zone found, may be NULL). Such a zone is configured but
+ * has nothing to give: SERVFAIL, as Knot DNS and BIND answer, not REFUSED (which tells
+ * resolvers we are not authoritative at all). A DS at its apex still comes from a served
+ * parent, as find_zone() does for a served child.
+ */
+static bool in_pending_zone(const zone_set_t *zones, const dns_query_t *q,
+                            const zone_set_entry_t *entry)
+{
+	const zone_set_pending_t *p = zone_set_find_pending(zones, q->qname, entry);
+	if (STEER_LIKELY(p == NULL))
+		return false;
+	return !(entry != NULL && q->qtype == DNS_TYPE_DS && dname_equal(p->apex, q->qname));
+}
+
 static uint16_t udp_limit(const auth_view_t *view, const dns_query_t *q, size_t cap)
 {
 	size_t limit = DNS_UDP_MINLEN;
@@ -626,8 +642,15 @@ static void answer_query(answer_t *a, const auth_view_t *view, const auth_client
 		a->rcode = answer_chaos(a, view);
 		return;
 	}
-	if (q->qclass == DNS_CLASS_IN || q->qclass == DNS_CLASS_ANY)
-		entry = find_zone(view->zones, q);
+	if (q->qclass != DNS_CLASS_IN && q->qclass != DNS_CLASS_ANY) {
+		a->rcode = DNS_RCODE_REFUSED;
+		return;
+	}
+	entry = find_zone(view->zones, q);
+	if (STEER_UNLIKELY(in_pending_zone(view->zones, q, entry))) {
+		a->rcode = DNS_RCODE_SERVFAIL;
+		return;
+	}
 	if (!entry) {
 		a->rcode = DNS_RCODE_REFUSED;
 		return;
@@ -663,7 +686,9 @@ bool auth_serves(const auth_view_t *view, const dns_query_t *q)
 {
 	if (q->qclass != DNS_CLASS_IN && q->qclass != DNS_CLASS_ANY)
 		return false;
-	return zone_set_find(view->zones, q->qname) != NULL;
+	/* A pending secondary zone is ours too: answered SERVFAIL, never forwarded. */
+	const zone_set_entry_t *entry = zone_set_find(view->zones, q->qname);
+	return entry != NULL || zone_set_find_pending(view->zones, q->qname, NULL) != NULL;
 }
 
 size_t auth_answer(const auth_view_t *view, const auth_client_t *client, const uint8_t *req,

@@ -38,10 +38,11 @@ typedef struct {
 	/* TSIG keys that signed requests are verified against (owned by the view snapshot);
 	 * NULL = none configured: every signed request is answered NOTAUTH/BADKEY. */
 	const dns_tsig_keyring_t *keys;
-	/* An accepted NOTIFY (RFC 1996) for the secondary zone @p zone, with the SOA serial the
-	 * primary sent when @p has_serial. Called on the query thread: it must not block, lock
-	 * or allocate (the daemon sets a flag and wakes the transfer thread). NULL = ignored. */
-	void (*on_notify)(void *arg, const zone_t *zone, uint32_t serial_hint, bool has_serial);
+	/* An accepted NOTIFY (RFC 1996) for the secondary zone @p apex (lowercase wire; served
+	 * or still pending its first transfer), with the SOA serial the primary sent when
+	 * @p has_serial. Called on the query thread: it must not block, lock or allocate (the
+	 * daemon sets a flag and wakes the transfer thread). NULL = ignored. */
+	void (*on_notify)(void *arg, const uint8_t *apex, uint32_t serial_hint, bool has_serial);
 	void *notify_arg;
 	/* DNS Cookies (RFC 7873, RFC 9018): off unless cookies_enable; the secrets are this
 	 * configuration's snapshot (or the daemon's random one). cookies_require answers UDP

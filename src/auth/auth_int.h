@@ -29,8 +29,9 @@ uint8_t auth_xfr_start(const zone_t *zone, const zone_set_entry_t *entry, const 
 /**
  * Answer the NOTIFY @p q (opcode NOTIFY, RFC 1996 3.7) from @p client, signed as @p tsig says
  * (NULL: unsigned), into @p msg, whose header and question are written: NOERROR with AA for a
- * secondary zone of @p view whose notify-allow list (primaries included) admits the client, after
- * calling view->on_notify; NOTAUTH otherwise, as Knot DNS answers. Returns the rcode.
+ * secondary zone of @p view (served, or pending its first transfer) whose notify-allow list
+ * (primaries included) admits the client, after calling view->on_notify; NOTAUTH otherwise, as
+ * Knot DNS answers. Returns the rcode.
  */
 uint8_t auth_notify(const auth_view_t *view, const auth_client_t *client, const dns_query_t *q,
                     const dns_tsig_ctx_t *tsig, dns_msg_t *msg);

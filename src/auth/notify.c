@@ -38,22 +38,41 @@ static bool notify_serial(const dns_query_t *q, uint32_t *serial)
 	return true;
 }
 
+/* Who may NOTIFY the secondary zone @p apex, served or still before its first transfer (a
+ * NOTIFY is what should start that one); false when it is no secondary zone of ours. */
+static bool notify_acl(const zone_set_t *zones, const uint8_t *apex, const dns_acl_entry_t **allow,
+                       size_t *n_allow)
+{
+	const zone_set_entry_t *entry = zone_set_get(zones, apex);
+	if (entry != NULL) {
+		*allow = entry->notify_allow;
+		*n_allow = entry->n_notify_allow;
+		return entry->secondary;
+	}
+	const zone_set_pending_t *p = zone_set_get_pending(zones, apex);
+	if (p == NULL)
+		return false;
+	*allow = p->notify_allow;
+	*n_allow = p->n_notify_allow;
+	return true;
+}
+
 uint8_t auth_notify(const auth_view_t *view, const auth_client_t *client, const dns_query_t *q,
                     const dns_tsig_ctx_t *tsig, dns_msg_t *msg)
 {
-	if (q->qclass != DNS_CLASS_IN)
-		return DNS_RCODE_NOTAUTH;
-	const zone_set_entry_t *entry = zone_set_get(view->zones, q->qname);
-	if (entry == NULL || !entry->secondary || client->remote == NULL)
+	const dns_acl_entry_t *allow = NULL;
+	size_t n_allow = 0;
+	if (q->qclass != DNS_CLASS_IN || client->remote == NULL ||
+	    !notify_acl(view->zones, q->qname, &allow, &n_allow))
 		return DNS_RCODE_NOTAUTH;
 	/* TSIG-signed NOTIFYs are matched by address only until requests are verified here. */
 	const uint8_t *key = tsig && tsig->key ? tsig->key->name : NULL;
-	if (!dns_acl_match(entry->notify_allow, entry->n_notify_allow, client->remote, key))
+	if (!dns_acl_match(allow, n_allow, client->remote, key))
 		return DNS_RCODE_NOTAUTH;
 	uint32_t serial = 0;
 	bool has_serial = notify_serial(q, &serial);
 	if (view->on_notify != NULL)
-		view->on_notify(view->notify_arg, entry->zone, serial, has_serial);
+		view->on_notify(view->notify_arg, q->qname, serial, has_serial);
 	dns_msg_set_flags(msg, DNS_FLAG_AA, 0);
 	return DNS_RCODE_NOERROR;
 }

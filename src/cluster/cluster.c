@@ -46,9 +46,14 @@ static const char *const check_names[CHECK_N] = {"answer", "threads", "routes", 
 
 _Static_assert(CHECK_N <= CLUSTER_CHECKS_MAX, "cluster_status_t has room for every check");
 
+/* No zone asked this round: id.server, or the list changed since. */
+#define ZONE_NONE SIZE_MAX
+
 typedef struct {
 	uint8_t wire[DNS_DNAME_MAXLEN];
 	char text[DNAME_STR_MAXLEN];
+	const _Atomic int64_t *expire_at; /* borrowed (cluster_zone_t), NULL = never expires */
+	bool skipped;                     /* expired when the last round looked */
 } zone_t;
 
 struct cluster {
@@ -79,7 +84,9 @@ struct cluster {
 	cluster_selfcheck_t sc;
 	bool running, stopping, stopped;
 	zone_t *zones;
-	size_t n_zones, zone_next;
+	size_t n_zones;
+	size_t zone_next;           /* where the next round starts looking for a zone to ask */
+	size_t zone_asked;          /* the zone the round in progress asks, ZONE_NONE */
 	bool announced;             /* the keeper's last report */
 	bool keeper_self_withdrawn; /* ... said it withdrew on its own */
 	bool keeper_alive;
@@ -252,6 +259,151 @@ static void on_keeper(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* ---- the answer check's zones ---- */
+
+/* A zone whose skipped flag a round changed, for the log line after the lock. */
+typedef struct {
+	char text[DNAME_STR_MAXLEN];
+	bool skipped;
+} zone_change_t;
+
+/* The same expiry rule as the answer path's: SERVFAIL from the second expire_at is reached. */
+static bool zone_expired(const zone_t *z, int64_t now)
+{
+	if (z->expire_at == NULL)
+		return false;
+	int64_t at = atomic_load_explicit(z->expire_at, memory_order_relaxed);
+	return at != 0 && at <= now;
+}
+
+/* Under the lock: every zone's skipped flag as of @p now. The zones whose flag changed are
+ * copied into a new *@p changed (their number returned), logged by zones_log(). */
+static size_t zones_refresh(cluster_t *c, int64_t now, zone_change_t **changed)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n_zones; i++)
+		n += zone_expired(&c->zones[i], now) != c->zones[i].skipped;
+	*changed = n ? xcalloc(n, sizeof(**changed)) : NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < c->n_zones && k < n; i++) {
+		zone_t *z = &c->zones[i];
+		bool expired = zone_expired(z, now);
+		if (expired == z->skipped)
+			continue;
+		z->skipped = expired;
+		memcpy((*changed)[k].text, z->text, sizeof(z->text));
+		(*changed)[k++].skipped = expired;
+	}
+	return k;
+}
+
+/* Outside the lock: one line per zone that left or rejoined the answer check; frees it. */
+static void zones_log(zone_change_t *changed, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (changed[i].skipped)
+			log_warn(
+			    "cluster: self-check: zone %s has expired (it answers SERVFAIL): the "
+			    "answer check skips it until a transfer succeeds",
+			    changed[i].text);
+		else
+			log_notice("cluster: self-check: zone %s no longer expired: back in the "
+			           "answer check",
+			           changed[i].text);
+	}
+	free(changed);
+}
+
+/* Under the lock: the zone this round asks, ZONE_NONE for id.server. The first zone not
+ * skipped from zone_next, which on_answer() leaves on a zone that failed. */
+static size_t zone_pick(const cluster_t *c)
+{
+	for (size_t k = 0; k < c->n_zones; k++) {
+		size_t i = (c->zone_next + k) % c->n_zones;
+		if (!c->zones[i].skipped)
+			return i;
+	}
+	return ZONE_NONE;
+}
+
+/*
+ * Under the lock, when the round's answer came: the next round asks the same zone again
+ * after a failure (fall counts the failures of one zone in a row), the next one in turn
+ * otherwise. A zone that expired while it was asked answered SERVFAIL for that: it is
+ * skipped from the next round like any expired zone, and *@p ok turns true with @p note as
+ * the detail (returns true then) rather than holding one round against the node.
+ */
+static bool zone_answered(cluster_t *c, bool *ok, char *note, size_t size)
+{
+	size_t i = c->zone_asked;
+	c->zone_asked = ZONE_NONE;
+	if (i == ZONE_NONE)
+		return false;
+	c->zone_next = *ok ? i + 1 : i;
+	if (*ok || !zone_expired(&c->zones[i], (int64_t)time(NULL)))
+		return false;
+	c->zone_next = i + 1;
+	*ok = true;
+	snprintf(note, size, "%.100s expired while asked: skipped from the next round",
+	         c->zones[i].text);
+	return true;
+}
+
+/* The index of @p wire in @p zones, ZONE_NONE when it is not there. */
+static size_t zone_find(const zone_t *zones, size_t n, const uint8_t *wire)
+{
+	for (size_t i = 0; i < n; i++)
+		if (dname_equal(zones[i].wire, wire))
+			return i;
+	return ZONE_NONE;
+}
+
+typedef const _Atomic int64_t *cell_t;
+
+static int cell_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (const cell_t *)a, y = (uintptr_t) * (const cell_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A zone skipped in the old list stays skipped in the new one @p zones, without a second log
+ * line. Matched by expiry cell (one per secondary zone, only they can be skipped), sorted and
+ * searched outside the lock: the cluster thread's heartbeat waits for that lock. */
+static void zones_keep_skipped(cluster_t *c, zone_t *zones, size_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t n_cells = 0;
+	for (size_t i = 0; i < c->n_zones; i++)
+		n_cells += c->zones[i].skipped;
+	cell_t *cells = n_cells ? xcalloc(n_cells, sizeof(*cells)) : NULL;
+	for (size_t i = 0, k = 0; i < c->n_zones && k < n_cells; i++)
+		if (c->zones[i].skipped)
+			cells[k++] = c->zones[i].expire_at;
+	pthread_mutex_unlock(&c->lock);
+	if (n_cells == 0)
+		return;
+	qsort(cells, n_cells, sizeof(*cells), cell_cmp);
+	for (size_t i = 0; i < n; i++)
+		zones[i].skipped =
+		    zones[i].expire_at != NULL &&
+		    bsearch(&zones[i].expire_at, cells, n_cells, sizeof(*cells), cell_cmp) != NULL;
+	free(cells);
+}
+
+/* Under the lock, as the new list @p zones replaces the old one: the rotation goes on where it
+ * was (a zone that failed is asked again) and the round in flight still moves it. */
+static void zones_place(cluster_t *c, const zone_t *zones, size_t n)
+{
+	size_t next = ZONE_NONE, asked = ZONE_NONE;
+	if (c->n_zones) {
+		next = zone_find(zones, n, c->zones[c->zone_next % c->n_zones].wire);
+		if (c->zone_asked != ZONE_NONE)
+			asked = zone_find(zones, n, c->zones[c->zone_asked].wire);
+	}
+	c->zone_next = next == ZONE_NONE ? 0 : next;
+	c->zone_asked = asked;
+}
+
 /* ---- the self-check round ---- */
 
 static const steer_sockaddr_t *unicast_of(const conf_cluster_t *cc, int family)
@@ -368,9 +520,11 @@ static void check_set(cluster_check_status_t *st, bool ok, const char *detail)
 static void on_answer(void *arg, bool answer_ok, const char *answer_detail)
 {
 	cluster_t *c = arg;
-	char why[256] = "";
+	char why[256] = "", note[160];
 	bool ok = true;
 	pthread_mutex_lock(&c->lock);
+	if (zone_answered(c, &answer_ok, note, sizeof(note)))
+		answer_detail = note;
 	for (int i = 0; i < CHECK_N; i++) {
 		cluster_check_status_t *st = &c->checks[i];
 		if (!st->enabled)
@@ -403,13 +557,15 @@ static void on_round(struct ev_loop *loop, ev_timer *w, int revents)
 	uint64_t queries = c->in.queries ? c->in.queries(c->in.ctx) : 0;
 	c->round_quiet = c->in.queries && c->have_prev && queries - c->queries_prev <= c->sent_prev;
 	zone_t zone;
-	bool have_zone = false;
+	zone_change_t *changed;
 	pthread_mutex_lock(&c->lock);
-	if (c->n_zones) {
-		zone = c->zones[c->zone_next++ % c->n_zones];
-		have_zone = true;
-	}
+	size_t n_changed = zones_refresh(c, (int64_t)time(NULL), &changed);
+	c->zone_asked = zone_pick(c);
+	bool have_zone = c->zone_asked != ZONE_NONE;
+	if (have_zone)
+		zone = c->zones[c->zone_asked];
 	pthread_mutex_unlock(&c->lock);
+	zones_log(changed, n_changed);
 	bool holder_down = false;
 	if (c->cc.announce == CONF_ANNOUNCE_INTERFACE && c->cc.interface) {
 		char err[128];
@@ -455,6 +611,7 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	c->in = *in;
 	c->identity = xstrdup(in->identity ? in->identity : cc->node_id);
 	c->in.identity = c->identity;
+	c->zone_asked = ZONE_NONE;
 	pthread_mutex_init(&c->lock, NULL);
 	cluster_selfcheck_conf_t scc = {.fall = c->cc.check_fall,
 	                                .rise = c->cc.check_rise,
@@ -502,25 +659,47 @@ cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
 	return c;
 }
 
-void cluster_set_zones(cluster_t *c, const char *const *apexes, size_t n)
+void cluster_set_zones(cluster_t *c, const cluster_zone_t *zones, size_t n)
 {
-	zone_t *zones = n ? xcalloc(n, sizeof(*zones)) : NULL;
+	zone_t *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (dname_from_str(apexes[i], zones[k].wire) <= 0) {
-			log_warn("cluster: self-check: bad zone name '%s' ignored", apexes[i]);
+		if (dname_from_str(zones[i].apex, copy[k].wire) <= 0) {
+			log_warn("cluster: self-check: bad zone name '%s' ignored", zones[i].apex);
 			continue;
 		}
-		dname_to_str(zones[k].wire, zones[k].text, sizeof(zones[k].text));
+		dname_to_str(copy[k].wire, copy[k].text, sizeof(copy[k].text));
+		copy[k].expire_at = zones[i].expire_at;
 		k++;
 	}
+	zones_keep_skipped(c, copy, k);
 	pthread_mutex_lock(&c->lock);
+	zones_place(c, copy, k);
 	zone_t *old = c->zones;
-	c->zones = zones;
+	c->zones = copy;
 	c->n_zones = k;
-	c->zone_next = 0;
 	pthread_mutex_unlock(&c->lock);
 	free(old);
+}
+
+cluster_zone_status_t *cluster_zones(cluster_t *c, size_t *n)
+{
+	pthread_mutex_lock(&c->lock);
+	*n = c->n_zones;
+	cluster_zone_status_t *out = c->n_zones ? xcalloc(c->n_zones, sizeof(*out)) : NULL;
+	for (size_t i = 0; i < c->n_zones; i++) {
+		out[i].apex = xstrdup(c->zones[i].text);
+		out[i].expired = c->zones[i].skipped;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return out;
+}
+
+void cluster_zones_free(cluster_zone_status_t *zones, size_t n)
+{
+	for (size_t i = 0; i < n && zones != NULL; i++)
+		free(zones[i].apex);
+	free(zones);
 }
 
 int cluster_start(cluster_t *c)

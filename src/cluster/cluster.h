@@ -8,7 +8,7 @@
  * The self-check, each interval:
  *   answer    a real DNS query from the unicast address to every local service address,
  *             answered within the timeout (a zone's SOA with AA, or id.server CH TXT with the
- *             node id when no zone is served)
+ *             node id when no zone is served or every one has expired)
  *   threads   every query thread made progress recently (cluster_inputs_t.threads_ok)
  *   routes    replies can leave: the return path (a default route per service family, or
  *             the configured destinations) is routable from the unicast address
@@ -23,6 +23,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -103,11 +104,41 @@ typedef struct {
 cluster_t *cluster_new(const conf_cluster_t *cc, cluster_keeper_t *keeper,
                        const cluster_inputs_t *in) STEER_NONNULL(1, 2, 3) STEER_WUR;
 
-/**
- * The zones the answer check asks for (apex names in presentation form, copied): one per
- * round, in turn. Call at start and after every reload. Any thread.
+/*
+ * A zone for the answer check. @c expire_at is a secondary zone's expiry (seconds since the
+ * epoch, 0 = never; NULL for a zone that never expires): borrowed, read by the cluster
+ * thread until the next cluster_set_zones() or cluster_stop() returns.
  */
-void cluster_set_zones(cluster_t *c, const char *const *apexes, size_t n) STEER_NONNULL(1);
+typedef struct {
+	const char *apex; /* presentation form */
+	const _Atomic int64_t *expire_at;
+} cluster_zone_t;
+
+/**
+ * The zones the answer check asks for (@p zones, the names copied): one per round, in turn,
+ * except that a zone whose answer failed is asked again the next round (so check_fall
+ * failures in a row count for any number of zones) and that an expired zone is skipped
+ * (logged when it starts and stops being skipped): it answers SERVFAIL on every node that
+ * cannot reach its primaries alike, not for a fault of this node. With no zone left to ask,
+ * id.server is asked. Call at start, after every reload and whenever the served zones
+ * change (a secondary zone's new version). Any thread.
+ */
+void cluster_set_zones(cluster_t *c, const cluster_zone_t *zones, size_t n) STEER_NONNULL(1);
+
+/* A zone of the answer check's list, as cluster_zones() reports it. */
+typedef struct {
+	char *apex;   /* owned; presentation form, trailing dot */
+	bool expired; /* skipped by the answer check since its last round: the zone expired */
+} cluster_zone_status_t;
+
+/**
+ * A copy of the answer check's zones, in turn: a new array of @p n (NULL when none), freed
+ * by the caller with cluster_zones_free(). Any thread.
+ */
+cluster_zone_status_t *cluster_zones(cluster_t *c, size_t *n) STEER_NONNULL(1, 2);
+
+/** Free what cluster_zones() returned. */
+void cluster_zones_free(cluster_zone_status_t *zones, size_t n);
 
 /** Start the cluster thread. Returns 0 or a negative steer_err (logged). */
 int cluster_start(cluster_t *c) STEER_NONNULL(1) STEER_WUR;

@@ -128,21 +128,46 @@ static json_t *secondary_json(const uint8_t *apex)
 	return o;
 }
 
-/* Secondary zones with no version yet (not in the set): listed with their state. */
-static void secondaries_not_served(const server_t *s, json_t *list)
+/* The configured file of the zone @p apex, for a pending zone's row; NULL when unknown. */
+static const char *conf_zone_file(const conf_t *conf, const uint8_t *apex)
 {
-	for (size_t i = 0; i < s->conf->n_zones; i++) {
-		const conf_zone_t *cz = &s->conf->zones[i];
-		uint8_t apex[DNS_DNAME_MAXLEN];
-		if (cz->n_primaries == 0 || dname_from_str(cz->domain, apex) < 0)
-			continue;
-		dname_lower(apex);
-		if (zone_set_get(s->view->auth.zones, apex) != NULL)
-			continue;
-		json_array_append_new(list, json_pack("{s:s, s:n, s:s, s:o}", "name", cz->domain,
-		                                      "serial", "file", cz->file, "secondary",
-		                                      secondary_json(apex)));
+	for (size_t i = 0; i < conf->n_zones; i++) {
+		uint8_t a[DNS_DNAME_MAXLEN];
+		if (dname_from_str(conf->zones[i].domain, a) > 0 && dname_equal(a, apex))
+			return conf->zones[i].file;
 	}
+	return NULL;
+}
+
+/* "pending: no transfer yet", with the last refresh error when there is one. */
+static json_t *pending_state(const json_t *secondary)
+{
+	const char *e = json_string_value(json_object_get(secondary, "last_error"));
+	if (e == NULL || e[0] == '\0')
+		return json_string("pending: no transfer yet");
+	return json_sprintf("pending: no transfer yet: %s", e);
+}
+
+/* Secondary zones with no version yet: listed with their state, nothing served. */
+static void secondaries_pending(const server_t *s, json_t *list)
+{
+	const zone_set_t *set = s->view->auth.zones;
+	for (size_t i = 0; i < zone_set_pending_count(set); i++) {
+		const zone_set_pending_t *p = zone_set_pending_at(set, i);
+		const char *file = conf_zone_file(s->conf, p->apex);
+		json_t *sec = secondary_json(p->apex);
+		json_array_append_new(
+		    list, json_pack("{s:o, s:n, s:o, s:o, s:o}", "name", zone_name_json(p->name),
+		                    "serial", "file", file ? json_string(file) : json_null(),
+		                    "state", pending_state(sec), "secondary", sec));
+	}
+}
+
+/* "serving", or "expired" for a secondary zone past its expiry (answered SERVFAIL). */
+static const char *served_state(const zone_set_entry_t *e)
+{
+	int64_t at = e->expire_at ? atomic_load_explicit(e->expire_at, memory_order_relaxed) : 0;
+	return at != 0 && at <= (int64_t)time(NULL) ? "expired" : "serving";
 }
 
 static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
@@ -158,11 +183,12 @@ static int be_zones(void *ctx, json_t **data, char *err, size_t errlen)
 		    "{s:o, s:I, s:I, s:I, s:s, s:I}", "name", zone_name_json(z->name), "serial",
 		    (json_int_t)z->serial, "records", (json_int_t)z->n_records, "nodes",
 		    (json_int_t)z->n_nodes, "file", z->file, "loaded_at", (json_int_t)z->loaded_at);
+		json_object_set_new(o, "state", json_string(served_state(zone_set_at(set, i))));
 		if (zone_set_at(set, i)->secondary)
 			json_object_set_new(o, "secondary", secondary_json(z->apex));
 		json_array_append_new(list, o);
 	}
-	secondaries_not_served(s, list);
+	secondaries_pending(s, list);
 	*data = list;
 	return 0;
 }

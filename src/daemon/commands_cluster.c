@@ -60,6 +60,23 @@ static json_t *drain_json(const cluster_status_t *st)
 	                 "quiet_for_s", st->drain_quiet_for, "timed_out", st->drain_timed_out);
 }
 
+/* The answer check's zones, in turn (served zones only, not pending ones) into @p sc:
+ * "zones" every one, "zones_skipped" those it skips and why. */
+static void check_zones_json(cluster_t *c, json_t *sc)
+{
+	size_t n = 0;
+	cluster_zone_status_t *zones = cluster_zones(c, &n);
+	json_t *list = json_array(), *skipped = json_object();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(list, json_string(zones[i].apex));
+		if (zones[i].expired)
+			json_object_set_new(skipped, zones[i].apex, json_string("expired"));
+	}
+	cluster_zones_free(zones, n);
+	json_object_set_new(sc, "zones", list);
+	json_object_set_new(sc, "zones_skipped", skipped);
+}
+
 static int be_cluster(void *ctx, json_t **data, char *err, size_t errlen)
 {
 	server_t *s = ctx;
@@ -76,6 +93,7 @@ static int be_cluster(void *ctx, json_t **data, char *err, size_t errlen)
 	    (json_int_t)cc->check_fall, "rise", (json_int_t)cc->check_rise, "hold_down_ms",
 	    (json_int_t)cc->check_hold_down, "good_rounds", (json_int_t)st.good_rounds,
 	    "hold_down_left_s", st.hold_down_left, "checks", checks_json(&st));
+	check_zones_json(c, self_check);
 	json_t *keeper = json_pack("{s:I, s:b, s:s}", "pid", (json_int_t)st.keeper_pid, "alive",
 	                           st.keeper_alive, "message", st.keeper_message);
 	*data = json_pack(

@@ -664,6 +664,40 @@ static void render_xfr(prom_t *p)
 	prom_counter(p, &failed, 1, c.notify_failed);
 }
 
+/*
+ * Per served secondary zone: the seconds until it expires and whether it has. An expired
+ * zone answers SERVFAIL, and the cluster's answer check skips it (a primary out of reach is
+ * not this node's own fault), so these are where a node that alone lost its primaries shows.
+ */
+static void render_xfr_zones(prom_t *p, const server_t *s)
+{
+	if (daemon_xfr_get() == NULL)
+		return; /* no secondary zone was ever configured */
+	const zone_set_t *set = s->view != NULL ? s->view->auth.zones : NULL;
+	size_t n = set != NULL ? zone_set_count(set) : 0;
+	int64_t now = (int64_t)time(NULL);
+	static const char *const fam[][2] = {
+	    {"steer_xfr_zone_expire_seconds",
+	     "Seconds until a secondary zone expires without a good refresh (0: expired)."},
+	    {"steer_xfr_zone_expired",
+	     "1 while a secondary zone is expired: answered SERVFAIL until a transfer succeeds."},
+	};
+	for (size_t f = 0; f < 2; f++) {
+		prom_family(p, fam[f][0], fam[f][1], PROM_GAUGE);
+		for (size_t i = 0; i < n; i++) {
+			const zone_set_entry_t *e = zone_set_at(set, i);
+			int64_t at = e->expire_at != NULL
+			                 ? atomic_load_explicit(e->expire_at, memory_order_relaxed)
+			                 : 0;
+			if (at == 0)
+				continue; /* a primary zone, or a secondary that never expires */
+			int64_t left = at > now ? at - now : 0;
+			prom_label_t l = {"zone", e->zone->name};
+			prom_gauge(p, &l, 1, f == 0 ? (double)left : (double)(left == 0));
+		}
+	}
+}
+
 static void render_cluster(prom_t *p, const server_t *s)
 {
 	cluster_t *c = s->node.cluster;
@@ -764,6 +798,7 @@ int metrics_render(const server_t *s, char **text, size_t *len, char *err, size_
 	}
 	render_reload(&p, s);
 	render_xfr(&p);
+	render_xfr_zones(&p, s);
 	render_cluster(&p, s);
 	render_query_logs(&p, s);
 	render_events(&p, s);

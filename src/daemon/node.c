@@ -60,14 +60,22 @@ static uint64_t queries(void *ctx)
 	       atomic_load_explicit(&st.net.tcp_queries, memory_order_relaxed);
 }
 
+/*
+ * The expiry cell of a secondary zone belongs to the transfer module's zone state, which
+ * lives until the transfer module is freed (after node_stop(), see server_stop()), across
+ * reloads and the zone's removal (its cell then reads 0, never expires): the cluster thread
+ * may keep reading it until the next cluster_set_zones().
+ */
 static void zones_tell(node_t *node, const zone_set_t *zones)
 {
 	size_t n = zone_set_count(zones);
-	const char **apex = xcalloc(n + 1, sizeof(*apex));
-	for (size_t i = 0; i < n; i++)
-		apex[i] = zone_set_at(zones, i)->zone->name;
-	cluster_set_zones(node->cluster, apex, n);
-	free(apex);
+	cluster_zone_t *list = xcalloc(n + 1, sizeof(*list));
+	for (size_t i = 0; i < n; i++) {
+		const zone_set_entry_t *e = zone_set_at(zones, i);
+		list[i] = (cluster_zone_t){.apex = e->zone->name, .expire_at = e->expire_at};
+	}
+	cluster_set_zones(node->cluster, list, n);
+	free(list);
 }
 
 int node_start(node_t *node, const conf_t *conf, const net_t *net, fwd_engine_t *fwd,
@@ -105,6 +113,12 @@ void node_reloaded(node_t *node, bool ok, const zone_set_t *zones, const char *e
 		*nl = '\0';
 	pthread_mutex_unlock(&node->lock);
 	if (ok && zones != NULL)
+		zones_tell(node, zones);
+}
+
+void node_zones_changed(node_t *node, const zone_set_t *zones)
+{
+	if (node->cluster != NULL)
 		zones_tell(node, zones);
 }
 

@@ -49,5 +49,13 @@ int node_start(node_t *node, const conf_t *conf, const net_t *net, fwd_engine_t 
 void node_reloaded(node_t *node, bool ok, const zone_set_t *zones, const char *err)
     STEER_NONNULL(1);
 
+/**
+ * The served zones changed outside a reload (a secondary zone got a new version, or its
+ * first one): the self-check asks for the zones of @p zones from its next round. Zones still
+ * pending their first transfer are not asked for, expired ones are skipped while they are
+ * (cluster_set_zones()). Control thread; nothing without a cluster.
+ */
+void node_zones_changed(node_t *node, const zone_set_t *zones) STEER_NONNULL(1, 2);
+
 /** Withdraw, stop the cluster thread and the keeper. Safe when nothing was started, twice. */
 void node_stop(node_t *node) STEER_NONNULL(1);

@@ -157,9 +157,19 @@ static void zone_entry_from_conf(const conf_zone_t *cz, zone_set_entry_t *e)
 	e->xfr_allow = conf_acl_build(cz->xfr_allow, cz->n_xfr_allow);
 }
 
+/* A secondary zone with no version yet: pending in the set (SERVFAIL, NOTIFY accepted). */
+static int zone_add_pending(const conf_zone_t *cz, zone_set_t *set, const zone_set_entry_t *tmpl)
+{
+	uint8_t apex[DNS_DNAME_MAXLEN];
+	if (dname_from_str(cz->domain, apex) < 0)
+		return STEER_EINVAL;
+	dname_lower(apex);
+	return zone_set_add_pending(set, apex, tmpl);
+}
+
 /*
- * A secondary zone is never read here: the transfer module holds its current version (left
- * out of the set until the first transfer), so a reload neither drops nor re-reads it.
+ * A secondary zone is never read here: the transfer module holds its current version
+ * (pending in the set until the first transfer), so a reload neither drops nor re-reads it.
  */
 static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_set_t *set,
                                 server_report_t *report, char *err, size_t errlen)
@@ -167,10 +177,11 @@ static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
 	zone_t *zone = daemon_xfr_zone(conf, cz, &tmpl);
-	int ret = 0;
-	if (zone != NULL && (ret = zone_set_add(set, zone, &tmpl)) != 0) {
+	int ret = zone != NULL ? zone_set_add(set, zone, &tmpl) : zone_add_pending(cz, set, &tmpl);
+	if (ret != 0) {
 		char msg[512];
-		snprintf(msg, sizeof(msg), "zone %s: listed twice", cz->domain);
+		snprintf(msg, sizeof(msg), "zone %s: %s", cz->domain,
+		         ret == STEER_EEXIST ? "listed twice" : steer_strerror(ret));
 		err_append(err, errlen, msg);
 		zone_unref(zone);
 	}
@@ -446,6 +457,8 @@ void server_zones_republish(server_t *s)
 	const net_view_t *old = net_publish(s->net, view);
 	s->view = view;
 	view_free(old);
+	/* A secondary zone that arrived after start is checked like the others from now on. */
+	node_zones_changed(&s->node, set);
 }
 
 void server_publish_paths(server_t *s, gslb_paths_t *paths)
@@ -800,6 +813,9 @@ static void log_zones(const zone_set_t *set, const char *verb)
 		log_info("%s zone %s serial %u, %zu records, from %s", verb, z->name, z->serial,
 		         z->n_records, z->file);
 	}
+	for (size_t i = 0; i < zone_set_pending_count(set); i++)
+		log_info("secondary zone %s: no version yet, SERVFAIL until its first transfer",
+		         zone_set_pending_at(set, i)->name);
 }
 
 /* The address to tell a user to query: loopback for a wildcard bind. */

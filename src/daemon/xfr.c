@@ -201,13 +201,13 @@ void daemon_xfr_announce(const conf_t *conf, const zone_set_t *set, char *const 
 	}
 }
 
-void daemon_xfr_on_notify(void *arg, const zone_t *zone, uint32_t serial, bool has_serial)
+void daemon_xfr_on_notify(void *arg, const uint8_t *apex, uint32_t serial, bool has_serial)
 {
 	(void)serial;
 	(void)has_serial;
 	/* The serial is a hint only (RFC 1996 3.11): the SOA query decides. */
 	if (arg != NULL)
-		xfr_notify_received(arg, zone->apex);
+		xfr_notify_received(arg, apex);
 }
 
 void daemon_xfr_stop(void)

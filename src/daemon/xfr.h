@@ -20,10 +20,10 @@ void daemon_xfr_init(void);
 
 /**
  * For server_zones_build(): the version of the secondary zone @p cz of @p conf to serve (a new
- * reference, NULL when none is held yet: the zone is left out of the set until its first
- * transfer) and its serving data in @p tmpl (secondary, expiry cell, notify-allow list with
- * the primaries, owned by the caller: free tmpl->notify_allow). Without daemon_xfr_init()
- * (--check-config) the file is read when it exists.
+ * reference, NULL when none is held yet: the caller adds the zone as pending, answered
+ * SERVFAIL until its first transfer) and its serving data in @p tmpl (secondary, expiry cell,
+ * notify-allow list with the primaries, owned by the caller: free tmpl->notify_allow). Without
+ * daemon_xfr_init() (--check-config) the file is read when it exists.
  */
 zone_t *daemon_xfr_zone(const conf_t *conf, const conf_zone_t *cz, zone_set_entry_t *tmpl)
     STEER_NONNULL(1, 2, 3);
@@ -40,7 +40,7 @@ void daemon_xfr_announce(const conf_t *conf, const zone_set_t *set, char *const 
                          bool all) STEER_NONNULL(1, 2);
 
 /** The view's NOTIFY callback (auth_view_t.on_notify); query threads. */
-void daemon_xfr_on_notify(void *arg, const zone_t *zone, uint32_t serial, bool has_serial);
+void daemon_xfr_on_notify(void *arg, const uint8_t *apex, uint32_t serial, bool has_serial);
 
 /** The module, for the view's notify_arg, steerctl and metrics; NULL before init. */
 xfr_t *daemon_xfr_get(void);

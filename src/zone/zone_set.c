@@ -3,7 +3,9 @@
  * are stable for the apex index; a separate array keeps them sorted by name for listing.
  * zone_set_find() tries the suffixes of the query name from the longest, skipping label counts
  * no apex has, so the usual query costs one or two hash lookups. Built on the control thread,
- * then read-only.
+ * then read-only. Pending secondary zones (no version yet) are a short array of their own: there
+ * are few of them and only for a while, and keeping them out of the entries keeps every
+ * entry's zone non-NULL.
  */
 #include "zone/zone_set.h"
 
@@ -12,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "dns/dname.h"
 #include "zone/zone_int.h"
 
 /* Label counts up to this are tracked one bit each; deeper apexes share the last bit. */
@@ -24,6 +27,8 @@ struct zone_set {
 	uint64_t *index;  /* apex hash tag << 32 | (entry index + 1); 0 = free */
 	unsigned index_bits;
 	uint64_t label_mask; /* bit L set when some apex has L labels (LABEL_BITS and up share) */
+	zone_set_pending_t *pending; /* owned, n_pending of them */
+	size_t n_pending;
 };
 
 zone_set_t *zone_set_new(void)
@@ -106,7 +111,8 @@ static dns_acl_entry_t *acl_copy(const dns_acl_entry_t *acl, size_t n)
 
 int zone_set_add(zone_set_t *set, zone_t *zone, const zone_set_entry_t *tmpl)
 {
-	if (lookup(set, zone->apex, zone->apex_len) != NULL)
+	if (lookup(set, zone->apex, zone->apex_len) != NULL ||
+	    zone_set_get_pending(set, zone->apex) != NULL)
 		return STEER_EEXIST;
 	if (set->n == set->cap) {
 		set->cap = set->cap ? set->cap * 2 : 8;
@@ -173,10 +179,69 @@ const zone_set_entry_t *zone_set_at(const zone_set_t *set, size_t i)
 	return &set->entries[set->sorted[i]];
 }
 
+int zone_set_add_pending(zone_set_t *set, const uint8_t *apex, const zone_set_entry_t *tmpl)
+{
+	size_t len = zone_wire_len(apex);
+	char name[DNAME_STR_MAXLEN];
+	if (len == 0 || len > DNS_DNAME_MAXLEN || dname_to_str(apex, name, sizeof(name)) == NULL)
+		return STEER_EINVAL;
+	if (lookup(set, apex, len) != NULL || zone_set_get_pending(set, apex) != NULL)
+		return STEER_EEXIST;
+	set->pending = xrealloc(set->pending, (set->n_pending + 1) * sizeof(*set->pending));
+	zone_set_pending_t *p = &set->pending[set->n_pending++];
+	*p = (zone_set_pending_t){.apex_len = (uint8_t)len, .name = xstrdup(name)};
+	memcpy(p->apex, apex, len);
+	p->notify_allow = acl_copy(tmpl->notify_allow, tmpl->n_notify_allow);
+	p->n_notify_allow = tmpl->n_notify_allow;
+	return 0;
+}
+
+const zone_set_pending_t *zone_set_find_pending(const zone_set_t *set, const uint8_t *qname,
+                                                const zone_set_entry_t *served)
+{
+	if (STEER_LIKELY(set->n_pending == 0))
+		return NULL;
+	/* Both apexes are suffixes of qname, so the longer wire form is the more specific. */
+	size_t best = served != NULL ? served->zone->apex_len : 0;
+	const zone_set_pending_t *found = NULL;
+	for (size_t i = 0; i < set->n_pending; i++) {
+		const zone_set_pending_t *p = &set->pending[i];
+		if (p->apex_len > best && dname_is_subdomain(qname, p->apex)) {
+			best = p->apex_len;
+			found = p;
+		}
+	}
+	return found;
+}
+
+const zone_set_pending_t *zone_set_get_pending(const zone_set_t *set, const uint8_t *apex)
+{
+	for (size_t i = 0; i < set->n_pending; i++) {
+		if (dname_equal(set->pending[i].apex, apex))
+			return &set->pending[i];
+	}
+	return NULL;
+}
+
+size_t zone_set_pending_count(const zone_set_t *set)
+{
+	return set->n_pending;
+}
+
+const zone_set_pending_t *zone_set_pending_at(const zone_set_t *set, size_t i)
+{
+	return i < set->n_pending ? &set->pending[i] : NULL;
+}
+
 void zone_set_free(zone_set_t *set)
 {
 	if (set == NULL)
 		return;
+	for (size_t i = 0; i < set->n_pending; i++) {
+		free(set->pending[i].name);
+		free(set->pending[i].notify_allow);
+	}
+	free(set->pending);
 	for (size_t i = 0; i < set->n; i++) {
 		zone_unref(set->entries[i].zone);
 		free(set->entries[i].xfr_allow);

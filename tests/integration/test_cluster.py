@@ -34,6 +34,7 @@ from fwdlab import Proc, ns_socket, query, run
 SERVICE4, SERVICE6 = "192.0.2.53", "2001:db8::53"
 UNICAST, ROUTER = "10.53.0.11", "10.53.0.1"
 BIRD = shutil.which("bird") or "/usr/sbin/bird"
+KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
 ZEBRA = "/usr/lib/frr/zebra"
 VTYSH = shutil.which("vtysh") or "/usr/bin/vtysh"
 
@@ -116,7 +117,9 @@ def lab(tmp_path_factory):
 class Node:
     """One steerd in the lab's node ns, with its config and control socket."""
 
-    def __init__(self, lab: NodeLab, name: str, cluster: str, zone: str = ZONE):
+    def __init__(self, lab: NodeLab, name: str, cluster: str, zone: str = ZONE,
+                 zones: str | None = None):
+        """@zones: the YAML list under zones: instead of example.test from @zone."""
         self.lab = lab
         self.dir = lab.dir / name
         self.dir.mkdir(exist_ok=True)
@@ -124,14 +127,14 @@ class Node:
         self.zone.write_text(zone)
         self.ctl_path = self.dir / "ctl.sock"
         self.conf = self.dir / "steer.yaml"
+        default_zones = f"  - domain: example.test\n    file: {self.zone}"
         self.conf.write_text(f"""server:
   listen: ["0.0.0.0:53", "[::]:53"]
   control-socket: {self.ctl_path}
   workers: 1
   tcp-workers: 1
 zones:
-  - domain: example.test
-    file: {self.zone}
+{zones or default_zones}
 cluster:
   node-id: {name}
   service-addresses: [{SERVICE4}, "{SERVICE6}"]
@@ -445,3 +448,129 @@ def test_not_a_cluster_node(tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+
+
+def knot_primary(lab: NodeLab, workdir: Path, origin: str, port: int) -> Proc:
+    """knotd in the node ns on 127.0.0.1@@port, primary of @origin (refresh and retry 1 s,
+    expire 3 s), NOTIFYing steerd on 127.0.0.1@53."""
+    workdir.mkdir(exist_ok=True)
+    (workdir / "zone").write_text(
+        f"$TTL 300\n@ IN SOA ns1.{origin} admin.{origin} 1 1 1 3 300\n@ IN NS ns1.{origin}\n"
+        f"ns1.{origin} IN A 192.0.2.53\nwww.{origin} IN A 192.0.2.81\n")
+    conf = workdir / "knot.conf"
+    conf.write_text(f"""server:
+    rundir: "{workdir}"
+    listen: 127.0.0.1@{port}
+log:
+  - target: stderr
+    any: info
+database:
+    storage: "{workdir}"
+remote:
+  - id: steer
+    address: 127.0.0.1@53
+acl:
+  - id: local
+    address: 127.0.0.0/8
+    action: [transfer]
+zone:
+  - domain: {origin}
+    file: "{workdir / 'zone'}"
+    acl: [local]
+    notify: steer
+""")
+    return lab.start("knotd", [KNOTD, "-c", str(conf)])
+
+
+def ns_metrics(lab: NodeLab, port: int) -> str:
+    """GET /metrics from steerd's HTTP listener on 127.0.0.1@@port inside the node ns."""
+    s = ns_socket(lab.node, kind=socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        body = b""
+        while chunk := s.recv(65536):
+            body += chunk
+    finally:
+        s.close()
+    return body.decode(errors="replace")
+
+
+def zone_metric(text: str, name: str, zone: str) -> float | None:
+    """The value of gauge @name for @zone (its label with or without the trailing dot)."""
+    for line in text.splitlines():
+        for label in (zone, zone.rstrip(".")):
+            if line.startswith(f'{name}{{zone="{label}"}} '):
+                return float(line.split()[-1])
+    return None
+
+
+@pytest.mark.skipif(not Path(KNOTD).exists(), reason="knotd (Debian knot) is needed")
+def test_secondary_zone_joins_the_self_check_when_it_arrives(lab):
+    """A secondary zone pending its first transfer (primary down) does not keep the node from
+    announcing; once transferred after start it is in the answer check's list. When it then
+    expires (its primary gone: every node sees that alike) the answer check skips it, logs so
+    and asks id.server, its only zone being skipped: the node stays announced, the zone shown
+    skipped in steerctl cluster, expired in steerctl zones and the metrics. A good refresh
+    brings it back into the check."""
+    origin, port, http_port = "sec.test.", free_port(), free_port()
+    n = Node(lab, "n2", f"  announce: interface\nhttp:\n  listen: [127.0.0.1:{http_port}]\n",
+             zones=f"  - domain: {origin}\n    primaries: [\"127.0.0.1@{port}\"]\n"
+                   f"    refresh-min: 500ms\n    file: {lab.dir / 'n2-sec.zone'}\n")
+    knot = None
+    try:
+        st = n.wait_state("announced")
+        assert st["self_check"]["zones"] == [], st["self_check"]
+        assert query(lab.router, SERVICE4, "www." + origin).rcode() == dns.rcode.SERVFAIL
+        knot = knot_primary(lab, lab.dir / "knot-n2", origin, port)
+
+        def served() -> bool:
+            r = query(lab.router, SERVICE4, "www." + origin)
+            return r.rcode() == dns.rcode.NOERROR and bool(r.answer)
+        wait_until(served, 10, step=0.05)
+        wait_until(lambda: n.status()["self_check"]["zones"] == [origin], 2, step=0.05)
+        assert "zones      sec.test.\n" in n.ctl("cluster").stdout
+        st = n.status()
+        assert st["state"] == "announced" and st["self_check"]["zones_skipped"] == {}, st
+        assert zone_metric(ns_metrics(lab, http_port), "steer_xfr_zone_expired", origin) == 0
+        transitions = st["transitions"]
+
+        # The primary gone, the zone expires (SOA expire 3 s) and answers SERVFAIL.
+        knot.stop()
+        wait_until(lambda: n.status()["self_check"]["zones_skipped"] == {origin: "expired"},
+                   15, step=0.05)
+        assert query(lab.router, SERVICE4, "www." + origin).rcode() == dns.rcode.SERVFAIL
+        # Asked in its place: id.server, so the node stays announced.
+        wait_until(lambda: "id.server" in n.status()["self_check"]["checks"][0]["detail"], 2,
+                   step=0.05)
+        time.sleep(1.0)  # fall 3 x 100 ms would have withdrawn it several times over
+        st = n.status()
+        assert st["state"] == "announced" and st["transitions"] == transitions, st
+        assert lab.link_up() is True
+        out = n.ctl("cluster").stdout
+        assert "zones      sec.test. (skipped: expired); none to ask (id.server)" in out, out
+        [z] = [z for z in json.loads(n.ctl("--json", "zones").stdout)["data"]
+               if z["name"].rstrip(".") == origin.rstrip(".")]
+        assert z["state"] == "expired", z
+        text = ns_metrics(lab, http_port)
+        assert zone_metric(text, "steer_xfr_zone_expired", origin) == 1, text
+        assert zone_metric(text, "steer_xfr_zone_expire_seconds", origin) == 0, text
+        log = n.proc.log_path.read_text(errors="replace")
+        assert "zone sec.test. has expired (it answers SERVFAIL): the answer check skips it" \
+            in log, log
+
+        # The primary back: the next good refresh ends the expiry and the zone is asked again.
+        knot = knot_primary(lab, lab.dir / "knot-n2", origin, port)
+        wait_until(lambda: n.status()["self_check"]["zones_skipped"] == {}, 10, step=0.05)
+        wait_until(lambda: "sec.test. SOA" in n.status()["self_check"]["checks"][0]["detail"],
+                   2, step=0.05)
+        assert served()
+        assert "zone sec.test. no longer expired: back in the answer check" in \
+            n.proc.log_path.read_text(errors="replace")
+        st = n.status()
+        assert st["state"] == "announced" and st["transitions"] == transitions, st
+    finally:
+        if knot is not None:
+            knot.stop()
+        n.stop()

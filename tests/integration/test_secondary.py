@@ -85,10 +85,12 @@ class Knot(_Peer):
     log_name = "knotd.log"
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None,
-                 primary_port: int | None = None, diffs: bool = False):
+                 primary_port: int | None = None, diffs: bool = False,
+                 port: int | None = None):
+        """@port: listen there (a port chosen before, for a secondary started first)."""
         self.dir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = port or free_port()
         self.files = {}
         remotes, zone_yaml = "", ""
         if notify_port is not None:
@@ -752,7 +754,9 @@ def test_signed_transfer_from_knot(steerd, peers, tmp_path, wrong):
         return
     srv = steerd(config=cfg, ready=False)
     wait_for(lambda: "refresh failed" in srv.log(), 10, what="the refused refresh")
-    assert srv.udp(query(o, "SOA")).rcode() == dns.rcode.REFUSED
+    # Configured but never transferred: SERVFAIL (as Knot and BIND answer), not REFUSED.
+    assert srv.udp(query(o, "SOA")).rcode() == dns.rcode.SERVFAIL
+    assert zone_entry(srv, o)["state"].startswith("pending: no transfer yet")
     assert not (storage / "tsig.test.zone").exists()
 
 
@@ -793,3 +797,75 @@ def test_nsd_primary_axfr_and_notify(steerd, peers, tmp_path):
     nsd.update(o, zone_text(o, 31, extra="n IN TXT \"nsd\"\n"), 31)
     wait_for(lambda: steer_serial(srv, o) == 31, 3, what="NSD's NOTIFY refreshed")
     assert records(srv, o) == primary_records("127.0.0.1", nsd.port, o)
+
+
+# ---- a secondary zone before its first transfer ------------------------------------------
+
+
+def test_pending_zone_servfail_then_first_transfer_on_notify(steerd, peers, tmp_path):
+    """With its primary down, a configured secondary zone has nothing to serve: every query in
+    it is SERVFAIL (UDP, TCP, names below the apex, AXFR), never REFUSED, and steerctl zones
+    shows it pending with the last error. When the primary comes up, its NOTIFY is answered
+    and starts the first transfer at once: refresh-min is an hour, so nothing else could."""
+    from conftest import tcp_frame, tcp_read_message
+    o = "pend.test."
+    knot_port, port = free_port(), free_port()
+    storage = tmp_path / "storage"
+    cfg = secondary_config([(o, knot_port)], storage, zone_extra=XFR_ALLOW).replace(
+        "refresh-min: 500ms", "refresh-min: 1h\n    refresh-max: 1h")
+    srv = steerd(config=cfg, listen=[("127.0.0.1", port)])
+    wait_for(lambda: "refresh failed" in srv.log(), 10, what="the failed first refresh")
+    for q in (query(o, "SOA"), query("www." + o, "A"), query("a.b.c." + o, "TXT")):
+        assert srv.udp(q).rcode() == dns.rcode.SERVFAIL, q.question
+        assert srv.tcp(q).rcode() == dns.rcode.SERVFAIL, q.question
+    with srv.tcp_connect() as s:
+        s.sendall(tcp_frame(dns.message.make_query(o, "AXFR").to_wire()))
+        r = dns.message.from_wire(tcp_read_message(s))
+    assert r.rcode() == dns.rcode.SERVFAIL and not r.answer
+    # Outside every zone: still REFUSED.
+    assert srv.udp(query("www.elsewhere.test.", "A")).rcode() == dns.rcode.REFUSED
+    z = zone_entry(srv, o)
+    assert z["state"].startswith("pending: no transfer yet: ") and z["serial"] is None
+    assert z["secondary"]["last_error"] != "" and z["secondary"]["transfers_ok"] == 0
+    text = srv.ctl("zones").stdout
+    assert "STATE" in text and "pending: no transfer yet" in text, text
+    stats = srv.ctl_json("stats")
+    assert stats["rcode"]["SERVFAIL"] >= 7, stats["rcode"]
+    # The same checks as for a served zone: another address may not NOTIFY it.
+    assert send_from(notify_msg(o), "127.0.0.2", port).rcode() == dns.rcode.NOTAUTH
+    assert steer_serial(srv, o) is None
+
+    # knotd NOTIFYs its secondaries once it has loaded the zone; the constructor returns once
+    # knotd answers for it, about when that NOTIFY leaves.
+    knot = peers(Knot, tmp_path / "knot", {o: zone_text(o, 1, extra="first IN A 203.0.113.1\n")},
+                 notify_port=port, port=knot_port)
+    t0 = time.monotonic()
+    wait_for(lambda: steer_serial(srv, o) == 1, 1.0, what="served within 1 s of the NOTIFY")
+    assert time.monotonic() - t0 < 1.0
+    log = knot.log_text()
+    assert f"notify, outgoing, remote 127.0.0.1@{port}, serial 1" in log, log
+    assert "failed" not in log.split(f"notify, outgoing, remote 127.0.0.1@{port}")[1][:80], log
+    r = srv.tcp(query("first." + o, "A"))
+    assert r.rcode() == dns.rcode.NOERROR and r.flags & dns.flags.AA
+    assert records(srv, o) == primary_records("127.0.0.1", knot.port, o)
+    z = zone_entry(srv, o)
+    assert z["state"] == "serving" and z["serial"] == 1, z
+    body = srv.ctl_json("zones")
+    assert [e["name"] for e in body].count("pend.test") == 1, body
+
+
+def test_pending_zone_notify_from_primary_answered(steerd, tmp_path):
+    """NOERROR with AA for the primary's own NOTIFY while the zone is pending; the refresh it
+    starts runs at once (and fails: the primary is still down, so the zone stays pending)."""
+    o = "pn.test."
+    storage = tmp_path / "storage"
+    cfg = secondary_config([(o, free_port())], storage).replace(
+        "refresh-min: 500ms", "refresh-min: 1h\n    refresh-max: 1h")
+    srv = steerd(config=cfg)
+    wait_for(lambda: srv.log().count("refresh failed") == 1, 10, what="the first refresh")
+    ack = send_from(notify_msg(o, 5), "127.0.0.1", srv.port)
+    assert ack.rcode() == dns.rcode.NOERROR and ack.flags & dns.flags.AA
+    assert ack.opcode() == dns.opcode.NOTIFY and ack.question[0].name.to_text() == o
+    # The refresh it started ran at once (and failed: nothing listens there).
+    wait_for(lambda: srv.log().count("refresh failed") >= 2, 2, what="the NOTIFY's refresh")
+    assert zone_entry(srv, o)["state"].startswith("pending")

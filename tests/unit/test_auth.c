@@ -439,9 +439,9 @@ static void test_identity(void)
 static unsigned notified;
 static uint32_t notified_serial;
 
-static void on_notify(void *arg, const zone_t *zone, uint32_t serial, bool has_serial)
+static void on_notify(void *arg, const uint8_t *apex, uint32_t serial, bool has_serial)
 {
-	(void)zone;
+	(void)apex;
 	CHECK(arg == &notified, "the view's notify_arg is passed");
 	notified++;
 	notified_serial = has_serial ? serial : 0;
@@ -532,6 +532,88 @@ static void test_notify_and_expire(void)
 	zone_set_free(set);
 }
 
+/* Before its first transfer a secondary zone answers SERVFAIL for every name in it, unless a
+ * more specific served zone holds the name; NOTIFY is accepted from its primaries. */
+static void test_pending_zones(void)
+{
+	zone_set_t *set = zone_set_new();
+	zone_t *zone = NULL;
+	char err[256];
+	CHECK(zone_load("auth.test", "zones/auth/auth.test.zone", &zone, err, sizeof(err)) == 0,
+	      "load: %s", err);
+	CHECK(zone_set_add(set, zone, &(zone_set_entry_t){0}) == 0, "add the served zone");
+	dns_acl_entry_t allow = {0};
+	CHECK(steer_prefix_parse("192.0.2.1", &allow.prefix) == 0, "acl");
+	zone_set_entry_t tmpl = {.notify_allow = &allow, .n_notify_allow = 1, .secondary = true};
+	uint8_t apex[DNS_DNAME_MAXLEN];
+	CHECK(dname_from_str("sub.auth.test", apex) > 0 &&
+	          zone_set_add_pending(set, apex, &tmpl) == 0,
+	      "pending child of a served zone");
+	CHECK(dname_from_str("test", apex) > 0 && zone_set_add_pending(set, apex, &tmpl) == 0,
+	      "pending parent of a served zone");
+	CHECK(zone_set_add_pending(set, apex, &tmpl) == STEER_EEXIST, "pending twice: EEXIST");
+	CHECK(dname_from_str("auth.test", apex) > 0 &&
+	          zone_set_add_pending(set, apex, &tmpl) == STEER_EEXIST,
+	      "pending over a served zone: EEXIST");
+	CHECK(zone_set_count(set) == 1 && zone_set_pending_count(set) == 2 &&
+	          strcmp(zone_set_pending_at(set, 0)->name, "sub.auth.test.") == 0,
+	      "served and pending zones are counted apart");
+	static const struct {
+		const char *qname;
+		uint16_t qtype;
+		uint8_t rcode;
+		const char *why;
+	} rows[] = {
+	    {"sub.auth.test", DNS_TYPE_SOA, DNS_RCODE_SERVFAIL, "pending apex SOA"},
+	    {"a.b.sub.auth.test", DNS_TYPE_A, DNS_RCODE_SERVFAIL, "a name below a pending apex"},
+	    {"sub.auth.test", DNS_TYPE_AXFR, DNS_RCODE_SERVFAIL, "AXFR of a pending zone"},
+	    {"sub.auth.test", DNS_TYPE_IXFR, DNS_RCODE_SERVFAIL, "IXFR of a pending zone"},
+	    {"auth.test", DNS_TYPE_SOA, DNS_RCODE_NOERROR, "the served zone inside a pending one"},
+	    {"sub.auth.test", DNS_TYPE_DS, DNS_RCODE_NOERROR, "DS at a pending apex: the parent's"},
+	    {"other.test", DNS_TYPE_A, DNS_RCODE_SERVFAIL, "pending parent, no served zone"},
+	    {"example", DNS_TYPE_A, DNS_RCODE_REFUSED, "not ours at all"},
+	};
+	auth_view_t view = {
+	    .zones = set, .udp_max_payload = 1232, .on_notify = on_notify, .notify_arg = &notified};
+	static auth_qctx_t qctx;
+	auth_qctx_init(&qctx, 1);
+	uint8_t query[512], resp[512];
+	steer_sockaddr_t primary, other;
+	CHECK(steer_sockaddr_parse("192.0.2.1", 0, &primary) == 0, "addr");
+	CHECK(steer_sockaddr_parse("192.0.2.2", 0, &other) == 0, "addr");
+	auth_client_t client = {.remote = &primary};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		size_t qlen =
+		    make_query_class(query, rows[i].qname, rows[i].qtype, DNS_CLASS_IN, -1, false);
+		size_t len =
+		    auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+		uint8_t rcode = len > 12 ? (uint8_t)(wire_read_u16(resp + 2) & 0xf) : 0xff;
+		CHECK(rcode == rows[i].rcode, "row %zu (%s): rcode %u, want %u", i, rows[i].why,
+		      rcode, rows[i].rcode);
+	}
+	CHECK(atomic_load(&qctx.stats.rcode[DNS_RCODE_SERVFAIL]) == 5, "SERVFAIL counted (%llu)",
+	      (unsigned long long)atomic_load(&qctx.stats.rcode[DNS_RCODE_SERVFAIL]));
+	dns_query_t q;
+	size_t qlen =
+	    make_query_class(query, "x.sub.auth.test", DNS_TYPE_A, DNS_CLASS_IN, -1, false);
+	CHECK(dns_query_parse(query, qlen, &q) == DNS_QUERY_OK && auth_serves(&view, &q),
+	      "a pending zone is served (never forwarded)");
+
+	unsigned before = notified;
+	qlen = make_notify(query, "sub.auth.test", 7);
+	size_t len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	uint16_t flags = len > 12 ? wire_read_u16(resp + 2) : 0;
+	CHECK((flags & 0xf) == DNS_RCODE_NOERROR && (flags & DNS_FLAG_AA) &&
+	          notified == before + 1 && notified_serial == 7,
+	      "NOTIFY for a pending zone from its primary: NOERROR, AA, refresh started");
+	client.remote = &other;
+	len = auth_answer(&view, &client, query, qlen, resp, sizeof(resp), &qctx, NULL);
+	CHECK(len > 12 && (wire_read_u16(resp + 2) & 0xf) == DNS_RCODE_NOTAUTH &&
+	          notified == before + 1,
+	      "NOTIFY for a pending zone from another address: NOTAUTH");
+	zone_set_free(set);
+}
+
 int main(void)
 {
 	zones = zone_set_new();
@@ -548,6 +630,7 @@ int main(void)
 	test_ixfr();
 	test_identity();
 	test_notify_and_expire();
+	test_pending_zones();
 	zone_set_free(zones);
 	return unit_finish("test_auth");
 }

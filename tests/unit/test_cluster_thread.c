@@ -396,6 +396,81 @@ static void phase_drain_timeout(cluster_t *c)
 	CHECK(wait_holder(true, now_ms(), 1000) >= 0, "announced after the undrain");
 }
 
+/* ---- the answer check's zones: a failing zone asked again, expired zones skipped ---- */
+
+/* Waits up to @p max_ms for the answer check's detail to hold @p want. */
+static bool wait_answer_detail(cluster_t *c, const char *want, unsigned max_ms)
+{
+	double start = now_ms();
+	cluster_status_t st;
+	do {
+		status_of(c, &st);
+		if (strstr(st.checks[0].detail, want) != NULL)
+			return true;
+		sleep_ms(10);
+	} while (now_ms() - start < max_ms);
+	printf("answer detail '%s' lacks '%s'\n", st.checks[0].detail, want);
+	return false;
+}
+
+/* Whether the answer check's list marks zone @p i expired (skipped). */
+static bool zone_skipped(cluster_t *c, size_t i)
+{
+	size_t n = 0;
+	cluster_zone_status_t *z = cluster_zones(c, &n);
+	bool skipped = i < n && z[i].expired;
+	cluster_zones_free(z, n);
+	return skipped;
+}
+
+static void phase_zones(cluster_t *c)
+{
+	/* other.test is REFUSED by the responder: asked in turn with a good zone it would fail
+	 * one round in two, never fall (3) in a row; asked again after each failure it does. */
+	static _Atomic int64_t example_expire, other_expire;
+	atomic_store(&example_expire, 0);
+	atomic_store(&other_expire, 0);
+	const cluster_zone_t zones[] = {{"example.test", &example_expire},
+	                                {"other.test", &other_expire}};
+	double start = now_ms();
+	cluster_set_zones(c, zones, 2);
+	double t = wait_holder(false, start, 3000);
+	double down = last_transition(c);
+	printf("zones: a REFUSED zone next to a good one -> withdrawn in %.0f ms\n", t);
+	CHECK(t >= 0 && t <= WITHDRAW_MAX_MS + 200, "zones: withdrawn in %.0f ms", t);
+	expect_state(c, CLUSTER_WITHDRAWN, "answer: 192.0.2.53: other.test. SOA: rcode REFUSED",
+	             "zones: failing zone");
+	cluster_status_t st;
+	status_of(c, &st);
+	CHECK(st.checks[0].failures >= 3 && strstr(st.checks[0].detail, "other.test."),
+	      "zones: the same zone failed %u rounds in a row: %s", st.checks[0].failures,
+	      st.checks[0].detail);
+
+	/* Expired, it is skipped: the rounds ask example.test only, the node comes back. */
+	start = now_ms();
+	atomic_store(&other_expire, (int64_t)time(NULL) - 1);
+	CHECK(wait_answer_detail(c, "example.test. SOA from 2 addresses", 500),
+	      "zones: the expired zone skipped, the good one asked");
+	CHECK(!zone_skipped(c, 0) && zone_skipped(c, 1), "zones: other.test. shown expired");
+	expect_rejoin(c, start, down, "zones: expired zone skipped");
+
+	/* Every zone expired: id.server is asked, the node stays announced. */
+	atomic_store(&example_expire, (int64_t)time(NULL) - 1);
+	CHECK(wait_answer_detail(c, "id.server from 2 addresses", 500),
+	      "zones: every zone expired: id.server asked");
+	CHECK(zone_skipped(c, 0) && zone_skipped(c, 1), "zones: both shown expired");
+	/* A list given again (a republish) keeps the rotation and the flags. */
+	cluster_set_zones(c, zones, 2);
+	CHECK(zone_skipped(c, 0) && zone_skipped(c, 1), "zones: flags kept over a new list");
+	/* A refresh that succeeds brings the zone back into the check. */
+	atomic_store(&example_expire, (int64_t)time(NULL) + 3600);
+	CHECK(wait_answer_detail(c, "example.test. SOA from 2 addresses", 500),
+	      "zones: a zone no longer expired is asked again");
+	CHECK(!zone_skipped(c, 0) && zone_skipped(c, 1), "zones: example.test. back");
+	sleep_ms(300);
+	expect_state(c, CLUSTER_ANNOUNCED, NULL, "zones: announced throughout");
+}
+
 /* ---- the answer check alone, on a loop of this thread ---- */
 
 typedef struct {
@@ -626,8 +701,13 @@ int main(void)
 	cluster_inputs_t in = {
 	    .threads_ok = in_threads, .reload_ok = in_reload, .queries = in_queries};
 	cluster_t *c = cluster_new(&cc, k, &in);
-	static const char *const zones[] = {"example.test"};
+	static const cluster_zone_t zones[] = {{"example.test", NULL}};
 	cluster_set_zones(c, zones, 1);
+	size_t n_copy = 0;
+	cluster_zone_status_t *copy = cluster_zones(c, &n_copy);
+	CHECK(n_copy == 1 && strcmp(copy[0].apex, "example.test.") == 0 && !copy[0].expired,
+	      "cluster_zones: the answer check's list, presentation form");
+	cluster_zones_free(copy, n_copy);
 	double start = now_ms();
 	CHECK(cluster_start(c) == 0, "cluster thread started");
 	double t = wait_holder(true, start, 3000);
@@ -657,8 +737,10 @@ int main(void)
 	phase_hang(c);
 	phase_drain(c);
 	phase_drain_timeout(c);
+	phase_zones(c);
 
 	cluster_set_zones(c, NULL, 0);
+	CHECK(cluster_zones(c, &n_copy) == NULL && n_copy == 0, "cluster_zones: none");
 	sleep_ms(300);
 	status_of(c, &st);
 	CHECK(strstr(st.checks[0].detail, "id.server from 2 addresses") != NULL,
