@@ -76,8 +76,10 @@ static fwd_serve_result_t hand_off(const fwd_view_t *v, const dns_query_t *q, co
 {
 	fwd_client_t who;
 	client->fill(client->fill_arg, &who);
-	memcpy(who.cookie, client->cookie, client->cookie_len);
-	who.cookie_len = client->cookie_len;
+	if (client->cookie_len != 0) {
+		memcpy(who.cookie, client->cookie, client->cookie_len);
+		who.cookie_len = client->cookie_len;
+	}
 	int ret = fwd_engine_submit(v->engine, pkt, len, &who, stale_ok ? FWD_SUBMIT_STALE_OK : 0);
 	if (ret == 0) {
 		STEER_COUNTER_INC(ctr->forwarded);
