@@ -368,22 +368,6 @@ typedef struct {
 	uint8_t opt[DNS_COOKIE_OPTION_LEN];
 } fwd_cookie_t;
 
-/* The client address a server cookie is bound to (RFC 9018 4.4); false when unknown. */
-static bool cookie_ip(const steer_sockaddr_t *r, const uint8_t **ip, size_t *len)
-{
-	if (r != NULL && r->sa.sa_family == AF_INET) {
-		*ip = (const uint8_t *)&r->sin.sin_addr;
-		*len = 4;
-		return true;
-	}
-	if (r != NULL && r->sa.sa_family == AF_INET6) {
-		*ip = (const uint8_t *)&r->sin6.sin6_addr;
-		*len = 16;
-		return true;
-	}
-	return false;
-}
-
 static void fwd_cookie_make(const auth_view_t *auth, const auth_client_t *client,
                             const dns_query_t *q, fwd_cookie_t *out)
 {
@@ -391,7 +375,8 @@ static void fwd_cookie_make(const auth_view_t *auth, const auth_client_t *client
 	size_t ip_len;
 	out->on = false;
 	out->len = 0;
-	if (!q->has_cookie || !auth->cookies_enable || !cookie_ip(client->remote, &ip, &ip_len))
+	if (!q->has_cookie || !auth->cookies_enable ||
+	    !dns_cookie_client_ip(client->remote, &ip, &ip_len))
 		return;
 	uint32_t now = (uint32_t)time(NULL);
 	out->on = true;
