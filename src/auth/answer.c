@@ -522,25 +522,6 @@ static int64_t expire_left(const zone_set_entry_t *entry)
 	return left > 0 ? left : 0;
 }
 
-/* The client address a server cookie is bound to (RFC 9018 4.4); false when unknown. */
-static bool client_ip(const auth_client_t *client, const uint8_t **ip, size_t *len)
-{
-	const steer_sockaddr_t *r = client->remote;
-	if (r == NULL)
-		return false;
-	if (r->sa.sa_family == AF_INET) {
-		*ip = (const uint8_t *)&r->sin.sin_addr;
-		*len = 4;
-		return true;
-	}
-	if (r->sa.sa_family == AF_INET6) {
-		*ip = (const uint8_t *)&r->sin6.sin6_addr;
-		*len = 16;
-		return true;
-	}
-	return false;
-}
-
 /* The response class and its name, for the UDP layer's rate limiter. */
 static void rrl_info(const answer_t *a, const auth_view_t *view, const auth_client_t *client,
                      auth_qctx_t *qctx)
@@ -605,7 +586,7 @@ static size_t finish(answer_t *a, const auth_view_t *view, const auth_client_t *
 		}
 		const uint8_t *ip;
 		size_t ip_len;
-		if (a->cookie && client_ip(client, &ip, &ip_len))
+		if (a->cookie && dns_cookie_client_ip(client->remote, &ip, &ip_len))
 			options_len +=
 			    dns_cookie_write(&view->cookies, &q->cookie, a->cookie_status, ip,
 			                     ip_len, a->now, options + options_len);
@@ -767,7 +748,8 @@ size_t auth_answer_parsed(const auth_view_t *view, const auth_client_t *client, 
 	a.cut = NULL;
 	const uint8_t *ip;
 	size_t ip_len;
-	if (q->has_cookie && view->cookies_enable && client_ip(client, &ip, &ip_len)) {
+	if (q->has_cookie && view->cookies_enable &&
+	    dns_cookie_client_ip(client->remote, &ip, &ip_len)) {
 		a.cookie = true;
 		a.now = (uint32_t)time(NULL);
 		a.cookie_status = dns_cookie_check(&view->cookies, &q->cookie, ip, ip_len, a.now);

@@ -111,3 +111,18 @@ size_t dns_cookie_write(const dns_cookie_secrets_t *secrets, const dns_cookie_t 
 		dns_cookie_make(secrets->secret, c->client, ip, ip_len, now, server);
 	return DNS_COOKIE_OPTION_LEN;
 }
+
+bool dns_cookie_client_ip(const steer_sockaddr_t *addr, const uint8_t **ip, size_t *ip_len)
+{
+	if (addr != NULL && addr->sa.sa_family == AF_INET) {
+		*ip = (const uint8_t *)&addr->sin.sin_addr;
+		*ip_len = 4;
+		return true;
+	}
+	if (addr != NULL && addr->sa.sa_family == AF_INET6) {
+		*ip = (const uint8_t *)&addr->sin6.sin6_addr;
+		*ip_len = 16;
+		return true;
+	}
+	return false;
+}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/compiler.h"
+#include "base/sockaddr.h"
 
 #define DNS_EDNS_OPT_COOKIE    10
 #define DNS_COOKIE_CLIENT_LEN  8
@@ -79,3 +80,11 @@ dns_cookie_status_t dns_cookie_check(const dns_cookie_secrets_t *secrets, const 
 size_t dns_cookie_write(const dns_cookie_secrets_t *secrets, const dns_cookie_t *c,
                         dns_cookie_status_t status, const uint8_t *ip, size_t ip_len, uint32_t now,
                         uint8_t *out) STEER_NONNULL(1, 2, 4, 7);
+
+/**
+ * Point @p ip / @p ip_len at the address bytes of @p addr a server cookie is bound to
+ * (RFC 9018 4.4: 4 for IPv4, 16 for IPv6; borrowed from @p addr). False when @p addr is NULL
+ * or of another family: such a client gets no cookie.
+ */
+bool dns_cookie_client_ip(const steer_sockaddr_t *addr, const uint8_t **ip, size_t *ip_len)
+    STEER_NONNULL(2, 3);

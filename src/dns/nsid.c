@@ -43,15 +43,32 @@ static size_t last_record(const uint8_t *msg, size_t len)
 	return pos == len ? last : 0;
 }
 
-size_t dns_nsid_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *id, uint16_t idlen)
+/* Grow the OPT that ends @p msg by @p add bytes of option: the offset where they go (the old
+ * end), or 0 when the message does not end with an OPT or the option does not fit @p limit. */
+static size_t opt_grow(uint8_t *msg, size_t len, size_t limit, size_t add)
 {
 	size_t opt = last_record(msg, len);
-	size_t add = DNS_NSID_HEADER_LEN + (size_t)idlen;
 	/* An OPT is the root name (one zero byte) and must be in the additional section. */
 	if (opt == 0 || wire_read_u16(msg + 10) == 0 || msg[opt] != 0 ||
 	    wire_read_u16(msg + opt + 1) != DNS_TYPE_OPT || len + add > limit ||
 	    wire_read_u16(msg + opt + 9) + add > UINT16_MAX)
-		return len;
+		return 0;
 	wire_write_u16(msg + opt + 9, (uint16_t)(wire_read_u16(msg + opt + 9) + add));
-	return len + dns_nsid_write(id, idlen, msg + len);
+	return len;
+}
+
+size_t dns_nsid_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *id, uint16_t idlen)
+{
+	size_t at = opt_grow(msg, len, limit, DNS_NSID_HEADER_LEN + (size_t)idlen);
+	return at == 0 ? len : len + dns_nsid_write(id, idlen, msg + at);
+}
+
+size_t dns_edns_option_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *option,
+                              size_t option_len)
+{
+	size_t at = opt_grow(msg, len, limit, option_len);
+	if (at == 0 || option_len == 0)
+		return len;
+	memcpy(msg + at, option, option_len);
+	return len + option_len;
 }

@@ -30,3 +30,12 @@ size_t dns_nsid_write(const uint8_t *id, uint16_t len, uint8_t *out) STEER_NONNU
  */
 size_t dns_nsid_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *id, uint16_t idlen)
     STEER_NONNULL(1);
+
+/**
+ * Add the ready-made EDNS option @p option (@p option_len bytes: code, length, payload) to
+ * @p msg as dns_nsid_append() adds NSID, with the same conditions: returns the new length,
+ * or @p len unchanged when the message does not end with its OPT or the option does not fit
+ * @p limit. For options of responses built elsewhere (the forwarder's COOKIE).
+ */
+size_t dns_edns_option_append(uint8_t *msg, size_t len, size_t limit, const uint8_t *option,
+                              size_t option_len) STEER_NONNULL(1);

@@ -30,6 +30,7 @@
 
 #include "base/compiler.h"
 #include "base/sockaddr.h"
+#include "dns/cookie.h"
 #include "fwd/cache.h"
 #include "fwd/upstream.h"
 #include "fwd/wire.h"
@@ -68,6 +69,11 @@ struct fwd_client {
 	                          * legs and the answer too */
 	uint64_t rx_ns;          /* the transport's receive time, for its latency histogram;
 	                          * the engine only carries it */
+	/* The COOKIE option every answer to this client carries (RFC 7873 5.2), made by the
+	 * query thread that knew the secrets; cookie_len 0 = none. Its bytes count against the
+	 * client's UDP size, as on the authoritative path. */
+	uint8_t cookie[DNS_COOKIE_OPTION_LEN];
+	uint8_t cookie_len;
 };
 
 /* Flags of fwd_engine_submit(). */

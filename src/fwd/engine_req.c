@@ -23,13 +23,21 @@
 
 static void req_next(fwd_req_t *r);
 
-static uint16_t client_limit(const fwd_req_t *r)
+/* The most the client can receive (its UDP size; the largest message over TCP). */
+static uint16_t client_room(const fwd_req_t *r)
 {
 	if (r->client.tcp)
 		return DNS_MSG_MAXLEN;
 	if (!r->q.has_edns)
 		return DNS_UDP_MINLEN;
 	return r->q.edns_payload < r->e->udp_payload ? r->q.edns_payload : r->e->udp_payload;
+}
+
+/* What an answer may take before its COOKIE option, which always fits after it (the
+ * authoritative path reserves the same room): a bigger answer goes TC=1. */
+static uint16_t client_limit(const fwd_req_t *r)
+{
+	return (uint16_t)(client_room(r) - r->client.cookie_len);
 }
 
 static void report(fwd_engine_t *e, uint32_t id, fwd_result_t res, uint32_t rtt_us)
@@ -54,7 +62,7 @@ static size_t with_nsid(fwd_req_t *r, size_t len)
 	pthread_mutex_unlock(&e->lock);
 	if (id_len == 0)
 		return len;
-	return dns_nsid_append(e->out, len, client_limit(r), (const uint8_t *)id, id_len);
+	return dns_nsid_append(e->out, len, client_room(r), (const uint8_t *)id, id_len);
 }
 
 /* The dnstap record of one upstream leg of a sampled request: from our socket @p a to its
@@ -107,6 +115,9 @@ static void tap_client_response(const fwd_req_t *r, const uint8_t *msg, size_t l
 static void deliver(fwd_req_t *r, const uint8_t *msg, size_t len)
 {
 	if (!r->answered && r->client.reply) {
+		if (r->client.cookie_len != 0 && msg == r->e->out)
+			len = dns_edns_option_append(r->e->out, len, client_room(r),
+			                             r->client.cookie, r->client.cookie_len);
 		if (r->q.has_nsid && msg == r->e->out)
 			len = with_nsid(r, len);
 		r->client.reply(&r->client, msg, len);
@@ -187,9 +198,9 @@ static bool answer_stale(fwd_req_t *r)
 		return false;
 	size_t n = 0;
 	rcu_read_lock();
-	fwd_cache_result_t res =
-	    fwd_cache_answer(e->cache, &r->q, fwd_eng_now_ms(), true,
-	                     r->client.tcp ? 0 : client_limit(r), e->out, sizeof(e->out), &n, NULL);
+	fwd_cache_result_t res = fwd_cache_answer(e->cache, &r->q, fwd_eng_now_ms(), true,
+	                                          r->client.tcp ? 0 : client_limit(r), e->out,
+	                                          client_limit(r), &n, NULL);
 	rcu_read_unlock();
 	if (res == FWD_CACHE_MISS || res == FWD_CACHE_STALE_AVAILABLE || n == 0)
 		return false;

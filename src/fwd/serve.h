@@ -65,6 +65,10 @@ typedef struct {
 	bool tcp;                       /* over TCP: no UDP size limit */
 	fwd_client_fill_cb fill;        /* the rest, for a hand-off */
 	void *fill_arg;
+	/* The COOKIE option for every answer to this query (cookie_len bytes, 0 = none): the
+	 * transport made it with the view's secrets, the forwarder only copies it. */
+	const uint8_t *cookie;
+	uint8_t cookie_len;
 } fwd_serve_client_t;
 
 /**
@@ -75,6 +79,8 @@ typedef struct {
  * also handed to the engine for prefetch), else for RD=1 a hand-off to the engine (with the
  * stale entry, if any, as its fallback), for RD=0 SERVFAIL (answered from cache only). A
  * written reply's length goes to @p *resp_len (@p resp_cap bytes at @p resp, at least 512).
+ * Every answer, now or from the engine, carries @p client's COOKIE option when it has one
+ * (room kept for it within the client's UDP size: an answer too big with it goes TC=1).
  * Inside an RCU read-side section. @p ctr: the calling thread's counters.
  */
 fwd_serve_result_t fwd_serve(const fwd_view_t *v, const dns_query_t *q, const uint8_t *pkt,

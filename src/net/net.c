@@ -358,14 +358,75 @@ typedef struct {
 	void *fill_arg;
 } answer_args_t;
 
+/* The COOKIE option of a query the forwarder may answer: made here, where the view's
+ * secrets and the client's address are known, so every answer (cache, engine, error) only
+ * copies its bytes. */
+typedef struct {
+	bool on;                    /* the query had a COOKIE option and cookies are on */
+	dns_cookie_status_t status; /* of its server cookie */
+	uint8_t len;                /* bytes in opt */
+	uint8_t opt[DNS_COOKIE_OPTION_LEN];
+} fwd_cookie_t;
+
+static void fwd_cookie_make(const auth_view_t *auth, const auth_client_t *client,
+                            const dns_query_t *q, fwd_cookie_t *out)
+{
+	const uint8_t *ip;
+	size_t ip_len;
+	out->on = false;
+	out->len = 0;
+	if (!q->has_cookie || !auth->cookies_enable ||
+	    !dns_cookie_client_ip(client->remote, &ip, &ip_len))
+		return;
+	uint32_t now = (uint32_t)time(NULL);
+	out->on = true;
+	out->status = dns_cookie_check(&auth->cookies, &q->cookie, ip, ip_len, now);
+	out->len = (uint8_t)dns_cookie_write(&auth->cookies, &q->cookie, out->status, ip, ip_len,
+	                                     now, out->opt);
+}
+
+static bool cookie_ok(const fwd_cookie_t *c)
+{
+	return c->status == DNS_COOKIE_VALID || c->status == DNS_COOKIE_STALE;
+}
+
+/* Counted as the authoritative path counts its queries, once the forwarder took the query. */
+static void fwd_cookie_count(const fwd_cookie_t *c, auth_stats_t *stats)
+{
+	if (!c->on)
+		return;
+	STEER_COUNTER_INC(stats->cookie_queries);
+	if (cookie_ok(c))
+		STEER_COUNTER_INC(stats->cookie_valid);
+	else if (c->status == DNS_COOKIE_INVALID)
+		STEER_COUNTER_INC(stats->cookie_invalid);
+}
+
+/* The forwarder's answer, or FWD_SERVE_REFUSED to leave the query to auth_answer(). */
+static fwd_serve_result_t forward_query(const answer_args_t *a, const dns_query_t *q, size_t *rlen)
+{
+	fwd_cookie_t ck;
+	fwd_cookie_make(&a->view->auth, a->client, q, &ck);
+	/* RFC 7873 5.2.3, as for our own names: with cookies.require a UDP query without a
+	 * valid server cookie gets BADCOOKIE (auth_answer() writes and counts it), before
+	 * any cache or upstream is asked. */
+	if (ck.on && a->view->auth.cookies_require && !a->client->tcp && !cookie_ok(&ck))
+		return FWD_SERVE_REFUSED;
+	fwd_serve_client_t fc = {a->client->remote, a->client->tcp, a->fill,
+	                         a->fill_arg,       ck.opt,         ck.len};
+	fwd_serve_result_t r = fwd_serve(&a->view->fwd, q, a->pkt, a->len, &fc, now_ms(), a->resp,
+	                                 a->resp_cap, rlen, a->fwd_ctr);
+	if (r != FWD_SERVE_REFUSED)
+		fwd_cookie_count(&ck, &a->qctx->stats);
+	return r;
+}
+
 static size_t answer(const answer_args_t *a, dns_query_t *q, dns_query_status_t status,
                      bool forward, bool *deferred)
 {
 	if (forward) {
-		fwd_serve_client_t fc = {a->client->remote, a->client->tcp, a->fill, a->fill_arg};
 		size_t rlen;
-		fwd_serve_result_t r = fwd_serve(&a->view->fwd, q, a->pkt, a->len, &fc, now_ms(),
-		                                 a->resp, a->resp_cap, &rlen, a->fwd_ctr);
+		fwd_serve_result_t r = forward_query(a, q, &rlen);
 		*deferred = r == FWD_SERVE_QUEUED;
 		if (r != FWD_SERVE_REFUSED)
 			return forwarded_nsid(a->view, a->client, q, a->resp, rlen, a->resp_cap);

@@ -1,6 +1,7 @@
 """DNS Cookies (RFC 7873, RFC 9018) end to end: BIND's dig (+cookie validates the echoed client
 cookie), Knot's kdig and dnspython against steerd; malformed options, `cookies.require`,
-two nodes sharing a secret, and RRL's exemption for clients with a valid server cookie."""
+two nodes sharing a secret, RRL's exemption for clients with a valid server cookie, and the
+forwarder's answers (relayed from a real Unbound, cached, its own errors)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import subprocess
 import urllib.request
 
 import dns.edns
+import dns.flags
 import dns.message
 import dns.rcode
 import pytest
 
 from conftest import free_port, run_steerd, server_config
+from unbound_support import UNBOUND, LocalUnbound
 
 SECRET = "e5e973e5a6b2a43f48e7dc849e37bfcf"
 OTHER_SECRET = "00112233445566778899aabbccddeeff"
@@ -235,3 +238,129 @@ def test_config_errors(tmp_path, section, error):
     res = run_steerd("--check-config", "-c", str(conf), cwd=tmp_path)
     assert res.returncode != 0
     assert error in res.stderr + res.stdout, res.stderr
+
+
+# ---- The caching forwarder: relayed, cached and its own answers carry our cookie too ----
+
+needs_unbound = pytest.mark.skipif(not os.path.exists(UNBOUND), reason="needs unbound")
+
+# 53 bytes of message around the TXT data: with 446 bytes of strings the answer is 499 bytes,
+# which fits a 512-byte client, but not with the 28 bytes of our COOKIE option.
+MID_TXT = f'"{"x" * 200}" "{"y" * 200}" "{"z" * 43}"'
+FWD_LOCAL = [
+    'local-zone: "test." nodefault',
+    'local-zone: "fwd.test." static',
+    'local-data: "fwd.test. 300 IN SOA ns.fwd.test. host.fwd.test. 1 3600 600 86400 60"',
+    'local-data: "www.fwd.test. 300 IN A 198.51.100.1"',
+    'local-data: "mail.fwd.test. 300 IN A 198.51.100.2"',
+    'local-data: "new.fwd.test. 300 IN A 198.51.100.4"',
+    f"local-data: 'mid.fwd.test. 300 IN TXT {MID_TXT}'",
+]
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    u = LocalUnbound(tmp_path, FWD_LOCAL, "www.fwd.test")
+    yield u
+    u.stop()
+
+
+def forwarder_config(upstream, cookies: str, http_port: int) -> str:
+    return config(cookies, f"""forward:
+  allow-recursion: [127.0.0.0/8]
+  groups:
+    - domain: .
+      upstreams: [{{ name: u1, address: "{upstream.addr}" }}]
+""", http_port=http_port)
+
+
+def fwd_query(data: bytes | None, name: str, rdtype: str = "A", payload: int = 1232):
+    q = dns.message.make_query(name, rdtype, use_edns=0, payload=payload,
+                               options=[dns.edns.GenericOption(COOKIE, data)] if data else [])
+    return q
+
+
+def a_records(r):
+    return sorted(rd.address for rrset in r.answer for rd in rrset if rrset.rdtype == 1)
+
+
+@needs_unbound
+def test_forwarded_answers_carry_cookie(steerd, upstream):
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=forwarder_config(upstream, f"secret: {SECRET}", port))
+    miss = srv.udp(fwd_query(CLIENT, "mail.fwd.test"))  # relayed by the engine
+    assert a_records(miss) == ["198.51.100.2"], miss
+    sc = server_cookie(miss)
+    hit = srv.udp(fwd_query(CLIENT + sc, "mail.fwd.test"))  # from the cache, query thread
+    assert a_records(hit) == ["198.51.100.2"] and server_cookie(hit) == sc
+    tcp_miss = srv.tcp(fwd_query(CLIENT + sc, "www.fwd.test"))
+    assert a_records(tcp_miss) == ["198.51.100.1"] and server_cookie(tcp_miss) == sc
+    tcp_hit = srv.tcp(fwd_query(CLIENT, "www.fwd.test"))
+    assert server_cookie(tcp_hit)
+    # RD=0 and not cached: the query thread's own SERVFAIL, with the cookie.
+    norec = fwd_query(CLIENT, "nothere.fwd.test")
+    norec.flags &= ~dns.flags.RD
+    err = srv.udp(norec)
+    assert err.rcode() == dns.rcode.SERVFAIL and server_cookie(err)
+    # A forged server cookie gets a fresh one and the answer.
+    forged = srv.udp(fwd_query(CLIENT + bytes(16), "mail.fwd.test"))
+    assert a_records(forged) == ["198.51.100.2"] and server_cookie(forged) != bytes(16)
+    assert cookie_of(srv.udp(fwd_query(None, "mail.fwd.test"))) is None
+    assert metric(port, "steer_cookies_queries_total") == 6
+    assert metric(port, "steer_cookies_valid_total") == 2
+    assert metric(port, "steer_cookies_invalid_total") == 1
+
+
+@needs_unbound
+def test_forwarded_cookie_counts_against_udp_size(steerd, upstream):
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=forwarder_config(upstream, f"secret: {SECRET}", free_port()))
+    for _ in range(2):  # relayed, then from the cache
+        plain = srv.udp(fwd_query(None, "mid.fwd.test", "TXT", payload=512))
+        assert not plain.flags & dns.flags.TC and plain.answer, plain
+        assert len(plain.to_wire()) > 512 - 28, len(plain.to_wire())
+        cut = srv.udp(fwd_query(CLIENT, "mid.fwd.test", "TXT", payload=512))
+        assert cut.flags & dns.flags.TC and not cut.answer, cut
+        assert server_cookie(cut)
+    full = srv.tcp(fwd_query(CLIENT, "mid.fwd.test", "TXT", payload=512))
+    assert full.answer and server_cookie(full)
+
+
+@needs_unbound
+@pytest.mark.skipif(DIG is None, reason="dig (bind9-dnsutils) not installed")
+def test_dig_cookie_through_forwarder(steerd, upstream):
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=forwarder_config(upstream, f"secret: {SECRET}", free_port()))
+
+    def dig(*args):
+        return subprocess.run([DIG, *args, "-p", str(srv.port), f"@{srv.host}",
+                               "mail.fwd.test", "A"], capture_output=True, text=True,
+                              timeout=10).stdout
+
+    out = dig("+cookie")
+    m = re.search(r"; COOKIE: ([0-9a-f]{48}) \(good\)", out)
+    assert m and "198.51.100.2" in out, out
+    out = dig(f"+cookie={m.group(1)}")  # from the cache now
+    assert f"; COOKIE: {m.group(1)} (good)" in out and "198.51.100.2" in out, out
+
+
+@needs_unbound
+def test_require_badcookie_before_forwarding(steerd, upstream):
+    port = free_port()
+    srv = steerd(zones={"example.test": "example.test.zone"},
+                 config=forwarder_config(upstream, f"secret: {SECRET}, require: true", port))
+    r = srv.udp(fwd_query(CLIENT, "new.fwd.test"))
+    assert r.rcode() == BADCOOKIE and not r.answer, r
+    sc = server_cookie(r)
+    assert metric(port, "steer_forwarder_requests_total") == 0  # no upstream was asked
+    r2 = srv.udp(fwd_query(CLIENT + sc, "new.fwd.test"))
+    assert r2.rcode() == dns.rcode.NOERROR and a_records(r2) == ["198.51.100.4"]
+    assert server_cookie(r2) == sc
+    # Cached now, still BADCOOKIE without a valid server cookie; TCP and cookie-less
+    # queries are answered (RFC 7873 5.2.1, 5.2.3).
+    assert srv.udp(fwd_query(CLIENT + bytes(16), "new.fwd.test")).rcode() == BADCOOKIE
+    assert a_records(srv.tcp(fwd_query(CLIENT, "new.fwd.test"))) == ["198.51.100.4"]
+    assert a_records(srv.udp(fwd_query(None, "new.fwd.test"))) == ["198.51.100.4"]
+    assert metric(port, "steer_forwarder_requests_total") == 1
+    assert metric(port, "steer_cookies_badcookie_total") == 2

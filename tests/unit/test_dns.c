@@ -415,6 +415,25 @@ static void test_nsid_append(void)
 	      "the last record is not an OPT");
 }
 
+static void test_edns_option_append(void)
+{
+	static const uint8_t cookie[8 + 4] = {0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+	uint8_t buf[512];
+	size_t len = make_response(buf, 4);
+	size_t n = dns_edns_option_append(buf, len, sizeof(buf), cookie, sizeof(cookie));
+	CHECK(n == len + sizeof(cookie) && wire_read_u16(buf + len - 6) == 4 + sizeof(cookie) &&
+	          memcmp(buf + len, cookie, sizeof(cookie)) == 0,
+	      "appended after the option already there");
+	len = make_response(buf, 0);
+	CHECK(dns_edns_option_append(buf, len, len + sizeof(cookie) - 1, cookie, sizeof(cookie)) ==
+	          len,
+	      "no room: left out");
+	CHECK(wire_read_u16(buf + len - 2) == 0, "and the OPT is unchanged");
+	len = make_response(buf, -1);
+	CHECK(dns_edns_option_append(buf, len, sizeof(buf), cookie, sizeof(cookie)) == len,
+	      "no OPT");
+}
+
 static void test_names(void)
 {
 	static const struct {
@@ -485,6 +504,7 @@ int main(void)
 	test_ecs();
 	test_nsid();
 	test_nsid_append();
+	test_edns_option_append();
 	test_names();
 	return unit_finish("test_dns");
 }

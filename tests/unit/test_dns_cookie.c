@@ -182,6 +182,37 @@ static void test_query_parse(void)
 	}
 }
 
+static void test_client_ip(void)
+{
+	static const struct {
+		const char *addr; /* NULL: no address */
+		size_t len;       /* 0: no cookie */
+	} rows[] = {
+	    {"192.0.2.7", 4},
+	    {"2001:db8::7", 16},
+	    {NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		steer_sockaddr_t sa;
+		const uint8_t *ip = NULL;
+		size_t len = 0;
+		if (rows[i].addr)
+			CHECK(steer_sockaddr_parse(rows[i].addr, 53, &sa) == 0, "parse %s",
+			      rows[i].addr);
+		bool ok = dns_cookie_client_ip(rows[i].addr ? &sa : NULL, &ip, &len);
+		CHECK(ok == (rows[i].len != 0) && len == rows[i].len, "%s: %zu bytes",
+		      rows[i].addr ? rows[i].addr : "none", len);
+	}
+	steer_sockaddr_t sa;
+	const uint8_t *ip = NULL;
+	size_t len = 0;
+	CHECK(steer_sockaddr_parse("192.0.2.7", 53, &sa) == 0, "parse");
+	CHECK(dns_cookie_client_ip(&sa, &ip, &len) && ip[0] == 192 && ip[3] == 7,
+	      "the address bytes, network order");
+	sa.sa.sa_family = AF_UNIX;
+	CHECK(!dns_cookie_client_ip(&sa, &ip, &len), "another family: no cookie");
+}
+
 int main(void)
 {
 	test_siphash();
@@ -189,5 +220,6 @@ int main(void)
 	test_windows();
 	test_parse();
 	test_query_parse();
+	test_client_ip();
 	return unit_finish("test_dns_cookie");
 }

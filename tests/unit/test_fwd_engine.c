@@ -923,6 +923,68 @@ static void test_client_limit(void)
 	upstream_stop(&up[0]);
 }
 
+/* True when the last reply ends with exactly @p opt inside its OPT (the last record). */
+static bool last_ends_with_option(const uint8_t *opt, size_t opt_len)
+{
+	pthread_mutex_lock(&rec.lock);
+	size_t len = rec.last_len;
+	bool ok =
+	    len >= DNS_OPT_RR_LEN + opt_len && memcmp(rec.last + len - opt_len, opt, opt_len) == 0;
+	/* The OPT is ours (no other option) and its RDLENGTH counts the cookie. */
+	const uint8_t *o = rec.last + len - opt_len - DNS_OPT_RR_LEN;
+	ok = ok && o[0] == 0 && wire_read_u16(o + 1) == DNS_TYPE_OPT &&
+	     wire_read_u16(o + 9) == opt_len;
+	pthread_mutex_unlock(&rec.lock);
+	return ok;
+}
+
+/* The client's COOKIE option, made by the query thread, ends every answer the engine gives
+ * it: relayed and its own SERVFAIL; and its bytes come off the client's UDP size. */
+static void test_cookie_carried(void)
+{
+	upstream_t up[1];
+	upstream_start(&up[0], 1, M_ANSWER);
+	setup_t s = {0};
+	fwd_engine_t *e = engine_new(up, 1, &s);
+	fwd_client_t with = client;
+	with.cookie_len = DNS_COOKIE_OPTION_LEN;
+	wire_write_u16(with.cookie, DNS_EDNS_OPT_COOKIE);
+	wire_write_u16(with.cookie + 2, DNS_COOKIE_OPTION_LEN - 4);
+	for (size_t i = 4; i < DNS_COOKIE_OPTION_LEN; i++)
+		with.cookie[i] = (uint8_t)(0xa0 + i);
+	query_t q;
+	make_query(&q, "cookie.example.test", 41, true);
+	unsigned base = replies_now();
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &with, 0) == 0, "submit");
+	CHECK(wait_replies(base + 1, 2000), "answer");
+	reply_t r = last_reply();
+	CHECK(r.ok && r.id == 41 && r.rcode == DNS_RCODE_NOERROR && r.an == 1, "relayed");
+	CHECK(last_ends_with_option(with.cookie, with.cookie_len), "relayed answer has the cookie");
+	atomic_store(&up[0].mode, M_SERVFAIL);
+	make_query(&q, "cookie2.example.test", 42, true);
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &with, 0) == 0, "submit");
+	CHECK(wait_replies(base + 2, 3000), "answer");
+	r = last_reply();
+	CHECK(r.ok && r.id == 42 && r.rcode == DNS_RCODE_SERVFAIL, "SERVFAIL (%u)", r.rcode);
+	CHECK(last_ends_with_option(with.cookie, with.cookie_len), "SERVFAIL has the cookie");
+	/* Too big for a 512-byte client: cut to the question, and the cookie still fits. */
+	atomic_store(&up[0].mode, M_BIG);
+	make_query(&q, "q-big-cookie.example.test", 43, true);
+	q.wire[q.len - 8] = 0x02; /* payload 512 in the OPT: the cookie must fit within it */
+	q.wire[q.len - 7] = 0x00;
+	CHECK(dns_query_parse(q.wire, q.len, &q.q) == DNS_QUERY_OK, "parse");
+	CHECK(fwd_engine_submit(e, q.wire, q.len, &with, 0) == 0, "submit");
+	CHECK(wait_replies(base + 3, 2000), "answer");
+	pthread_mutex_lock(&rec.lock);
+	size_t len = rec.last_len;
+	pthread_mutex_unlock(&rec.lock);
+	r = last_reply();
+	CHECK(r.ok && r.tc && len <= 512, "cut within 512 with the cookie (%zu bytes)", len);
+	CHECK(last_ends_with_option(with.cookie, with.cookie_len), "truncated answer has it");
+	fwd_engine_free(e);
+	upstream_stop(&up[0]);
+}
+
 /* One query @p name; the reply it got, or !ok after @p ms. */
 static reply_t ask(fwd_engine_t *e, const char *name, uint16_t id, bool edns, unsigned ms)
 {
@@ -1235,6 +1297,7 @@ int main(void)
 	test_ports_and_ids();
 	test_max_pending();
 	test_client_limit();
+	test_cookie_carried();
 	test_unusable_replies();
 	test_prefetch();
 	test_links();
