@@ -211,6 +211,15 @@ zone_journal_t *zone_journal_next(const zone_journal_t *old, const zone_t *from,
 	                     limit);
 }
 
+zone_journal_t *zone_journal_resume(const zone_journal_t *loaded, const zone_t *zone,
+                                    unsigned max_changes)
+{
+	if (loaded == NULL || loaded->n == 0 || max_changes == 0 ||
+	    loaded->changes[loaded->n - 1]->to != zone->serial)
+		return NULL;
+	return journal_build(loaded->changes, loaded->n, NULL, max_changes, zone_bytes(zone));
+}
+
 long zone_journal_find(const zone_journal_t *journal, uint32_t serial, uint32_t current)
 {
 	if (journal == NULL || journal->n == 0 || journal->changes[journal->n - 1]->to != current)

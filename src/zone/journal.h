@@ -3,8 +3,9 @@
  * (RFC 1995 difference sequences), computed on the control thread when a reload replaces
  * the zone, then immutable. A journal is shared by reference count between the zone set
  * entries of successive configuration snapshots and by the transfers streaming from it, so
- * query and TCP threads read it without locks. It lives in memory only: after a restart it
- * is empty and IXFR falls back to a full transfer, as RFC 1995 4 allows.
+ * query and TCP threads read it without locks. The daemon keeps a copy on disk
+ * (zone/journal_file.h) and resumes from it at start when it ends at the loaded serial;
+ * without one, IXFR falls back to a full transfer, as RFC 1995 4 allows.
  */
 #pragma once
 
@@ -63,6 +64,16 @@ static inline bool zone_serial_gt(uint32_t a, uint32_t b)
  */
 zone_journal_t *zone_journal_next(const zone_journal_t *old, const zone_t *from, const zone_t *to,
                                   unsigned max_changes) STEER_WUR;
+
+/**
+ * The journal to serve with @p zone at start from @p loaded (read back from disk): @p loaded
+ * trimmed as zone_journal_next() trims (at most @p max_changes changes, no more bytes than
+ * @p zone in a full transfer), provided it ends exactly at @p zone's serial. NULL when it does
+ * not (the zone changed while the history was not kept), or when nothing is left. Returns a
+ * new reference; @p loaded keeps the caller's. Control thread; aborts on out-of-memory.
+ */
+zone_journal_t *zone_journal_resume(const zone_journal_t *loaded, const zone_t *zone,
+                                    unsigned max_changes) STEER_NONNULL(2) STEER_WUR;
 
 /**
  * Index of the change that starts at serial @p serial in @p journal, provided the journal
