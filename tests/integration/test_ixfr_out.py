@@ -8,8 +8,13 @@ Steer is the primary; each reload that raises the serial adds one change to the 
 - an unknown serial gets the whole zone (AXFR-style), a serial that went back clears the
   history, ixfr-history 0 keeps none;
 - a real knotd secondary of Steer transfers by IXFR after a reload (its log says so) and ends
-  with the same zone as Steer (compared by AXFR from both).
-The history lives in memory: a restart starts without one and IXFR falls back to AXFR.
+  with the same zone as Steer (compared by AXFR from both);
+- the history is kept in <server.storage>/<zone>.journal: after a restart it is read back when
+  it ends at the loaded serial (knotd's IXFR across the restart gets the difference), else it
+  is discarded; a corrupt file is ignored, a storage folder that cannot be written leaves the
+  history in memory, a zone without history has no file;
+- a Steer secondary keeps a history of the versions it received, so a knotd behind it
+  transfers by IXFR from it, also after the secondary restarted.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ KNOTC = shutil.which("knotc") or "/usr/sbin/knotc"
 CONFIG = """server:
   listen: {listen}
   control-socket: {ctl}
+  storage: {dir}/storage
   workers: 1
   tcp-workers: 1
 zones:
@@ -390,3 +396,198 @@ def test_random_histories_apply_to_the_current_zone(primary, seed):
         assert zone_records(zone) == want, f"from serial {serial}"
         # incremental indeed: the difference starts with the client's SOA
         assert kdig_ixfr(port, serial)[1] == soa(serial)
+
+
+# ---- the history on disk ------------------------------------------------------------------
+
+def restart(srv):
+    """Stop steerd cleanly and start it again on the same ports and configuration."""
+    assert srv.stop() == 0, srv.log()[-3000:]
+    assert not srv.problems(), srv.problems()
+    srv.returncode = None
+    srv.start()
+
+
+def whole_zone(lines: list[str], serial: int) -> bool:
+    """An AXFR-style answer: our SOA, the records, our SOA; no old SOA inside."""
+    return (lines[0] == soa(serial) and lines[-1] == soa(serial)
+            and all(" SOA " not in x for x in lines[1:-1]))
+
+
+def test_history_survives_restart(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    assert not journal.exists()
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert journal.exists()  # the storage folder was created for it
+    write_zone(primary.zone_file, v3())
+    reload(primary)
+    assert journal.read_bytes()[:8] == b"STEERJNL"
+    restart(primary)
+    assert "IXFR history of 2 changes (serials 1 to 3) read from" in primary.log()
+    assert_sequence(kdig_ixfr(port, 1), [DIFF_1_2, DIFF_2_3], 3)
+    assert_sequence(kdig_ixfr(port, 2, udp=True), [DIFF_2_3], 3)
+    # the restored history goes on growing
+    write_zone(primary.zone_file, v4())
+    reload(primary)
+    restart(primary)
+    lines = kdig_ixfr(port, 1)
+    assert lines[1] == soa(1) and lines[-1] == soa(4) and soa(3) in lines, lines[:8]
+
+
+def test_history_not_ending_at_the_zone_is_discarded(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    write_zone(primary.zone_file, v3())  # changed while steerd was down
+    primary.returncode = None
+    primary.start()
+    assert re.search(r"journal .* ends at serial 2, the zone is at 3: discarded", primary.log())
+    assert not journal.exists()
+    assert whole_zone(kdig_ixfr(port, 2), 3)
+
+
+def test_corrupt_history_is_ignored(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    good = journal.read_bytes()
+    for damaged, what in ((good[:len(good) - 7], "ends early"),
+                          (good[:40] + bytes([good[40] ^ 0x20]) + good[41:], "checksum"),
+                          (b"garbage\n", "not a journal file")):
+        journal.write_bytes(damaged)
+        primary.returncode = None
+        primary.start()
+        log = primary.log()
+        assert "journal" in log and "ignored" in log and what in log, log[-2000:]
+        assert whole_zone(kdig_ixfr(port, 1), 2)
+        assert primary.stop() == 0
+    primary.returncode = None
+    primary.start()  # the daemon's teardown check wants it running
+
+
+def test_unwritable_storage_keeps_history_in_memory(steerd, tmp_path):
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    (tmp_path / "afile").write_text("not a folder\n")
+    config = CONFIG.replace("storage: {dir}/storage", "storage: {dir}/afile/storage")
+    srv = steerd(config=config, ready_zone="ixfr.test")
+    zone_file = tmp_path / "ixfr.test.zone"
+    for text in (v2(), v3()):
+        write_zone(zone_file, text)
+        reload(srv)
+    log = srv.log()
+    assert log.count("cannot write journal") == 1, log[-2000:]
+    assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2, DIFF_2_3], 3)
+
+
+def test_zone_without_history_keeps_no_file(steerd, tmp_path):
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    stale = storage / "none.test.journal"
+    stale.write_bytes(b"STEERJNL stale")
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    srv = steerd(config=CONFIG, ready_zone="ixfr.test")
+    assert not stale.exists()
+    assert "removed journal" in srv.log()
+    write_zone(tmp_path / "none.test.zone", "$ORIGIN none.test.\n@ 300 SOA ns h 2 2 3 4 5\n"
+               "@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    reload(srv)
+    assert not stale.exists()
+    # ixfr-history going to 0 on reload removes the file of a zone that had one
+    write_zone(tmp_path / "ixfr.test.zone", v2())
+    reload(srv)
+    assert (storage / "ixfr.test.journal").exists()
+    srv.config_path.write_text(srv.config_path.read_text().replace(
+        '    xfr-allow: [127.0.0.1, "::1"]\n', '    xfr-allow: [127.0.0.1, "::1"]\n'
+        '    ixfr-history: 0\n'))
+    reload(srv)
+    assert not (storage / "ixfr.test.journal").exists()
+
+
+def ixfr_finished(log: str) -> list[str]:
+    return re.findall(r"IXFR, incoming.*finished.* (\d+) messages", log)
+
+
+def test_knot_secondary_ixfr_across_a_restart(primary, tmp_path):
+    """knotd at serial 1; Steer changes to 2 and restarts before knotd asks: knotd's IXFR
+    after the restart gets the difference from the history read back from disk."""
+    port = port_for(primary, "127.0.0.1")
+    knot = KnotSecondary(tmp_path / "knot", port)
+    try:
+        wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer (AXFR)")
+        write_zone(primary.zone_file, v2())
+        reload(primary)
+        restart(primary)
+        knot.refresh()
+        wait_for(lambda: knot.serial() == 2, 20, what="knotd at serial 2")
+        assert axfr_records(knot.port) == axfr_records(port)
+        log = knot.log_text()
+        assert len(ixfr_finished(log)) == 1, log[-3000:]
+        assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
+    finally:
+        knot.stop()
+
+
+SECONDARY_CONFIG = """server:
+  listen: {listen}
+  control-socket: {ctl}
+  storage: {dir}/sec-storage
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: ixfr.test
+    primaries: ["127.0.0.1@PRIMARY_PORT"]
+    xfr-allow: [127.0.0.1]
+    refresh-min: 1s
+"""
+
+
+def sec_serial(srv) -> int | None:
+    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == "ixfr.test"]
+    return (z.get("secondary") or {}).get("serial")
+
+
+def test_chain_steer_secondary_gives_knot_ixfr(primary, steerd, tmp_path):
+    """Steer primary -> Steer secondary -> knotd: knotd transfers by IXFR from the secondary's
+    history of the versions it received, and again after the secondary restarted."""
+    pport = port_for(primary, "127.0.0.1")
+    sec = steerd(config=SECONDARY_CONFIG.replace("PRIMARY_PORT", str(pport)),
+                 ready_zone="ixfr.test")
+    knot = KnotSecondary(tmp_path / "knot", sec.port)
+    try:
+        wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer from Steer")
+        for serial, text in ((2, v2()), (3, v3())):
+            write_zone(primary.zone_file, text)
+            reload(primary)
+            sec.ctl("zone-refresh", "ixfr.test")
+            wait_for(lambda s=serial: sec_serial(sec) == s, 20, what=f"secondary at {serial}")
+            knot.refresh()
+            wait_for(lambda s=serial: knot.serial() == s, 20, what=f"knotd at {serial}")
+            assert axfr_records(knot.port) == axfr_records(pport)
+        assert_sequence(kdig_ixfr(sec.port, 1), [DIFF_1_2, DIFF_2_3], 3)
+        journal = tmp_path / "sec-storage" / "ixfr.test.journal"
+        assert journal.exists()
+        restart(sec)
+        assert "IXFR history of 2 changes (serials 1 to 3) read from" in sec.log()
+        assert_sequence(kdig_ixfr(sec.port, 2), [DIFF_2_3], 3)
+        write_zone(primary.zone_file, v4())
+        reload(primary)
+        sec.ctl("zone-refresh", "ixfr.test")
+        wait_for(lambda: sec_serial(sec) == 4, 20, what="secondary at 4")
+        knot.refresh()
+        wait_for(lambda: knot.serial() == 4, 20, what="knotd at 4")
+        assert axfr_records(knot.port) == axfr_records(pport)
+        log = knot.log_text()
+        assert len(ixfr_finished(log)) == 3, log[-3000:]
+        assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
+    finally:
+        knot.stop()
