@@ -551,8 +551,9 @@ zones:
 """
 
 
-def sec_serial(srv) -> int | None:
-    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == "ixfr.test"]
+def sec_serial_of(srv, name: str) -> int | None:
+    """The serial of secondary zone @name as `steerctl zones` reports it."""
+    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == name]
     return (z.get("secondary") or {}).get("serial")
 
 
@@ -569,7 +570,8 @@ def test_chain_steer_secondary_gives_knot_ixfr(primary, steerd, tmp_path):
             write_zone(primary.zone_file, text)
             reload(primary)
             sec.ctl("zone-refresh", "ixfr.test")
-            wait_for(lambda s=serial: sec_serial(sec) == s, 20, what=f"secondary at {serial}")
+            wait_for(lambda s=serial: sec_serial_of(sec, "ixfr.test") == s, 20,
+                     what=f"secondary at {serial}")
             knot.refresh()
             wait_for(lambda s=serial: knot.serial() == s, 20, what=f"knotd at {serial}")
             assert axfr_records(knot.port) == axfr_records(pport)
@@ -582,7 +584,7 @@ def test_chain_steer_secondary_gives_knot_ixfr(primary, steerd, tmp_path):
         write_zone(primary.zone_file, v4())
         reload(primary)
         sec.ctl("zone-refresh", "ixfr.test")
-        wait_for(lambda: sec_serial(sec) == 4, 20, what="secondary at 4")
+        wait_for(lambda: sec_serial_of(sec, "ixfr.test") == 4, 20, what="secondary at 4")
         knot.refresh()
         wait_for(lambda: knot.serial() == 4, 20, what="knotd at 4")
         assert axfr_records(knot.port) == axfr_records(pport)
@@ -591,3 +593,41 @@ def test_chain_steer_secondary_gives_knot_ixfr(primary, steerd, tmp_path):
         assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
     finally:
         knot.stop()
+
+
+def test_primary_history_kept_when_a_secondary_zone_updates(steerd, tmp_path):
+    """A new version of a secondary zone republishes the zone set: the primary zones of the
+    same daemon keep their history (in memory and on disk)."""
+    up_dir = tmp_path / "up"
+    up_dir.mkdir()
+    up_zone = up_dir / "up.test.zone"
+    up_zone.write_text("$ORIGIN up.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
+                       "ns 300 A 192.0.2.1\n")
+    upstream = steerd(config="""server:
+  listen: {listen}
+  control-socket: {ctl}
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: up.test
+    file: UPFILE
+    xfr-allow: [127.0.0.1]
+""".replace("UPFILE", str(up_zone)), ready_zone="up.test")
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    config = CONFIG + f"""  - domain: up.test
+    primaries: ["127.0.0.1@{upstream.port}"]
+    refresh-min: 1s
+"""
+    srv = steerd(config=config, ready_zone="ixfr.test")
+    wait_for(lambda: sec_serial_of(srv, "up.test") == 1, 20, what="up.test transferred")
+    write_zone(tmp_path / "ixfr.test.zone", v2())
+    reload(srv)
+    write_zone(up_zone, "$ORIGIN up.test.\n@ 300 SOA ns h 2 2 3 4 5\n@ 300 NS ns\n"
+               "ns 300 A 192.0.2.1\nx 300 A 192.0.2.2\n")
+    reload(upstream)
+    srv.ctl("zone-refresh", "up.test")
+    wait_for(lambda: sec_serial_of(srv, "up.test") == 2, 20, what="up.test at serial 2")
+    assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2], 2)
+    assert (tmp_path / "storage" / "ixfr.test.journal").exists()
