@@ -62,6 +62,20 @@ static void remove_file(const char *path, const char *zone, const char *why)
 		         steer_strerror(-errno));
 }
 
+/* Why @p loaded (ending with @p digest) does not lead to @p zone, or NULL when it does. */
+static const char *mismatch(const zone_journal_t *loaded, uint64_t digest, const zone_t *zone,
+                            char *buf, size_t size)
+{
+	uint32_t last = loaded->changes[loaded->n - 1]->to;
+	if (last != zone->serial) {
+		snprintf(buf, size, "it ends at serial %u, the zone is at %u", last, zone->serial);
+		return buf;
+	}
+	if (digest != zone_digest(zone))
+		return "the zone's records differ from the version it ends at (same serial)";
+	return NULL;
+}
+
 zone_journal_t *daemon_journal_restore(const conf_t *conf, const conf_zone_t *cz,
                                        const zone_t *zone)
 {
@@ -73,20 +87,21 @@ zone_journal_t *daemon_journal_restore(const conf_t *conf, const conf_zone_t *cz
 		return NULL;
 	}
 	zone_journal_t *loaded = NULL;
+	uint64_t digest = 0;
 	char err[512];
-	int ret = zone_journal_load(path, zone->apex, &loaded, err, sizeof(err));
-	if (ret == STEER_ENOENT)
+	int ret = zone_journal_load(path, zone->apex, &loaded, &digest, err, sizeof(err));
+	if (ret == STEER_ENOENT || (ret == 0 && loaded == NULL))
 		return NULL;
 	if (ret != 0) {
 		log_warn("zone %s: journal %s ignored, IXFR starts with an empty history: %s",
 		         zone->name, path, err);
 		return NULL;
 	}
-	zone_journal_t *j = zone_journal_resume(loaded, zone, cz->ixfr_history);
-	if (j == NULL && loaded != NULL) {
-		log_warn("zone %s: journal %s ends at serial %u, the zone is at %u: discarded",
-		         zone->name, path, loaded->changes[loaded->n - 1]->to, zone->serial);
-		remove_file(path, zone->name, "it does not end at the zone's serial");
+	const char *why = mismatch(loaded, digest, zone, err, sizeof(err));
+	zone_journal_t *j = why ? NULL : zone_journal_resume(loaded, zone, cz->ixfr_history);
+	if (why != NULL) {
+		log_warn("zone %s: journal %s discarded: %s", zone->name, path, why);
+		remove_file(path, zone->name, "it does not lead to the zone served");
 	} else if (j != NULL) {
 		log_info("zone %s: IXFR history of %zu changes (serials %u to %u) read from %s",
 		         zone->name, j->n, j->changes[0]->from, zone->serial, path);
@@ -98,7 +113,8 @@ zone_journal_t *daemon_journal_restore(const conf_t *conf, const conf_zone_t *cz
 /* The storage folder on a fresh system: created as for secondary zones (not its parents). */
 static int save_creating_dir(const char *path, const zone_t *zone, const zone_journal_t *j)
 {
-	int ret = zone_journal_save(path, zone->apex, j);
+	uint64_t digest = zone_digest(zone);
+	int ret = zone_journal_save(path, zone->apex, digest, j);
 	if (ret != -ENOENT)
 		return ret;
 	char dir[PATH_MAX];
@@ -109,7 +125,7 @@ static int save_creating_dir(const char *path, const zone_t *zone, const zone_jo
 	*slash = '\0';
 	if (mkdir(dir, 0750) == 0)
 		log_info("created %s for zone journals", dir);
-	return zone_journal_save(path, zone->apex, j);
+	return zone_journal_save(path, zone->apex, digest, j);
 }
 
 static void persist_one(const char *path, const zone_set_entry_t *e)

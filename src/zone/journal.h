@@ -66,6 +66,14 @@ zone_journal_t *zone_journal_next(const zone_journal_t *old, const zone_t *from,
                                   unsigned max_changes) STEER_WUR;
 
 /**
+ * A digest of @p zone's records (owner, type, TTL, rdata; the SOA included), independent of
+ * their order in the zone file: a journal file records it for the version its history ends
+ * at, so a zone edited without a new serial while steerd was down does not resume a history
+ * that no longer leads to it. Not a MAC (fixed key). Any thread; allocation-free.
+ */
+uint64_t zone_digest(const zone_t *zone) STEER_NONNULL(1);
+
+/**
  * The journal to serve with @p zone at start from @p loaded (read back from disk): @p loaded
  * trimmed as zone_journal_next() trims (at most @p max_changes changes, no more bytes than
  * @p zone in a full transfer), provided it ends exactly at @p zone's serial. NULL when it does

@@ -93,18 +93,20 @@ static void write_change(writer_t *w, const zone_change_t *c)
 	w_seal(w);
 }
 
-int zone_journal_write(FILE *f, const uint8_t *apex, const zone_journal_t *journal)
+int zone_journal_write(FILE *f, const uint8_t *apex, uint64_t digest, const zone_journal_t *journal)
 {
 	crc_table_t tab;
 	crc_init(&tab);
 	writer_t w = {.f = f, .tab = &tab};
-	uint8_t head[sizeof(MAGIC) + 9];
+	uint8_t head[sizeof(MAGIC) + 17];
 	size_t apex_len = dname_len(apex);
 	memcpy(head, MAGIC, sizeof(MAGIC));
 	wire_write_u16(head + 8, ZONE_JOURNAL_FILE_VERSION);
 	wire_write_u16(head + 10, 0);
 	wire_write_u32(head + 12, (uint32_t)journal->n);
-	head[16] = (uint8_t)apex_len;
+	wire_write_u32(head + 16, (uint32_t)(digest >> 32));
+	wire_write_u32(head + 20, (uint32_t)digest);
+	head[24] = (uint8_t)apex_len;
 	w_put(&w, head, sizeof(head));
 	w_put(&w, apex, apex_len);
 	w_seal(&w);
@@ -115,18 +117,20 @@ int zone_journal_write(FILE *f, const uint8_t *apex, const zone_journal_t *journ
 
 typedef struct {
 	const uint8_t *apex;
+	uint64_t digest;
 	const zone_journal_t *journal;
 } save_ctx_t;
 
 static int save_fill(FILE *f, void *arg)
 {
 	const save_ctx_t *ctx = arg;
-	return zone_journal_write(f, ctx->apex, ctx->journal);
+	return zone_journal_write(f, ctx->apex, ctx->digest, ctx->journal);
 }
 
-int zone_journal_save(const char *path, const uint8_t *apex, const zone_journal_t *journal)
+int zone_journal_save(const char *path, const uint8_t *apex, uint64_t digest,
+                      const zone_journal_t *journal)
 {
-	save_ctx_t ctx = {apex, journal};
+	save_ctx_t ctx = {apex, digest, journal};
 	return steer_file_replace(path, 0644, save_fill, &ctx);
 }
 
@@ -183,7 +187,7 @@ static size_t name_len(const uint8_t *p, size_t max)
 	}
 }
 
-static int read_header(reader_t *r, const uint8_t *apex, uint32_t *n_changes)
+static int read_header(reader_t *r, const uint8_t *apex, uint32_t *n_changes, uint64_t *digest)
 {
 	const uint8_t *magic = r->w.pos;
 	wire_ctx_skip(&r->w, sizeof(MAGIC));
@@ -192,6 +196,8 @@ static int read_header(reader_t *r, const uint8_t *apex, uint32_t *n_changes)
 	uint16_t version = wire_ctx_read_u16(&r->w);
 	uint16_t reserved = wire_ctx_read_u16(&r->w);
 	*n_changes = wire_ctx_read_u32(&r->w);
+	*digest = (uint64_t)wire_ctx_read_u32(&r->w) << 32;
+	*digest |= wire_ctx_read_u32(&r->w);
 	uint8_t apex_len = wire_ctx_read_u8(&r->w);
 	const uint8_t *name = r->w.pos;
 	wire_ctx_skip(&r->w, apex_len);
@@ -302,9 +308,10 @@ static int read_changes(reader_t *r, const uint8_t *apex, zone_journal_t *j, uin
 }
 
 int zone_journal_parse(const uint8_t *data, size_t len, const uint8_t *apex, zone_journal_t **out,
-                       char *err, size_t errlen)
+                       uint64_t *digest, char *err, size_t errlen)
 {
 	*out = NULL;
+	*digest = 0;
 	if (errlen > 0)
 		err[0] = '\0';
 	crc_table_t tab;
@@ -315,7 +322,7 @@ int zone_journal_parse(const uint8_t *data, size_t len, const uint8_t *apex, zon
 	              .err = err,
 	              .errlen = errlen};
 	uint32_t n = 0;
-	int ret = read_header(&r, apex, &n);
+	int ret = read_header(&r, apex, &n, digest);
 	if (ret != 0)
 		return ret;
 	if (n > wire_ctx_available(&r.w) / CHANGE_MIN)
@@ -358,8 +365,8 @@ static int read_all(int fd, uint8_t **data, size_t *len)
 	return 0;
 }
 
-int zone_journal_load(const char *path, const uint8_t *apex, zone_journal_t **out, char *err,
-                      size_t errlen)
+int zone_journal_load(const char *path, const uint8_t *apex, zone_journal_t **out, uint64_t *digest,
+                      char *err, size_t errlen)
 {
 	*out = NULL;
 	if (errlen > 0)
@@ -375,7 +382,7 @@ int zone_journal_load(const char *path, const uint8_t *apex, zone_journal_t **ou
 	int ret = read_all(fd, &data, &len);
 	close(fd);
 	if (ret == 0)
-		ret = zone_journal_parse(data, len, apex, out, err, errlen);
+		ret = zone_journal_parse(data, len, apex, out, digest, err, errlen);
 	else
 		snprintf(err, errlen, "%s: %s", path, steer_strerror(ret));
 	free(data);

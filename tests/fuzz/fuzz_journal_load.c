@@ -33,13 +33,14 @@ static void check_change(const zone_change_t *c)
 	FUZZ_CHECK(pos == c->len && n == c->n_del + c->n_add);
 }
 
-static void check_rewrite(const zone_journal_t *j, const uint8_t *data, size_t size)
+static void check_rewrite(const zone_journal_t *j, uint64_t digest, const uint8_t *data,
+                          size_t size)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	FUZZ_CHECK(f != NULL);
-	FUZZ_CHECK(zone_journal_write(f, APEX, j) == 0);
+	FUZZ_CHECK(zone_journal_write(f, APEX, digest, j) == 0);
 	FUZZ_CHECK(fclose(f) == 0);
 	FUZZ_CHECK(len == size && memcmp(buf, data, size) == 0);
 	free(buf);
@@ -49,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	zone_journal_t *j = NULL;
 	char err[256] = "";
-	int ret = zone_journal_parse(data, size, APEX, &j, err, sizeof(err));
+	uint64_t digest = 0;
+	int ret = zone_journal_parse(data, size, APEX, &j, &digest, err, sizeof(err));
 	if (ret != 0) {
 		FUZZ_CHECK(j == NULL && err[0] != '\0');
 		FUZZ_CHECK(ret == STEER_EMALF || ret == STEER_ETRUNC);
@@ -68,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(bytes == j->bytes);
 	uint32_t last = j->changes[j->n - 1]->to;
 	FUZZ_CHECK(zone_journal_find(j, j->changes[0]->from, last) == 0);
-	check_rewrite(j, data, size);
+	check_rewrite(j, digest, data, size);
 	zone_journal_unref(j);
 	return 0;
 }

@@ -535,7 +535,8 @@ def journal_file(changes, apex="fuzz.test.", version=1):
     """A journal file (src/zone/journal_file.h) holding @changes [(from, to, dels, adds)],
     each record a (name, type, ttl, rdata) tuple of wire bytes."""
     owner = dns.name.from_text(apex).to_wire()
-    head = b"STEERJNL" + struct.pack("!HHIB", version, 0, len(changes), len(owner)) + owner
+    head = (b"STEERJNL" + struct.pack("!HHIQB", version, 0, len(changes), 0x5eed, len(owner))
+            + owner)
     out = head + struct.pack("!I", zlib.crc32(head))
     for frm, to, dels, adds in changes:
         data = b"".join(dns.name.from_text(n).to_wire() + struct.pack("!HIH", t, ttl, len(rd)) + rd

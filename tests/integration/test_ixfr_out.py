@@ -445,9 +445,24 @@ def test_history_not_ending_at_the_zone_is_discarded(primary, tmp_path):
     write_zone(primary.zone_file, v3())  # changed while steerd was down
     primary.returncode = None
     primary.start()
-    assert re.search(r"journal .* ends at serial 2, the zone is at 3: discarded", primary.log())
+    assert re.search(r"journal .* discarded: it ends at serial 2, the zone is at 3",
+                     primary.log())
     assert not journal.exists()
     assert whole_zone(kdig_ixfr(port, 2), 3)
+
+
+def test_history_of_other_records_with_the_same_serial_is_discarded(primary, tmp_path):
+    """The zone edited while steerd was down without raising its serial: the history ends at
+    the right serial but not at these records, and is not resumed."""
+    port = port_for(primary, "127.0.0.1")
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    write_zone(primary.zone_file, v2().replace("203.0.113.100", "203.0.113.200"))
+    primary.returncode = None
+    primary.start()
+    assert "discarded: the zone's records differ from the version it ends at" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 1), 2)
 
 
 def test_corrupt_history_is_ignored(primary, tmp_path):

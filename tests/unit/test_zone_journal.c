@@ -200,12 +200,14 @@ static zone_journal_t *make_history(zone_t **v, size_t n)
 	return j;
 }
 
+#define DIGEST 0x0123456789abcdefull
+
 /* @p j serialized into a new buffer (*len bytes). */
 static uint8_t *serialize(const zone_journal_t *j, const uint8_t *apex, size_t *len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
-	int ret = zone_journal_write(f, apex, j);
+	int ret = zone_journal_write(f, apex, DIGEST, j);
 	fclose(f);
 	CHECK(ret == 0, "journal written: %d", ret);
 	return (uint8_t *)buf;
@@ -238,24 +240,26 @@ static void test_file_round_trip(void)
 	uint8_t *data = serialize(j, apex_j, &len);
 	zone_journal_t *back = NULL;
 	char err[256];
-	int ret = zone_journal_parse(data, len, apex_j, &back, err, sizeof(err));
+	uint64_t digest = 0;
+	int ret = zone_journal_parse(data, len, apex_j, &back, &digest, err, sizeof(err));
 	CHECK(ret == 0 && same_journal(j, back), "parsed back the same: %s", err);
+	CHECK(digest == DIGEST, "the digest read back: %llx", (unsigned long long)digest);
 	CHECK(back && zone_journal_find(back, 2, 4) == 1, "IXFR finds serial 2 in it");
 
 	/* through a real file, as the daemon does */
 	char dir[] = "/tmp/steer-test-jfile-XXXXXX", path[64];
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(path, sizeof(path), "%s/j.test.journal", dir);
-	CHECK(zone_journal_save(path, apex_j, j) == 0, "saved");
+	CHECK(zone_journal_save(path, apex_j, DIGEST, j) == 0, "saved");
 	zone_journal_t *loaded = NULL;
-	ret = zone_journal_load(path, apex_j, &loaded, err, sizeof(err));
+	ret = zone_journal_load(path, apex_j, &loaded, &digest, err, sizeof(err));
 	CHECK(ret == 0 && same_journal(j, loaded), "loaded back the same: %s", err);
 	zone_journal_unref(loaded);
-	ret = zone_journal_load(path, apex_other, &loaded, err, sizeof(err));
+	ret = zone_journal_load(path, apex_other, &loaded, &digest, err, sizeof(err));
 	CHECK(ret == STEER_EMALF && loaded == NULL && strstr(err, "another zone"),
 	      "another zone's file is refused: %s", err);
 	unlink(path);
-	CHECK(zone_journal_load(path, apex_j, &loaded, err, sizeof(err)) == STEER_ENOENT,
+	CHECK(zone_journal_load(path, apex_j, &loaded, &digest, err, sizeof(err)) == STEER_ENOENT,
 	      "no file: ENOENT");
 	rmdir(dir);
 
@@ -288,9 +292,10 @@ static void test_file_damage(void)
 	uint8_t *data = serialize(j, apex_j, &len);
 	size_t bad_trunc = 0, bad_flip = 0;
 	char err[256];
+	uint64_t digest;
 	for (size_t cut = 0; cut < len; cut++) {
 		zone_journal_t *out = NULL;
-		int ret = zone_journal_parse(data, cut, apex_j, &out, err, sizeof(err));
+		int ret = zone_journal_parse(data, cut, apex_j, &out, &digest, err, sizeof(err));
 		bad_trunc += ret == 0 || out != NULL;
 		zone_journal_unref(out);
 	}
@@ -299,7 +304,8 @@ static void test_file_damage(void)
 		for (unsigned bit = 0; bit < 8; bit += 3) {
 			data[i] ^= (uint8_t)(1u << bit);
 			zone_journal_t *out = NULL;
-			int ret = zone_journal_parse(data, len, apex_j, &out, err, sizeof(err));
+			int ret =
+			    zone_journal_parse(data, len, apex_j, &out, &digest, err, sizeof(err));
 			bad_flip += ret == 0 || out != NULL;
 			zone_journal_unref(out);
 			data[i] ^= (uint8_t)(1u << bit);
@@ -307,16 +313,16 @@ static void test_file_damage(void)
 	}
 	CHECK(bad_flip == 0, "%zu bit flips accepted", bad_flip);
 	zone_journal_t *out = NULL;
-	int ret = zone_journal_parse(data, len / 2, apex_j, &out, err, sizeof(err));
+	int ret = zone_journal_parse(data, len / 2, apex_j, &out, &digest, err, sizeof(err));
 	CHECK(ret == STEER_ETRUNC && strstr(err, "ends early"), "half a file: truncated (%s)", err);
 	uint8_t *longer = malloc(len + 1);
 	memcpy(longer, data, len);
 	longer[len] = 0;
-	ret = zone_journal_parse(longer, len + 1, apex_j, &out, err, sizeof(err));
+	ret = zone_journal_parse(longer, len + 1, apex_j, &out, &digest, err, sizeof(err));
 	CHECK(ret == STEER_EMALF && strstr(err, "after the last change"), "trailing byte: %s", err);
 	free(longer);
 	data[9] = 2; /* version 2, a format from a newer steerd */
-	ret = zone_journal_parse(data, len, apex_j, &out, err, sizeof(err));
+	ret = zone_journal_parse(data, len, apex_j, &out, &digest, err, sizeof(err));
 	CHECK(ret == STEER_EMALF && strstr(err, "version 2"), "newer format refused: %s", err);
 	free(data);
 out:
@@ -342,9 +348,10 @@ static size_t craft(uint8_t *out, uint32_t from, uint32_t to, uint32_t n_del, ui
 {
 	size_t apex_len = sizeof(apex_j);
 	memcpy(out, "STEERJNL\x00\x01\x00\x00\x00\x00\x00\x01", 16);
-	out[16] = (uint8_t)apex_len;
-	memcpy(out + 17, apex_j, apex_len);
-	size_t pos = 17 + apex_len;
+	memset(out + 16, 0, 8); /* digest */
+	out[24] = (uint8_t)apex_len;
+	memcpy(out + 25, apex_j, apex_len);
+	size_t pos = 25 + apex_len;
 	wire_write_u32(out + pos, crc32_ieee(out, pos));
 	size_t start = pos += 4;
 	uint32_t fixed[5] = {from, to, n_del, n_add, (uint32_t)rr_len};
@@ -412,11 +419,33 @@ static void test_file_lies(void)
 		                 ok_len - rows[i].trim);
 		zone_journal_t *out = NULL;
 		char err[256] = "";
-		int ret = zone_journal_parse(file, n, apex_j, &out, err, sizeof(err));
+		uint64_t digest;
+		int ret = zone_journal_parse(file, n, apex_j, &out, &digest, err, sizeof(err));
 		CHECK(ret == rows[i].want && (out != NULL) == (ret == 0), "row %zu (%s): %d, %s", i,
 		      rows[i].why, ret, err);
 		zone_journal_unref(out);
 	}
+}
+
+/* The digest follows the records, not their order in the file; the serial is one of them. */
+static void test_digest(void)
+{
+	zone_t *a = load_text(7, "x A 192.0.2.1\nx A 192.0.2.2\ny TXT \"t\"\n");
+	zone_t *b = load_text(7, "y TXT \"t\"\nx A 192.0.2.2\nx A 192.0.2.1\n");
+	zone_t *c = load_text(7, "x A 192.0.2.1\nx A 192.0.2.3\ny TXT \"t\"\n");
+	zone_t *d = load_text(7, "x 60 A 192.0.2.1\nx 60 A 192.0.2.2\ny TXT \"t\"\n");
+	zone_t *e = load_text(8, "x A 192.0.2.1\nx A 192.0.2.2\ny TXT \"t\"\n");
+	if (a && b && c && d && e) {
+		CHECK(zone_digest(a) == zone_digest(b), "same records in another order: same");
+		CHECK(zone_digest(a) != zone_digest(c), "one rdata changed: differs");
+		CHECK(zone_digest(a) != zone_digest(d), "a TTL changed: differs");
+		CHECK(zone_digest(a) != zone_digest(e), "the serial changed: differs");
+	}
+	zone_unref(a);
+	zone_unref(b);
+	zone_unref(c);
+	zone_unref(d);
+	zone_unref(e);
 }
 
 int main(void)
@@ -428,5 +457,6 @@ int main(void)
 	test_file_round_trip();
 	test_file_damage();
 	test_file_lies();
+	test_digest();
 	return unit_finish("test_zone_journal");
 }
