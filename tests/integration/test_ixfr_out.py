@@ -33,7 +33,7 @@ import dns.xfr
 import dns.zone
 import pytest
 
-from conftest import free_port, wait_for
+from conftest import STEERD, free_port, wait_for
 
 KDIG = shutil.which("kdig") or "/usr/bin/kdig"
 KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
@@ -646,3 +646,24 @@ zones:
     wait_for(lambda: sec_serial_of(srv, "up.test") == 2, 20, what="up.test at serial 2")
     assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2], 2)
     assert (tmp_path / "storage" / "ixfr.test.journal").exists()
+
+
+def test_check_config_leaves_journals_alone(tmp_path):
+    """--check-config builds the zones as a start would, but neither reads nor removes nor
+    writes a journal."""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    damaged, stale = storage / "ixfr.test.journal", storage / "none.test.journal"
+    damaged.write_bytes(b"STEERJNL damaged")
+    stale.write_bytes(b"STEERJNL stale")
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(CONFIG.format(listen='["127.0.0.1:53530"]', ctl=tmp_path / "ctl.sock",
+                                  dir=tmp_path))
+    out = subprocess.run([STEERD, "-c", str(conf), "--check-config"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "journal" not in out.stdout + out.stderr
+    assert damaged.read_bytes() == b"STEERJNL damaged" and stale.exists()
