@@ -1,6 +1,7 @@
 /*
  * IXFR history: the difference between two loaded versions of a zone, and journals of such
- * differences. Built on the control thread during a reload; read by query and TCP threads.
+ * differences. Built on the control thread during a reload or when a secondary zone's new
+ * version is published; read by query and TCP threads.
  *
  * The difference walks both zones node by node: a record of the old zone that the new one
  * does not have (same owner, type, TTL and rdata) is deleted, a record of the new zone the

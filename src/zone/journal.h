@@ -1,11 +1,11 @@
 /*
- * The IXFR history of a primary zone: the differences between its successive versions
- * (RFC 1995 difference sequences), computed on the control thread when a reload replaces
- * the zone, then immutable. A journal is shared by reference count between the zone set
- * entries of successive configuration snapshots and by the transfers streaming from it, so
- * query and TCP threads read it without locks. The daemon keeps a copy on disk
- * (zone/journal_file.h) and resumes from it at start when it ends at the loaded serial;
- * without one, IXFR falls back to a full transfer, as RFC 1995 4 allows.
+ * The IXFR history of a zone: the differences between its successive versions (RFC 1995
+ * difference sequences), computed on the control thread when a reload replaces a primary zone
+ * or a secondary zone gets a new version from its primaries, then immutable. A journal is shared by
+ * reference count between the zone set entries of successive configuration snapshots and by the
+ * transfers streaming from it, so query and TCP threads read it without locks. The daemon keeps a
+ * copy on disk (zone/journal_file.h) and resumes from it at start when it ends at the loaded
+ * version; without one, IXFR falls back to a full transfer, as RFC 1995 4 allows.
  */
 #pragma once
 
