@@ -615,7 +615,8 @@ const conf_key_t conf_keys[] = {
      .def = "/var/lib/steer",
      .doc = "Folder where secondary zones without `file` are kept, one "
             "`<domain>.zone` each, and the IXFR history of every zone that keeps one, one "
-            "`<domain>.journal` each. Must be writable by the daemon's user."},
+            "`<domain>.journal` each. Must be writable by the daemon's user. Quick mode "
+            "(no configuration file) has none: it neither reads nor writes this folder."},
     SERVER_UINT("tcp-max-clients", tcp_max_clients, 1, 1000000, "1000", 0,
                 "Open TCP connections allowed across all TCP threads. When all are open, a new "
                 "connection takes the socket of an idle one (the oldest, preferring clients "

@@ -106,7 +106,7 @@ int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t
 		if (ret != 0)
 			return ret;
 	} else {
-		conf = conf_new_default();
+		conf = conf_new_quick();
 		/* The socket steerctl tries first without -s, so quick mode needs no flags. */
 		char sock[CTL_SOCKET_PATH_MAX];
 		free(conf->control_socket);
