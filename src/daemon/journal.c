@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "dns/dname.h"
@@ -21,10 +23,75 @@
 static bool g_enabled;
 /* The last write failed and said so: one line per outage, not one per zone and change. */
 static bool g_write_failed;
+/*
+ * The journal files this process wrote (full paths, sorted, owned): the only ones it may
+ * remove. A file found at start may belong to another daemon sharing the folder, or to this
+ * zone before an edit; it is never deleted, only replaced by the next change.
+ */
+static char **g_written;
+static size_t g_n_written, g_cap_written;
 
 void daemon_journal_enable(void)
 {
 	g_enabled = true;
+}
+
+void daemon_journal_stop(void)
+{
+	for (size_t i = 0; i < g_n_written; i++)
+		free(g_written[i]);
+	free(g_written);
+	g_written = NULL;
+	g_n_written = g_cap_written = 0;
+	g_enabled = false;
+}
+
+/* Where @p path is in g_written, or would be inserted; *found says whether it is there. */
+static size_t written_find(const char *path, bool *found)
+{
+	size_t lo = 0, hi = g_n_written;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int cmp = strcmp(g_written[mid], path);
+		if (cmp == 0) {
+			*found = true;
+			return mid;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static void written_add(const char *path)
+{
+	bool found;
+	size_t at = written_find(path, &found);
+	if (found)
+		return;
+	if (g_n_written == g_cap_written) {
+		g_cap_written = g_cap_written ? 2 * g_cap_written : 16;
+		g_written = xrealloc(g_written, g_cap_written * sizeof(*g_written));
+	}
+	memmove(&g_written[at + 1], &g_written[at], (g_n_written - at) * sizeof(*g_written));
+	g_written[at] = xstrdup(path);
+	g_n_written++;
+}
+
+/* Forget @p path; true when this process had written it. */
+static bool written_take(const char *path)
+{
+	bool found;
+	size_t at = written_find(path, &found);
+	if (!found)
+		return false;
+	free(g_written[at]);
+	memmove(&g_written[at], &g_written[at + 1], (g_n_written - at - 1) * sizeof(*g_written));
+	g_n_written--;
+	return true;
 }
 
 /* Only zones that someone may transfer keep a history, and only when asked to. */
@@ -82,10 +149,9 @@ zone_journal_t *daemon_journal_restore(const conf_t *conf, const conf_zone_t *cz
 	char path[PATH_MAX];
 	if (!g_enabled || !journal_path(conf, cz, path, sizeof(path)))
 		return NULL;
-	if (!keeps_history(cz)) {
-		remove_file(path, zone->name, "the zone keeps no IXFR history");
+	/* Not even read: the file may be another daemon's, and it is left as found. */
+	if (!keeps_history(cz))
 		return NULL;
-	}
 	zone_journal_t *loaded = NULL;
 	uint64_t digest = 0;
 	char err[512];
@@ -93,15 +159,17 @@ zone_journal_t *daemon_journal_restore(const conf_t *conf, const conf_zone_t *cz
 	if (ret == STEER_ENOENT || (ret == 0 && loaded == NULL))
 		return NULL;
 	if (ret != 0) {
-		log_warn("zone %s: journal %s ignored, IXFR starts with an empty history: %s",
+		log_warn("zone %s: journal %s ignored, IXFR starts with an empty history (the "
+		         "file is replaced at the next change): %s",
 		         zone->name, path, err);
 		return NULL;
 	}
 	const char *why = mismatch(loaded, digest, zone, err, sizeof(err));
 	zone_journal_t *j = why ? NULL : zone_journal_resume(loaded, zone, cz->ixfr_history);
 	if (why != NULL) {
-		log_warn("zone %s: journal %s discarded: %s", zone->name, path, why);
-		remove_file(path, zone->name, "it does not lead to the zone served");
+		log_warn("zone %s: journal %s discarded: %s; IXFR starts with an empty history "
+		         "(the file is replaced at the next change)",
+		         zone->name, path, why);
 	} else if (j != NULL) {
 		log_info("zone %s: IXFR history of %zu changes (serials %u to %u) read from %s",
 		         zone->name, j->n, j->changes[0]->from, zone->serial, path);
@@ -131,7 +199,12 @@ static int save_creating_dir(const char *path, const zone_t *zone, const zone_jo
 static void persist_one(const char *path, const zone_set_entry_t *e)
 {
 	if (e->journal == NULL) {
-		remove_file(path, e->zone->name, "its IXFR history ended");
+		if (written_take(path))
+			remove_file(path, e->zone->name, "its IXFR history ended");
+		else
+			log_info("zone %s: IXFR history ended; journal %s, not written by this "
+			         "process, is left in place",
+			         e->zone->name, path);
 		return;
 	}
 	int ret = save_creating_dir(path, e->zone, e->journal);
@@ -142,6 +215,8 @@ static void persist_one(const char *path, const zone_set_entry_t *e)
 	else if (ret == 0 && g_write_failed)
 		log_info("zone %s: journal %s written again", e->zone->name, path);
 	g_write_failed = ret != 0;
+	if (ret == 0)
+		written_add(path);
 }
 
 void daemon_journal_persist(const conf_t *conf, const zone_set_t *old, const zone_set_t *set)

@@ -1181,7 +1181,8 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
-	daemon_xfr_stop(); /* no query thread can call it any more */
+	daemon_xfr_stop();     /* no query thread can call it any more */
+	daemon_journal_stop(); /* no zone set is published any more */
 	/* With no query thread left; it still explains with the GSLB view. */
 	decisions_stop(s);
 	paths_stop(s); /* the demand rings too: no query thread writes them now */
