@@ -11,8 +11,9 @@ Steer is the primary; each reload that raises the serial adds one change to the 
   with the same zone as Steer (compared by AXFR from both);
 - the history is kept in <server.storage>/<zone>.journal: after a restart it is read back when
   it ends at the loaded serial (knotd's IXFR across the restart gets the difference), else it
-  is discarded; a corrupt file is ignored, a storage folder that cannot be written leaves the
-  history in memory, a zone without history has no file;
+  is not used and the next change replaces it; a corrupt file is ignored, a storage folder
+  that cannot be written leaves the history in memory; a daemon removes only a file it wrote
+  itself (a zone without history leaves any file alone), and quick mode keeps no file;
 - a Steer secondary keeps a history of the versions it received, so a knotd behind it
   transfers by IXFR from it, also after the secondary restarted.
 """
@@ -33,7 +34,7 @@ import dns.xfr
 import dns.zone
 import pytest
 
-from conftest import STEERD, free_port, wait_for
+from conftest import STEERD, assert_no_sanitizer_report, free_port, wait_for
 
 KDIG = shutil.which("kdig") or "/usr/bin/kdig"
 KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
@@ -437,18 +438,26 @@ def test_history_survives_restart(primary, tmp_path):
 
 
 def test_history_not_ending_at_the_zone_is_discarded(primary, tmp_path):
+    """Not used, not deleted: the next change replaces the file."""
     port = port_for(primary, "127.0.0.1")
     journal = tmp_path / "storage" / "ixfr.test.journal"
     write_zone(primary.zone_file, v2())
     reload(primary)
     assert primary.stop() == 0
     write_zone(primary.zone_file, v3())  # changed while steerd was down
+    old = journal.read_bytes()
     primary.returncode = None
     primary.start()
     assert re.search(r"journal .* discarded: it ends at serial 2, the zone is at 3",
                      primary.log())
-    assert not journal.exists()
+    assert journal.read_bytes() == old
     assert whole_zone(kdig_ixfr(port, 2), 3)
+    write_zone(primary.zone_file, v4())
+    reload(primary)
+    assert journal.read_bytes() != old
+    restart(primary)
+    assert "IXFR history of 1 changes (serials 3 to 4) read from" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 2), 4)
 
 
 def test_history_of_other_records_with_the_same_serial_is_discarded(primary, tmp_path):
@@ -502,22 +511,23 @@ def test_unwritable_storage_keeps_history_in_memory(steerd, tmp_path):
     assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2, DIFF_2_3], 3)
 
 
-def test_zone_without_history_keeps_no_file(steerd, tmp_path):
+def test_zone_without_history_leaves_files_alone(steerd, tmp_path):
+    """A zone without history neither reads nor removes a file found in the storage folder
+    (another daemon may own it); a file this process wrote goes when its history ends."""
     storage = tmp_path / "storage"
     storage.mkdir()
-    stale = storage / "none.test.journal"
-    stale.write_bytes(b"STEERJNL stale")
+    foreign = storage / "none.test.journal"
+    foreign.write_bytes(b"STEERJNL not ours")
     (tmp_path / "ixfr.test.zone").write_text(v1())
     (tmp_path / "none.test.zone").write_text(
         "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
     srv = steerd(config=CONFIG, ready_zone="ixfr.test")
-    assert not stale.exists()
-    assert "removed journal" in srv.log()
     write_zone(tmp_path / "none.test.zone", "$ORIGIN none.test.\n@ 300 SOA ns h 2 2 3 4 5\n"
                "@ 300 NS ns\nns 300 A 192.0.2.1\n")
     reload(srv)
-    assert not stale.exists()
-    # ixfr-history going to 0 on reload removes the file of a zone that had one
+    assert foreign.read_bytes() == b"STEERJNL not ours"
+    assert "none.test" not in "".join(x for x in srv.log().splitlines() if "journal" in x)
+    # ixfr-history going to 0 on reload removes the file this process wrote
     write_zone(tmp_path / "ixfr.test.zone", v2())
     reload(srv)
     assert (storage / "ixfr.test.journal").exists()
@@ -526,6 +536,73 @@ def test_zone_without_history_keeps_no_file(steerd, tmp_path):
         '    ixfr-history: 0\n'))
     reload(srv)
     assert not (storage / "ixfr.test.journal").exists()
+    assert "removed journal" in srv.log()
+    assert foreign.read_bytes() == b"STEERJNL not ours"
+
+
+def test_history_read_back_then_ended_leaves_the_file(primary, tmp_path):
+    """A file this process only read (written before its start) is not its own: when the
+    history ends it stays, and is not resumed while it does not lead to the zone."""
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    restart(primary)
+    assert "IXFR history of 1 changes (serials 1 to 2) read from" in primary.log()
+    kept = journal.read_bytes()
+    write_zone(primary.zone_file, v1())  # the serial goes back: the history ends
+    reload(primary)
+    assert journal.read_bytes() == kept
+    assert re.search(r"IXFR history ended; journal .* not written by this process, is left "
+                     r"in place", primary.log())
+    restart(primary)
+    assert "discarded: it ends at serial 2, the zone is at 1" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 1), 1)
+
+
+def test_quick_mode_keeps_no_journal(tmp_path):
+    """steerd --zone on a machine with a production daemon: quick mode has no storage folder,
+    so that daemon's journal of the same zone stays as it is and nothing is written. The
+    machine's /var/lib/steer is replaced by an empty folder of the test (a mount namespace)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    var = tmp_path / "var-lib-steer"
+    var.mkdir()
+    theirs = var / "ixfr.test.journal"
+    theirs.write_bytes(b"STEERJNL the production daemon's")
+    zone = tmp_path / "ixfr.test.zone"
+    zone.write_text(v1())
+    port = free_port()
+    script = (f"mkdir -p /var/lib/steer && mount --bind {var} /var/lib/steer && "
+              f"exec {STEERD} --listen 127.0.0.1:{port} --zone ixfr.test={zone} "
+              f"--control-socket {tmp_path / 'ctl.sock'}")
+    log = open(tmp_path / "steerd.log", "wb")
+    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             script], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        wait_for(lambda: proc.poll() is not None or kdig_soa(port) == 1, 20,
+                 what="quick-mode steerd answering")
+        assert proc.poll() is None, (tmp_path / "steerd.log").read_text()
+        write_zone(zone, v2())
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: kdig_soa(port) == 2, 20, what="serial 2 after SIGHUP")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        log.close()
+    out = (tmp_path / "steerd.log").read_text()
+    assert_no_sanitizer_report(out)
+    assert "journal" not in out, out
+    assert sorted(x.name for x in var.iterdir()) == ["ixfr.test.journal"]
+    assert theirs.read_bytes() == b"STEERJNL the production daemon's"
+
+
+def kdig_soa(port: int) -> int | None:
+    """The serial steerd on @port answers for ixfr.test, None without an answer."""
+    out = subprocess.run([KDIG, "@127.0.0.1", "-p", str(port), "+short", "+time=1",
+                          "+retry=0", "ixfr.test", "SOA"], capture_output=True, text=True,
+                         timeout=10).stdout.split()
+    return int(out[2]) if len(out) >= 3 and out[2].isdigit() else None
 
 
 def ixfr_finished(log: str) -> list[str]:
@@ -621,13 +698,14 @@ def test_primary_history_kept_when_a_secondary_zone_updates(steerd, tmp_path):
     upstream = steerd(config="""server:
   listen: {listen}
   control-socket: {ctl}
+  storage: UPDIR/storage
   workers: 1
   tcp-workers: 1
 zones:
   - domain: up.test
     file: UPFILE
     xfr-allow: [127.0.0.1]
-""".replace("UPFILE", str(up_zone)), ready_zone="up.test")
+""".replace("UPFILE", str(up_zone)).replace("UPDIR", str(up_dir)), ready_zone="up.test")
     (tmp_path / "ixfr.test.zone").write_text(v1())
     (tmp_path / "none.test.zone").write_text(
         "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
