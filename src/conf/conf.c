@@ -1424,6 +1424,15 @@ conf_t *conf_new_default(void)
 	return conf;
 }
 
+conf_t *conf_new_quick(void)
+{
+	conf_t *conf = conf_new_default();
+	/* The default folder is the production daemon's: its journals are not ours to touch. */
+	free(conf->storage);
+	conf->storage = NULL;
+	return conf;
+}
+
 int conf_add_listen(conf_t *conf, const char *text, char *err, size_t errlen)
 {
 	const conf_key_t *key = conf_find_key("server", "listen");

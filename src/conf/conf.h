@@ -494,7 +494,8 @@ typedef struct {
 	                            * conf_identity() for the value in force */
 	char *version;             /* CH TXT version.bind / version.server; NULL = "Steer
 	                            * <version>"; "" = hidden (REFUSED) */
-	char *storage;             /* folder for secondary zones (default /var/lib/steer) */
+	char *
+	    storage; /* secondary zones and journals (default /var/lib/steer; NULL in quick mode) */
 	unsigned tcp_max_per_address; /* open TCP connections one client address may hold */
 	unsigned tcp_max_per_prefix;  /* ... one /24 (IPv4) or /56 (IPv6) may hold */
 
@@ -546,8 +547,16 @@ typedef struct {
 	conf_paths_t paths;
 } conf_t;
 
-/** A configuration with every default and no zones (quick mode starts from this). */
+/** A configuration with every default and no zones (the YAML loader starts from this). */
 conf_t *conf_new_default(void);
+
+/**
+ * The configuration quick mode starts from: conf_new_default() without server.storage (NULL),
+ * so a daemon started from the command line keeps its state in memory and never reads, writes
+ * or removes files in the folder of a daemon run from a configuration file. Caller frees it
+ * with conf_free().
+ */
+conf_t *conf_new_quick(void);
 
 /**
  * Parse and validate the YAML file @p path. On error returns STEER_ECONF and writes

@@ -614,7 +614,9 @@ const conf_key_t conf_keys[] = {
      .offset = offsetof(conf_t, storage),
      .def = "/var/lib/steer",
      .doc = "Folder where secondary zones without `file` are kept, one "
-            "`<domain>.zone` each. Must be writable by the daemon's user."},
+            "`<domain>.zone` each, and the IXFR history of every zone that keeps one, one "
+            "`<domain>.journal` each. Must be writable by the daemon's user. Quick mode "
+            "(no configuration file) has none: it neither reads nor writes this folder."},
     SERVER_UINT("tcp-max-clients", tcp_max_clients, 1, 1000000, "1000", 0,
                 "Open TCP connections allowed across all TCP threads. When all are open, a new "
                 "connection takes the socket of an idle one (the oldest, preferring clients "
@@ -747,13 +749,15 @@ const conf_key_t conf_keys[] = {
      .min = 0,
      .max = 10000,
      .def = "20",
-     .doc = "How many changes of the zone (each reload that raised its SOA serial) are kept "
-            "so that IXFR (RFC 1995) can send a secondary only what changed since its version. "
-            "The history lives in memory: it starts empty at start-up, is cleared when a new "
+     .doc = "How many changes of the zone (each reload that raised its SOA serial, or each "
+            "new version of a secondary zone) are kept so that IXFR (RFC 1995) can send a "
+            "secondary only what changed since its version. The history is kept in "
+            "`<server.storage>/<domain>.journal` and read back at start when it ends at the "
+            "serial of the zone loaded (otherwise it starts empty); it is cleared when a new "
             "serial is not greater than the old one (RFC 1982), and its oldest changes are "
             "dropped while all of them together are larger than the zone itself. A client "
             "whose version is not in it gets the whole zone, as RFC 1995 4 allows. Kept only "
-            "for zones with an `xfr-allow`. 0: AXFR only."},
+            "for zones with an `xfr-allow`. 0: AXFR only (and no file)."},
     /* ---- TSIG keys ---- */
     {.section = "keys",
      .name = "name",

@@ -26,6 +26,7 @@
 #include "daemon/decisions.h"
 #include "daemon/paths.h"
 #include "daemon/forward.h"
+#include "daemon/journal.h"
 #include "daemon/notify.h"
 #include "daemon/tap.h"
 #include "daemon/xfr.h"
@@ -105,7 +106,7 @@ int server_conf_build(const server_opts_t *opts, conf_t **out, char *err, size_t
 		if (ret != 0)
 			return ret;
 	} else {
-		conf = conf_new_default();
+		conf = conf_new_quick();
 		/* The socket steerctl tries first without -s, so quick mode needs no flags. */
 		char sock[CTL_SOCKET_PATH_MAX];
 		free(conf->control_socket);
@@ -168,15 +169,35 @@ static int zone_add_pending(const conf_zone_t *cz, zone_set_t *set, const zone_s
 }
 
 /*
+ * The IXFR history to serve @p zone with (a new reference, NULL = none): the previous
+ * version's history in @p old plus the difference to @p zone, or the journal file's when the
+ * zone was not served before.
+ */
+static zone_journal_t *zone_history(const conf_t *conf, const conf_zone_t *cz,
+                                    const zone_set_t *old, const zone_t *zone)
+{
+	const zone_set_entry_t *prev = old ? zone_set_get(old, zone->apex) : NULL;
+	if (prev == NULL)
+		return daemon_journal_restore(conf, cz, zone);
+	/* Nobody may transfer a zone without xfr-allow: its history would cost for nothing. */
+	if (cz->n_xfr_allow == 0)
+		return NULL;
+	return zone_journal_next(prev->journal, prev->zone, zone, cz->ixfr_history);
+}
+
+/*
  * A secondary zone is never read here: the transfer module holds its current version
  * (pending in the set until the first transfer), so a reload neither drops nor re-reads it.
+ * Its history grows by the difference from the version @p old served.
  */
-static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_set_t *set,
-                                server_report_t *report, char *err, size_t errlen)
+static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, const zone_set_t *old,
+                                zone_set_t *set, server_report_t *report, char *err, size_t errlen)
 {
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
 	zone_t *zone = daemon_xfr_zone(conf, cz, &tmpl);
+	if (zone != NULL)
+		tmpl.journal = zone_history(conf, cz, old, zone);
 	int ret = zone != NULL ? zone_set_add(set, zone, &tmpl) : zone_add_pending(cz, set, &tmpl);
 	if (ret != 0) {
 		char msg[512];
@@ -185,6 +206,7 @@ static int zone_build_secondary(const conf_t *conf, const conf_zone_t *cz, zone_
 		err_append(err, errlen, msg);
 		zone_unref(zone);
 	}
+	zone_journal_unref(tmpl.journal);
 	free(tmpl.xfr_allow);
 	free(tmpl.notify_allow);
 	if (ret == 0)
@@ -198,7 +220,7 @@ static int zone_build_one(const conf_t *conf, const conf_zone_t *cz, const zone_
 {
 	char msg[1024];
 	if (cz->n_primaries > 0)
-		return zone_build_secondary(conf, cz, set, report, err, errlen);
+		return zone_build_secondary(conf, cz, old, set, report, err, errlen);
 	zone_t *zone = zone_reusable(old, cz);
 	bool loaded = zone == NULL;
 	if (zone != NULL) {
@@ -216,11 +238,7 @@ static int zone_build_one(const conf_t *conf, const conf_zone_t *cz, const zone_
 	}
 	zone_set_entry_t tmpl;
 	zone_entry_from_conf(cz, &tmpl);
-	/* Nobody may transfer a zone without xfr-allow: its history would cost for nothing. */
-	const zone_set_entry_t *prev =
-	    old && cz->n_xfr_allow > 0 ? zone_set_get(old, zone->apex) : NULL;
-	if (prev != NULL)
-		tmpl.journal = zone_journal_next(prev->journal, prev->zone, zone, cz->ixfr_history);
+	tmpl.journal = zone_history(conf, cz, old, zone);
 	int ret = zone_set_add(set, zone, &tmpl);
 	free(tmpl.xfr_allow);
 	zone_journal_unref(tmpl.journal);
@@ -414,7 +432,7 @@ static int zones_with_secondaries(const server_t *s, zone_set_t **out, char *err
 	for (size_t i = 0; i < s->conf->n_zones && ret == 0; i++) {
 		const conf_zone_t *cz = &s->conf->zones[i];
 		if (cz->n_primaries > 0) {
-			ret = zone_build_secondary(s->conf, cz, set, &report, err, errlen);
+			ret = zone_build_secondary(s->conf, cz, old, set, &report, err, errlen);
 			continue;
 		}
 		uint8_t apex[DNS_DNAME_MAXLEN];
@@ -426,6 +444,7 @@ static int zones_with_secondaries(const server_t *s, zone_set_t **out, char *err
 			continue;
 		zone_set_entry_t tmpl;
 		zone_entry_from_conf(cz, &tmpl);
+		tmpl.journal = e->journal; /* zone_set_add() takes its own reference */
 		zone_ref(e->zone);
 		if ((ret = zone_set_add(set, e->zone, &tmpl)) != 0)
 			zone_unref(e->zone);
@@ -452,6 +471,7 @@ void server_zones_republish(server_t *s)
 		log_err("secondary zone update refused: still serving the previous zones");
 		return;
 	}
+	daemon_journal_persist(s->conf, s->view->auth.zones, set);
 	net_view_t *view = view_new(set, s->gslb, s->conf, s->fwd, &s->hardening);
 	/* net_publish() waits for the grace period: no query thread sees the old view after. */
 	const net_view_t *old = net_publish(s->net, view);
@@ -958,6 +978,7 @@ int server_start(server_t *s, const server_opts_t *opts, conf_t *conf)
 	if (ret != 0)
 		goto fail;
 	daemon_xfr_init();
+	daemon_journal_enable();
 	ret = server_zones_build(conf, NULL, &set, &report, err, sizeof(err));
 	server_report_clear(&report);
 	if (ret != 0)
@@ -1124,6 +1145,7 @@ int server_reload(server_t *s, bool force, server_report_t *report, char *err, s
 	conf_restart_only_changes(s->boot_conf, conf, report->restart, sizeof(report->restart));
 	paths_reload(s, conf, paths_token, &gslb);
 	explicit_bzero(paths_token, sizeof(paths_token));
+	daemon_journal_persist(conf, s->view->auth.zones, set);
 	reload_apply(s, conf, set, gslb);
 	daemon_xfr_applied();
 	daemon_xfr_announce(conf, set, report->loaded, report->n_loaded, false);
@@ -1175,7 +1197,8 @@ void server_stop(server_t *s)
 		net_stop(s->net);
 	net_free(s->net);
 	s->net = NULL;
-	daemon_xfr_stop(); /* no query thread can call it any more */
+	daemon_xfr_stop();     /* no query thread can call it any more */
+	daemon_journal_stop(); /* no zone set is published any more */
 	/* With no query thread left; it still explains with the GSLB view. */
 	decisions_stop(s);
 	paths_stop(s); /* the demand rings too: no query thread writes them now */

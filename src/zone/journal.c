@@ -1,6 +1,7 @@
 /*
  * IXFR history: the difference between two loaded versions of a zone, and journals of such
- * differences. Built on the control thread during a reload; read by query and TCP threads.
+ * differences. Built on the control thread during a reload or when a secondary zone's new
+ * version is published; read by query and TCP threads.
  *
  * The difference walks both zones node by node: a record of the old zone that the new one
  * does not have (same owner, type, TTL and rdata) is deleted, a record of the new zone the
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/siphash.h"
 #include "dns/const.h"
 #include "dns/dname.h"
 #include "dns/wire.h"
@@ -209,6 +211,43 @@ zone_journal_t *zone_journal_next(const zone_journal_t *old, const zone_t *from,
 	bool chained = old && old->n > 0 && old->changes[old->n - 1]->to == from->serial;
 	return journal_build(chained ? old->changes : NULL, chained ? old->n : 0, c, max_changes,
 	                     limit);
+}
+
+/* Any fixed key: the digest detects edits, it does not stand up to someone forging them. */
+#define DIGEST_K0 0x5374656572204a6eull
+#define DIGEST_K1 0x6c20646967657374ull
+
+uint64_t zone_digest(const zone_t *zone)
+{
+	size_t n_nodes;
+	uint64_t sum = 0;
+	const zone_node_t *nodes = zone_nodes(zone, &n_nodes);
+	for (size_t i = 0; i < n_nodes; i++) {
+		const zone_node_t *node = &nodes[i];
+		uint64_t owner =
+		    steer_siphash13(DIGEST_K0, DIGEST_K1, node->owner, dname_len(node->owner));
+		for (uint16_t r = 0; r < node->n_rrsets; r++) {
+			const zone_rrset_t *rrset = &node->rrsets[r];
+			uint64_t k1 = DIGEST_K1 ^ ((uint64_t)rrset->type << 32 | rrset->ttl);
+			zone_rdata_iter_t it = zone_rdata_iter(rrset);
+			uint16_t rdlen;
+			const uint8_t *rdata;
+			/* a sum of per-record hashes: the same records in any order, the same
+			 * digest */
+			while ((rdata = zone_rdata_next(&it, &rdlen)) != NULL)
+				sum += steer_siphash13(DIGEST_K0 ^ owner, k1, rdata, rdlen);
+		}
+	}
+	return sum;
+}
+
+zone_journal_t *zone_journal_resume(const zone_journal_t *loaded, const zone_t *zone,
+                                    unsigned max_changes)
+{
+	if (loaded == NULL || loaded->n == 0 || max_changes == 0 ||
+	    loaded->changes[loaded->n - 1]->to != zone->serial)
+		return NULL;
+	return journal_build(loaded->changes, loaded->n, NULL, max_changes, zone_bytes(zone));
 }
 
 long zone_journal_find(const zone_journal_t *journal, uint32_t serial, uint32_t current)

@@ -1,10 +1,11 @@
 /*
- * The IXFR history of a primary zone: the differences between its successive versions
- * (RFC 1995 difference sequences), computed on the control thread when a reload replaces
- * the zone, then immutable. A journal is shared by reference count between the zone set
- * entries of successive configuration snapshots and by the transfers streaming from it, so
- * query and TCP threads read it without locks. It lives in memory only: after a restart it
- * is empty and IXFR falls back to a full transfer, as RFC 1995 4 allows.
+ * The IXFR history of a zone: the differences between its successive versions (RFC 1995
+ * difference sequences), computed on the control thread when a reload replaces a primary zone
+ * or a secondary zone gets a new version from its primaries, then immutable. A journal is shared by
+ * reference count between the zone set entries of successive configuration snapshots and by the
+ * transfers streaming from it, so query and TCP threads read it without locks. The daemon keeps a
+ * copy on disk (zone/journal_file.h) and resumes from it at start when it ends at the loaded
+ * version; without one, IXFR falls back to a full transfer, as RFC 1995 4 allows.
  */
 #pragma once
 
@@ -63,6 +64,24 @@ static inline bool zone_serial_gt(uint32_t a, uint32_t b)
  */
 zone_journal_t *zone_journal_next(const zone_journal_t *old, const zone_t *from, const zone_t *to,
                                   unsigned max_changes) STEER_WUR;
+
+/**
+ * A digest of @p zone's records (owner, type, TTL, rdata; the SOA included), independent of
+ * their order in the zone file: a journal file records it for the version its history ends
+ * at, so a zone edited without a new serial while steerd was down does not resume a history
+ * that no longer leads to it. Not a MAC (fixed key). Any thread; allocation-free.
+ */
+uint64_t zone_digest(const zone_t *zone) STEER_NONNULL(1);
+
+/**
+ * The journal to serve with @p zone at start from @p loaded (read back from disk): @p loaded
+ * trimmed as zone_journal_next() trims (at most @p max_changes changes, no more bytes than
+ * @p zone in a full transfer), provided it ends exactly at @p zone's serial. NULL when it does
+ * not (the zone changed while the history was not kept), or when nothing is left. Returns a
+ * new reference; @p loaded keeps the caller's. Control thread; aborts on out-of-memory.
+ */
+zone_journal_t *zone_journal_resume(const zone_journal_t *loaded, const zone_t *zone,
+                                    unsigned max_changes) STEER_NONNULL(2) STEER_WUR;
 
 /**
  * Index of the change that starts at serial @p serial in @p journal, provided the journal

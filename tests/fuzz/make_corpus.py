@@ -9,6 +9,7 @@ found by libFuzzer live next to the seeds under their SHA-1 names and are left a
 
 import random
 import struct
+import zlib
 from pathlib import Path
 
 import dns.edns
@@ -530,6 +531,48 @@ def ctl_request_seeds():
     return seeds
 
 
+def journal_file(changes, apex="fuzz.test.", version=1):
+    """A journal file (src/zone/journal_file.h) holding @changes [(from, to, dels, adds)],
+    each record a (name, type, ttl, rdata) tuple of wire bytes."""
+    owner = dns.name.from_text(apex).to_wire()
+    head = (b"STEERJNL" + struct.pack("!HHIQB", version, 0, len(changes), 0x5eed, len(owner))
+            + owner)
+    out = head + struct.pack("!I", zlib.crc32(head))
+    for frm, to, dels, adds in changes:
+        data = b"".join(dns.name.from_text(n).to_wire() + struct.pack("!HIH", t, ttl, len(rd)) + rd
+                        for n, t, ttl, rd in dels + adds)
+        part = struct.pack("!5I", frm, to, len(dels), len(adds), len(data)) + data
+        out += part + struct.pack("!I", zlib.crc32(part))
+    return out
+
+
+def journal_load_seeds():
+    def soa(serial):
+        rd = (dns.name.from_text("ns.fuzz.test.").to_wire()
+              + dns.name.from_text("h.fuzz.test.").to_wire()
+              + struct.pack("!5I", serial, 3600, 900, 604800, 300))
+        return ("fuzz.test.", 6, 300, rd)
+    a = ("www.fuzz.test.", 1, 300, bytes([192, 0, 2, 1]))
+    b = ("www.fuzz.test.", 1, 300, bytes([192, 0, 2, 2]))
+    txt = ("t.x.fuzz.test.", 16, 60, b"\x05hello")
+    one = journal_file([(1, 2, [soa(1), a], [soa(2), b])])
+    two = journal_file([(1, 2, [soa(1), a], [soa(2), b]), (2, 3, [soa(2)], [soa(3), txt])])
+    flipped = bytearray(two)
+    flipped[len(two) // 2] ^= 0x10
+    return {
+        "one-change": one,
+        "two-changes": two,
+        "no-change": journal_file([]),
+        "wrapped-serial": journal_file([(0xfffffff0, 5, [soa(0xfffffff0)], [soa(5)])]),
+        "truncated": two[:-9],
+        "flipped": bytes(flipped),
+        "other-zone": journal_file([], apex="other.test."),
+        "version-2": journal_file([(1, 2, [soa(1)], [soa(2)])], version=2),
+        "unchained": journal_file([(1, 2, [soa(1)], [soa(2)]), (3, 4, [soa(3)], [soa(4)])]),
+        "empty": b"",
+    }
+
+
 def write(target, seeds):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -552,6 +595,7 @@ def main():
     write("pathfmt", pathfmt_seeds())
     write("zone_load", zone_load_seeds())
     write("ctl_request", ctl_request_seeds())
+    write("journal_load", journal_load_seeds())
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import dns.query
 import dns.rcode
 import dns.rdatatype
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONES_DIR = ROOT / "tests" / "data" / "zones" / "integration"
@@ -422,6 +423,39 @@ def _listen_list(listen) -> list[tuple[str, int]]:
     return out
 
 
+def with_test_storage(text: str, storage: Path) -> str:
+    """@text (a config) with server.storage set to @storage when it sets none, so no test
+    daemon reads, writes or removes anything in the machine's /var/lib/steer (secondary zones,
+    IXFR journals). One line is inserted after "server:" (a "server:" section is appended
+    when there is none); text that is not YAML, or a flow-style server section, is returned
+    as it is, for the tests of bad configs."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(doc, dict):
+        return text
+    server = doc.get("server")
+    if isinstance(server, dict) and "storage" in server:
+        return text
+    line = f"storage: {json.dumps(str(storage))}"
+    if "server" not in doc:
+        return text + ("" if text.endswith("\n") or not text else "\n") + f"server:\n  {line}\n"
+    lines = text.split("\n")
+    heads = [i for i, x in enumerate(lines) if x.split("#")[0].rstrip() == "server:"]
+    if len(heads) != 1:
+        return text
+    head = heads[0]
+    indent = "  "
+    for x in lines[head + 1:]:
+        if x.strip() and not x.lstrip().startswith("#"):
+            if x[0] in " \t":
+                indent = x[:len(x) - len(x.lstrip())]
+            break
+    lines.insert(head + 1, indent + line)
+    return "\n".join(lines)
+
+
 class Launcher:
     """Starts daemons in one folder and checks each one's shutdown at the end."""
 
@@ -451,6 +485,7 @@ class Launcher:
             zones_yaml = "zones:\n" + "".join(
                 f"  - domain: {name}\n    file: {path}\n" for name, path in paths.items())
             text = config.format(listen=listen_yaml, ctl=ctl, dir=workdir, zones=zones_yaml)
+            text = with_test_storage(text, workdir / "storage")
             conf_path = workdir / f"steer{n}.yaml"
             conf_path.write_text(text)
             argv = [STEERD, "-c", str(conf_path)]
@@ -481,7 +516,7 @@ def steerd(tmp_path):
     listen:  hosts ("127.0.0.1", "::1") or (host, port) tuples; default one random 127.0.0.1.
     config:  YAML text: start in config mode (-c). Placeholders {listen}, {ctl}, {dir} and
              {zones} (a ready "zones:" section for the zones above) are filled in; literal
-             braces must be doubled.
+             braces must be doubled. Without a server.storage, it gets tmp_path/storage.
     args:    extra command-line arguments.
     ready:   wait until it answers (default); False returns at once.
     prefix:  command prefix, e.g. ["ip", "netns", "exec", NS].

@@ -8,8 +8,14 @@ Steer is the primary; each reload that raises the serial adds one change to the 
 - an unknown serial gets the whole zone (AXFR-style), a serial that went back clears the
   history, ixfr-history 0 keeps none;
 - a real knotd secondary of Steer transfers by IXFR after a reload (its log says so) and ends
-  with the same zone as Steer (compared by AXFR from both).
-The history lives in memory: a restart starts without one and IXFR falls back to AXFR.
+  with the same zone as Steer (compared by AXFR from both);
+- the history is kept in <server.storage>/<zone>.journal: after a restart it is read back when
+  it ends at the loaded serial (knotd's IXFR across the restart gets the difference), else it
+  is not used and the next change replaces it; a corrupt file is ignored, a storage folder
+  that cannot be written leaves the history in memory; a daemon removes only a file it wrote
+  itself (a zone without history leaves any file alone), and quick mode keeps no file;
+- a Steer secondary keeps a history of the versions it received, so a knotd behind it
+  transfers by IXFR from it, also after the secondary restarted.
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ import dns.xfr
 import dns.zone
 import pytest
 
-from conftest import free_port, wait_for
+from conftest import STEERD, assert_no_sanitizer_report, free_port, wait_for
 
 KDIG = shutil.which("kdig") or "/usr/bin/kdig"
 KNOTD = shutil.which("knotd") or "/usr/sbin/knotd"
@@ -37,6 +43,7 @@ KNOTC = shutil.which("knotc") or "/usr/sbin/knotc"
 CONFIG = """server:
   listen: {listen}
   control-socket: {ctl}
+  storage: {dir}/storage
   workers: 1
   tcp-workers: 1
 zones:
@@ -395,3 +402,351 @@ def test_random_histories_apply_to_the_current_zone(primary, seed):
         assert zone_records(zone) == want, f"from serial {serial}"
         # incremental indeed: the difference starts with the client's SOA
         assert kdig_ixfr(port, serial)[1] == soa(serial)
+
+
+# ---- the history on disk ------------------------------------------------------------------
+
+def restart(srv):
+    """Stop steerd cleanly and start it again on the same ports and configuration."""
+    assert srv.stop() == 0, srv.log()[-3000:]
+    assert not srv.problems(), srv.problems()
+    srv.returncode = None
+    srv.start()
+
+
+def whole_zone(lines: list[str], serial: int) -> bool:
+    """An AXFR-style answer: our SOA, the records, our SOA; no old SOA inside."""
+    return (lines[0] == soa(serial) and lines[-1] == soa(serial)
+            and all(" SOA " not in x for x in lines[1:-1]))
+
+
+def test_history_survives_restart(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    assert not journal.exists()
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert journal.exists()  # the storage folder was created for it
+    write_zone(primary.zone_file, v3())
+    reload(primary)
+    assert journal.read_bytes()[:8] == b"STEERJNL"
+    restart(primary)
+    assert "IXFR history of 2 changes (serials 1 to 3) read from" in primary.log()
+    assert_sequence(kdig_ixfr(port, 1), [DIFF_1_2, DIFF_2_3], 3)
+    assert_sequence(kdig_ixfr(port, 2, udp=True), [DIFF_2_3], 3)
+    # the restored history goes on growing
+    write_zone(primary.zone_file, v4())
+    reload(primary)
+    restart(primary)
+    lines = kdig_ixfr(port, 1)
+    assert lines[1] == soa(1) and lines[-1] == soa(4) and soa(3) in lines, lines[:8]
+
+
+def test_history_not_ending_at_the_zone_is_discarded(primary, tmp_path):
+    """Not used, not deleted: the next change replaces the file."""
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    write_zone(primary.zone_file, v3())  # changed while steerd was down
+    old = journal.read_bytes()
+    primary.returncode = None
+    primary.start()
+    assert re.search(r"journal .* discarded: it ends at serial 2, the zone is at 3",
+                     primary.log())
+    assert journal.read_bytes() == old
+    assert whole_zone(kdig_ixfr(port, 2), 3)
+    write_zone(primary.zone_file, v4())
+    reload(primary)
+    assert journal.read_bytes() != old
+    restart(primary)
+    assert "IXFR history of 1 changes (serials 3 to 4) read from" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 2), 4)
+
+
+def test_history_of_other_records_with_the_same_serial_is_discarded(primary, tmp_path):
+    """The zone edited while steerd was down without raising its serial: the history ends at
+    the right serial but not at these records, and is not resumed."""
+    port = port_for(primary, "127.0.0.1")
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    write_zone(primary.zone_file, v2().replace("203.0.113.100", "203.0.113.200"))
+    primary.returncode = None
+    primary.start()
+    assert "discarded: the zone's records differ from the version it ends at" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 1), 2)
+
+
+def test_corrupt_history_is_ignored(primary, tmp_path):
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    assert primary.stop() == 0
+    good = journal.read_bytes()
+    for damaged, what in ((good[:len(good) - 7], "ends early"),
+                          (good[:40] + bytes([good[40] ^ 0x20]) + good[41:], "checksum"),
+                          (b"garbage\n", "not a journal file")):
+        journal.write_bytes(damaged)
+        primary.returncode = None
+        primary.start()
+        log = primary.log()
+        assert "journal" in log and "ignored" in log and what in log, log[-2000:]
+        assert whole_zone(kdig_ixfr(port, 1), 2)
+        assert primary.stop() == 0
+    primary.returncode = None
+    primary.start()  # the daemon's teardown check wants it running
+
+
+def test_unwritable_storage_keeps_history_in_memory(steerd, tmp_path):
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    (tmp_path / "afile").write_text("not a folder\n")
+    config = CONFIG.replace("storage: {dir}/storage", "storage: {dir}/afile/storage")
+    srv = steerd(config=config, ready_zone="ixfr.test")
+    zone_file = tmp_path / "ixfr.test.zone"
+    for text in (v2(), v3()):
+        write_zone(zone_file, text)
+        reload(srv)
+    log = srv.log()
+    assert log.count("cannot write journal") == 1, log[-2000:]
+    assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2, DIFF_2_3], 3)
+
+
+def test_zone_without_history_leaves_files_alone(steerd, tmp_path):
+    """A zone without history neither reads nor removes a file found in the storage folder
+    (another daemon may own it); a file this process wrote goes when its history ends."""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    foreign = storage / "none.test.journal"
+    foreign.write_bytes(b"STEERJNL not ours")
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    srv = steerd(config=CONFIG, ready_zone="ixfr.test")
+    write_zone(tmp_path / "none.test.zone", "$ORIGIN none.test.\n@ 300 SOA ns h 2 2 3 4 5\n"
+               "@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    reload(srv)
+    assert foreign.read_bytes() == b"STEERJNL not ours"
+    assert "none.test" not in "".join(x for x in srv.log().splitlines() if "journal" in x)
+    # ixfr-history going to 0 on reload removes the file this process wrote
+    write_zone(tmp_path / "ixfr.test.zone", v2())
+    reload(srv)
+    assert (storage / "ixfr.test.journal").exists()
+    srv.config_path.write_text(srv.config_path.read_text().replace(
+        '    xfr-allow: [127.0.0.1, "::1"]\n', '    xfr-allow: [127.0.0.1, "::1"]\n'
+        '    ixfr-history: 0\n'))
+    reload(srv)
+    assert not (storage / "ixfr.test.journal").exists()
+    assert "removed journal" in srv.log()
+    assert foreign.read_bytes() == b"STEERJNL not ours"
+
+
+def test_history_read_back_then_ended_leaves_the_file(primary, tmp_path):
+    """A file this process only read (written before its start) is not its own: when the
+    history ends it stays, and is not resumed while it does not lead to the zone."""
+    port = port_for(primary, "127.0.0.1")
+    journal = tmp_path / "storage" / "ixfr.test.journal"
+    write_zone(primary.zone_file, v2())
+    reload(primary)
+    restart(primary)
+    assert "IXFR history of 1 changes (serials 1 to 2) read from" in primary.log()
+    kept = journal.read_bytes()
+    write_zone(primary.zone_file, v1())  # the serial goes back: the history ends
+    reload(primary)
+    assert journal.read_bytes() == kept
+    assert re.search(r"IXFR history ended; journal .* not written by this process, is left "
+                     r"in place", primary.log())
+    restart(primary)
+    assert "discarded: it ends at serial 2, the zone is at 1" in primary.log()
+    assert whole_zone(kdig_ixfr(port, 1), 1)
+
+
+def test_quick_mode_keeps_no_journal(tmp_path):
+    """steerd --zone on a machine with a production daemon: quick mode has no storage folder,
+    so that daemon's journal of the same zone stays as it is and nothing is written. The
+    machine's /var/lib/steer is replaced by an empty folder of the test (a mount namespace)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    var = tmp_path / "var-lib-steer"
+    var.mkdir()
+    theirs = var / "ixfr.test.journal"
+    theirs.write_bytes(b"STEERJNL the production daemon's")
+    zone = tmp_path / "ixfr.test.zone"
+    zone.write_text(v1())
+    port = free_port()
+    script = (f"mkdir -p /var/lib/steer && mount --bind {var} /var/lib/steer && "
+              f"exec {STEERD} --listen 127.0.0.1:{port} --zone ixfr.test={zone} "
+              f"--control-socket {tmp_path / 'ctl.sock'}")
+    log = open(tmp_path / "steerd.log", "wb")
+    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             script], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        wait_for(lambda: proc.poll() is not None or kdig_soa(port) == 1, 20,
+                 what="quick-mode steerd answering")
+        assert proc.poll() is None, (tmp_path / "steerd.log").read_text()
+        write_zone(zone, v2())
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: kdig_soa(port) == 2, 20, what="serial 2 after SIGHUP")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        log.close()
+    out = (tmp_path / "steerd.log").read_text()
+    assert_no_sanitizer_report(out)
+    assert "journal" not in out, out
+    assert sorted(x.name for x in var.iterdir()) == ["ixfr.test.journal"]
+    assert theirs.read_bytes() == b"STEERJNL the production daemon's"
+
+
+def kdig_soa(port: int) -> int | None:
+    """The serial steerd on @port answers for ixfr.test, None without an answer."""
+    out = subprocess.run([KDIG, "@127.0.0.1", "-p", str(port), "+short", "+time=1",
+                          "+retry=0", "ixfr.test", "SOA"], capture_output=True, text=True,
+                         timeout=10).stdout.split()
+    return int(out[2]) if len(out) >= 3 and out[2].isdigit() else None
+
+
+def ixfr_finished(log: str) -> list[str]:
+    return re.findall(r"IXFR, incoming.*finished.* (\d+) messages", log)
+
+
+def test_knot_secondary_ixfr_across_a_restart(primary, tmp_path):
+    """knotd at serial 1; Steer changes to 2 and restarts before knotd asks: knotd's IXFR
+    after the restart gets the difference from the history read back from disk."""
+    port = port_for(primary, "127.0.0.1")
+    knot = KnotSecondary(tmp_path / "knot", port)
+    try:
+        wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer (AXFR)")
+        write_zone(primary.zone_file, v2())
+        reload(primary)
+        restart(primary)
+        knot.refresh()
+        wait_for(lambda: knot.serial() == 2, 20, what="knotd at serial 2")
+        assert axfr_records(knot.port) == axfr_records(port)
+        log = knot.log_text()
+        assert len(ixfr_finished(log)) == 1, log[-3000:]
+        assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
+    finally:
+        knot.stop()
+
+
+SECONDARY_CONFIG = """server:
+  listen: {listen}
+  control-socket: {ctl}
+  storage: {dir}/sec-storage
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: ixfr.test
+    primaries: ["127.0.0.1@PRIMARY_PORT"]
+    xfr-allow: [127.0.0.1]
+    refresh-min: 1s
+"""
+
+
+def sec_serial_of(srv, name: str) -> int | None:
+    """The serial of secondary zone @name as `steerctl zones` reports it."""
+    [z] = [z for z in srv.ctl_json("zones") if z["name"].rstrip(".") == name]
+    return (z.get("secondary") or {}).get("serial")
+
+
+def test_chain_steer_secondary_gives_knot_ixfr(primary, steerd, tmp_path):
+    """Steer primary -> Steer secondary -> knotd: knotd transfers by IXFR from the secondary's
+    history of the versions it received, and again after the secondary restarted."""
+    pport = port_for(primary, "127.0.0.1")
+    sec = steerd(config=SECONDARY_CONFIG.replace("PRIMARY_PORT", str(pport)),
+                 ready_zone="ixfr.test")
+    knot = KnotSecondary(tmp_path / "knot", sec.port)
+    try:
+        wait_for(lambda: knot.serial() == 1, 20, what="knotd's first transfer from Steer")
+        for serial, text in ((2, v2()), (3, v3())):
+            write_zone(primary.zone_file, text)
+            reload(primary)
+            sec.ctl("zone-refresh", "ixfr.test")
+            wait_for(lambda s=serial: sec_serial_of(sec, "ixfr.test") == s, 20,
+                     what=f"secondary at {serial}")
+            knot.refresh()
+            wait_for(lambda s=serial: knot.serial() == s, 20, what=f"knotd at {serial}")
+            assert axfr_records(knot.port) == axfr_records(pport)
+        assert_sequence(kdig_ixfr(sec.port, 1), [DIFF_1_2, DIFF_2_3], 3)
+        journal = tmp_path / "sec-storage" / "ixfr.test.journal"
+        assert journal.exists()
+        restart(sec)
+        assert "IXFR history of 2 changes (serials 1 to 3) read from" in sec.log()
+        assert_sequence(kdig_ixfr(sec.port, 2), [DIFF_2_3], 3)
+        write_zone(primary.zone_file, v4())
+        reload(primary)
+        sec.ctl("zone-refresh", "ixfr.test")
+        wait_for(lambda: sec_serial_of(sec, "ixfr.test") == 4, 20, what="secondary at 4")
+        knot.refresh()
+        wait_for(lambda: knot.serial() == 4, 20, what="knotd at 4")
+        assert axfr_records(knot.port) == axfr_records(pport)
+        log = knot.log_text()
+        assert len(ixfr_finished(log)) == 3, log[-3000:]
+        assert not re.search(r"fallback to AXFR|AXFR-style", log), log[-3000:]
+    finally:
+        knot.stop()
+
+
+def test_primary_history_kept_when_a_secondary_zone_updates(steerd, tmp_path):
+    """A new version of a secondary zone republishes the zone set: the primary zones of the
+    same daemon keep their history (in memory and on disk)."""
+    up_dir = tmp_path / "up"
+    up_dir.mkdir()
+    up_zone = up_dir / "up.test.zone"
+    up_zone.write_text("$ORIGIN up.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
+                       "ns 300 A 192.0.2.1\n")
+    upstream = steerd(config="""server:
+  listen: {listen}
+  control-socket: {ctl}
+  storage: UPDIR/storage
+  workers: 1
+  tcp-workers: 1
+zones:
+  - domain: up.test
+    file: UPFILE
+    xfr-allow: [127.0.0.1]
+""".replace("UPFILE", str(up_zone)).replace("UPDIR", str(up_dir)), ready_zone="up.test")
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    config = CONFIG + f"""  - domain: up.test
+    primaries: ["127.0.0.1@{upstream.port}"]
+    refresh-min: 1s
+"""
+    srv = steerd(config=config, ready_zone="ixfr.test")
+    wait_for(lambda: sec_serial_of(srv, "up.test") == 1, 20, what="up.test transferred")
+    write_zone(tmp_path / "ixfr.test.zone", v2())
+    reload(srv)
+    write_zone(up_zone, "$ORIGIN up.test.\n@ 300 SOA ns h 2 2 3 4 5\n@ 300 NS ns\n"
+               "ns 300 A 192.0.2.1\nx 300 A 192.0.2.2\n")
+    reload(upstream)
+    srv.ctl("zone-refresh", "up.test")
+    wait_for(lambda: sec_serial_of(srv, "up.test") == 2, 20, what="up.test at serial 2")
+    assert_sequence(kdig_ixfr(srv.port, 1), [DIFF_1_2], 2)
+    assert (tmp_path / "storage" / "ixfr.test.journal").exists()
+
+
+def test_check_config_leaves_journals_alone(tmp_path):
+    """--check-config builds the zones as a start would, but neither reads nor removes nor
+    writes a journal."""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    (tmp_path / "ixfr.test.zone").write_text(v1())
+    (tmp_path / "none.test.zone").write_text(
+        "$ORIGIN none.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n")
+    damaged, stale = storage / "ixfr.test.journal", storage / "none.test.journal"
+    damaged.write_bytes(b"STEERJNL damaged")
+    stale.write_bytes(b"STEERJNL stale")
+    conf = tmp_path / "steer.yaml"
+    conf.write_text(CONFIG.format(listen='["127.0.0.1:53530"]', ctl=tmp_path / "ctl.sock",
+                                  dir=tmp_path))
+    out = subprocess.run([STEERD, "-c", str(conf), "--check-config"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "journal" not in out.stdout + out.stderr
+    assert damaged.read_bytes() == b"STEERJNL damaged" and stale.exists()
