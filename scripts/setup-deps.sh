@@ -11,7 +11,8 @@ set -eu
 
 RUN_PKGS="build-essential meson ninja-build pkg-config libknot-dev liburcu-dev libyaml-dev
 	libev-dev libjansson-dev libmaxminddb-dev libcurl4-openssl-dev knot-dnsutils
-	libmicrohttpd-dev libfstrm-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libssl-dev"
+	libmicrohttpd-dev libfstrm-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libssl-dev
+	zlib1g-dev"
 # The tests: clang for the libFuzzer targets, the reference server and clients of the
 # differential and integration tests, unbound (the ECS resolver of the GSLB test) and iproute2
 # for the network-namespace tests; the benchmark peers (knot is also the differential reference).

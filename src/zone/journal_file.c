@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
@@ -31,43 +32,22 @@ static const uint8_t MAGIC[8] = {'S', 'T', 'E', 'E', 'R', 'J', 'N', 'L'};
  * allocating for it. */
 #define CHANGE_MIN (CHANGE_HEAD + 4)
 
-/* ---- CRC-32 (zlib's, reflected polynomial 0xEDB88320) ---------------------------------- */
-
-/* Built per call: 256 entries are cheaper than a lock or a global to initialise once. */
-typedef struct {
-	uint32_t t[256];
-} crc_table_t;
-
-static void crc_init(crc_table_t *tab)
+/* zlib's crc32() over @p n bytes, chained from @p crc (0 to start). */
+static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n)
 {
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-		tab->t[i] = c;
-	}
-}
-
-/* zlib's crc32(crc, p, n): chains, crc32 of nothing is 0. */
-static uint32_t crc_update(const crc_table_t *tab, uint32_t crc, const uint8_t *p, size_t n)
-{
-	crc = ~crc;
-	for (size_t i = 0; i < n; i++)
-		crc = tab->t[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	return (uint32_t)crc32_z(crc, p, n);
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
 typedef struct {
 	FILE *f;
-	const crc_table_t *tab;
 	uint32_t crc;
 } writer_t;
 
 static void w_put(writer_t *w, const void *p, size_t n)
 {
-	w->crc = crc_update(w->tab, w->crc, p, n);
+	w->crc = crc_update(w->crc, p, n);
 	(void)fwrite(p, 1, n, w->f); /* ferror() is checked once at the end */
 }
 
@@ -95,9 +75,7 @@ static void write_change(writer_t *w, const zone_change_t *c)
 
 int zone_journal_write(FILE *f, const uint8_t *apex, uint64_t digest, const zone_journal_t *journal)
 {
-	crc_table_t tab;
-	crc_init(&tab);
-	writer_t w = {.f = f, .tab = &tab};
+	writer_t w = {.f = f};
 	uint8_t head[sizeof(MAGIC) + 17];
 	size_t apex_len = dname_len(apex);
 	memcpy(head, MAGIC, sizeof(MAGIC));
@@ -138,7 +116,6 @@ int zone_journal_save(const char *path, const uint8_t *apex, uint64_t digest,
 
 typedef struct {
 	wire_ctx_t w;
-	const crc_table_t *tab;
 	const uint8_t *part; /* where the current checksummed part began */
 	char *err;
 	size_t errlen;
@@ -165,7 +142,7 @@ static int r_check_seal(reader_t *r, const char *what)
 	uint32_t want = wire_ctx_read_u32(&r->w);
 	if (r->w.err)
 		return r_fail(r, STEER_ETRUNC, "%s: the file ends early", what);
-	if (crc_update(r->tab, 0, r->part, (size_t)(end - r->part)) != want)
+	if (crc_update(0, r->part, (size_t)(end - r->part)) != want)
 		return r_fail(r, STEER_EMALF, "%s: checksum mismatch", what);
 	r->part = r->w.pos;
 	return 0;
@@ -314,13 +291,8 @@ int zone_journal_parse(const uint8_t *data, size_t len, const uint8_t *apex, zon
 	*digest = 0;
 	if (errlen > 0)
 		err[0] = '\0';
-	crc_table_t tab;
-	crc_init(&tab);
-	reader_t r = {.w = wire_ctx_init_const(data, len),
-	              .tab = &tab,
-	              .part = data,
-	              .err = err,
-	              .errlen = errlen};
+	reader_t r = {
+	    .w = wire_ctx_init_const(data, len), .part = data, .err = err, .errlen = errlen};
 	uint32_t n = 0;
 	int ret = read_header(&r, apex, &n, digest);
 	if (ret != 0)
