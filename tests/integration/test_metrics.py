@@ -81,6 +81,23 @@ def scrape(http_port: int) -> str:
     return body.decode()
 
 
+def scrape_settled(http_port: int, timeout: float = 3.0) -> str:
+    """scrape() once every answer so far is in the latency histograms: a worker records an
+    answer's latency just after sending it, so the last reply can reach the client a moment
+    before its observation is counted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = scrape(http_port)
+        s = samples(text)
+        settled = all(
+            s.get(f'steer_query_duration_seconds_count{{transport="{t}"}}', 0) ==
+            sum(v for k, v in s.items() if k.startswith(f'steer_queries_total{{transport="{t}"'))
+            for t in ("udp", "tcp"))
+        if settled or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def samples(text: str) -> dict[str, float]:
     """{'name{labels}': value} of every sample line (labels as written)."""
     out = {}
@@ -141,7 +158,7 @@ def test_exposition_is_valid_and_counts(steerd, backends):
     if len(listen) == 2:
         ask(srv, f"www.{ZONE}", host="::1", port=srv.listen[1][1])
 
-    text = scrape(http_port)
+    text = scrape_settled(http_port)
     promtool_check(text)
     s = samples(text)
     v4_udp = 'steer_queries_total{transport="udp",family="ipv4"}'
@@ -418,7 +435,7 @@ forward:
         for _ in range(3):
             r = srv.udp(q)
             assert [a.address for rr in r.answer for a in rr] == ["198.51.100.1"]
-        text = scrape(http_port)
+        text = scrape_settled(http_port)
         promtool_check(text)
         s = samples(text)
         assert s["steer_cache_misses_total"] >= 1
