@@ -172,6 +172,22 @@ def ns_socket(ns: str, kind: int = socket.SOCK_DGRAM, family: int = socket.AF_IN
         os.close(there)
 
 
+def ns_http_get(ns: str, port: int, path: str = "/metrics") -> bytes:
+    """The whole HTTP/1.0 response (head and body) to GET @path from 127.0.0.1:@port inside
+    network namespace @ns, read to EOF."""
+    s = ns_socket(ns, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect(("127.0.0.1", port))
+        s.sendall(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    finally:
+        s.close()
+    return data
+
+
 def query(ns: str, server: str, qname: str, rdtype: str = "A", *, source: str | None = None,
           timeout: float = 1.0, tcp: bool = False, rd: bool = True,
           port: int = 53) -> dns.message.Message:

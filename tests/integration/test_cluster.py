@@ -29,7 +29,7 @@ import dns.rcode
 import pytest
 
 from conftest import STEERCTL, STEERD, assert_no_sanitizer_report, free_port
-from fwdlab import Proc, ns_socket, query, run
+from fwdlab import Proc, ns_http_get, ns_socket, query, run
 
 SERVICE4, SERVICE6 = "192.0.2.53", "2001:db8::53"
 UNICAST, ROUTER = "10.53.0.11", "10.53.0.1"
@@ -484,17 +484,7 @@ zone:
 
 def ns_metrics(lab: NodeLab, port: int) -> str:
     """GET /metrics from steerd's HTTP listener on 127.0.0.1@@port inside the node ns."""
-    s = ns_socket(lab.node, kind=socket.SOCK_STREAM)
-    try:
-        s.settimeout(5)
-        s.connect(("127.0.0.1", port))
-        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        body = b""
-        while chunk := s.recv(65536):
-            body += chunk
-    finally:
-        s.close()
-    return body.decode(errors="replace")
+    return ns_http_get(lab.node, port).decode(errors="replace")
 
 
 def zone_metric(text: str, name: str, zone: str) -> float | None:

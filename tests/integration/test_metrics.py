@@ -463,17 +463,8 @@ forward:
 
 def ns_scrape(ns: str, port: int) -> dict[str, float]:
     """/metrics from 127.0.0.1:@port inside network namespace @ns (HTTP/1.0, read to EOF)."""
-    from fwdlab import ns_socket
-    s = ns_socket(ns, socket.SOCK_STREAM)
-    try:
-        s.settimeout(5)
-        s.connect(("127.0.0.1", port))
-        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    finally:
-        s.close()
+    from fwdlab import ns_http_get
+    data = ns_http_get(ns, port)
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n")[0], head
     return samples(body.decode())

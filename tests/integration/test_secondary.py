@@ -55,6 +55,17 @@ class _Peer:
     stopping it by its own PID."""
     log_name = "peer.log"
 
+    def _setup(self, workdir: Path, zones: dict[str, str]) -> None:
+        """@workdir, a free port, and each zone's text in <workdir>/<origin>zone (self.files)."""
+        self.dir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.files = {}
+        for origin, text in zones.items():
+            f = workdir / f"{origin}zone"
+            f.write_text(text)
+            self.files[origin] = f
+
     def soa_serial(self, origin: str) -> int | None:
         try:
             r = dns.query.udp(query(origin, "SOA"), "127.0.0.1", port=self.port, timeout=0.3)
@@ -162,16 +173,9 @@ class Bind(_Peer):
                  key: str | None = None):
         """With @key (a base64 hmac-sha256 secret of key "xfr-key"), transfers need the key
         and NOTIFYs are signed with it."""
-        self.dir = workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.files = {}
-        zone_conf = ""
-        for origin, text in zones.items():
-            f = workdir / f"{origin}zone"
-            f.write_text(text)
-            self.files[origin] = f
-            zone_conf += f'zone "{origin}" {{ type primary; file "{f}"; }};\n'
+        self._setup(workdir, zones)
+        zone_conf = "".join(f'zone "{origin}" {{ type primary; file "{f}"; }};\n'
+                            for origin, f in self.files.items())
         signed = " key xfr-key" if key else ""
         notify = (f"notify explicit; also-notify {{ 127.0.0.1 port {notify_port}{signed}; }};"
                   if notify_port else "notify no;")
@@ -215,15 +219,9 @@ class Nsd(Bind):
     log_name = "nsd.log"
 
     def __init__(self, workdir: Path, zones: dict[str, str], *, notify_port: int | None = None):
-        self.dir = workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.files = {}
+        self._setup(workdir, zones)
         zone_conf = ""
-        for origin, text in zones.items():
-            f = workdir / f"{origin}zone"
-            f.write_text(text)
-            self.files[origin] = f
+        for origin, f in self.files.items():
             notify = f"    notify: 127.0.0.1@{notify_port} NOKEY\n" if notify_port else ""
             zone_conf += (f"zone:\n    name: {origin}\n    zonefile: \"{f}\"\n"
                           f"    provide-xfr: 127.0.0.0/8 NOKEY\n{notify}")
